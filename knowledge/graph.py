@@ -1,0 +1,228 @@
+"""The knowledge graph: a rustworkx PyDiGraph addressed by stable string keys.
+
+rustworkx reuses integer indices after removal, so nothing outside this module ever sees one.
+Every node has an *owner*: the repo-relative path of the file it was extracted from, or its own
+key for nodes that no file produced (memories, episodes, entities). Replacing an owner swaps
+exactly its nodes and the edges leaving them; the store persists per owner too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import rustworkx as rx
+
+NODE_KINDS = ("file", "symbol", "section", "table", "column", "memory", "episode", "entity")
+EDGE_KINDS = ("contains", "defines", "imports", "references", "derived-from")
+
+
+@dataclass(slots=True)
+class Node:
+    key: str
+    kind: str
+    label: str
+    path: str = ""
+    line: int = 0
+    end_line: int = 0
+    summary: str = ""
+    subkind: str = ""
+    signature: str = ""
+    layer: str = "PERSONAL"
+    source: str = "index"
+    status: str = "ok"
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    valid_from: float | None = None
+    valid_to: float | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Node:
+        return cls(**raw)
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    src: str
+    dst: str
+    kind: str
+
+
+class Graph:
+    """Mutations bump ``version``; derived structures memoize on it."""
+
+    def __init__(self) -> None:
+        self._g: rx.PyDiGraph = rx.PyDiGraph(multigraph=True)
+        self._index: dict[str, int] = {}
+        self._owned: dict[str, set[str]] = {}
+        self._owner_of: dict[str, str] = {}
+        self.version = 0
+        self.dirty_owners: set[str] = set()
+        self.lock = threading.RLock()
+
+    # -- reading -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def get(self, key: str) -> Node | None:
+        idx = self._index.get(key)
+        return None if idx is None else self._g[idx]
+
+    def nodes(self, kind: str | None = None) -> Iterator[Node]:
+        for node in list(self._g.nodes()):
+            if kind is None or node.kind == kind:
+                yield node
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def owners(self) -> list[str]:
+        return list(self._owned)
+
+    def owned(self, owner: str) -> set[str]:
+        return set(self._owned.get(owner, ()))
+
+    def owner_of(self, key: str) -> str | None:
+        return self._owner_of.get(key)
+
+    def edge_count(self) -> int:
+        return self._g.num_edges()
+
+    def edges(self) -> Iterator[Edge]:
+        g = self._g
+        for a, b, kind in g.weighted_edge_list():
+            yield Edge(g[a].key, g[b].key, kind)
+
+    def out_edges(self, key: str, kind: str | None = None) -> list[Edge]:
+        idx = self._index.get(key)
+        if idx is None:
+            return []
+        g = self._g
+        return [
+            Edge(key, g[b].key, k)
+            for _, b, k in g.out_edges(idx)
+            if kind is None or k == kind
+        ]
+
+    def in_edges(self, key: str, kind: str | None = None) -> list[Edge]:
+        idx = self._index.get(key)
+        if idx is None:
+            return []
+        g = self._g
+        return [
+            Edge(g[a].key, key, k)
+            for a, _, k in g.in_edges(idx)
+            if kind is None or k == kind
+        ]
+
+    def degree(self, key: str) -> int:
+        idx = self._index.get(key)
+        return 0 if idx is None else self._g.in_degree(idx) + self._g.out_degree(idx)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for node in self._g.nodes():
+            out[node.kind] = out.get(node.kind, 0) + 1
+        out["edges"] = self._g.num_edges()
+        return out
+
+    @property
+    def rx(self) -> rx.PyDiGraph:
+        """The underlying graph for read-only algorithms (layouts, centrality)."""
+        return self._g
+
+    def index_of(self, key: str) -> int | None:
+        return self._index.get(key)
+
+    # -- writing -----------------------------------------------------------------------------
+    def upsert(self, node: Node, owner: str | None = None) -> None:
+        """Insert or replace a node's payload, keeping its edges."""
+        owner = owner if owner is not None else node.key
+        with self.lock:
+            idx = self._index.get(node.key)
+            if idx is None:
+                self._index[node.key] = self._g.add_node(node)
+            else:
+                self._g[idx] = node
+                previous = self._owner_of.get(node.key)
+                if previous is not None and previous != owner:
+                    self._owned[previous].discard(node.key)
+                    self.dirty_owners.add(previous)
+            self._owned.setdefault(owner, set()).add(node.key)
+            self._owner_of[node.key] = owner
+            self._touch(owner)
+
+    def add_edge(self, src: str, dst: str, kind: str) -> bool:
+        """Add an edge once; an edge to or from an unknown key is ignored (returns False)."""
+        with self.lock:
+            a, b = self._index.get(src), self._index.get(dst)
+            if a is None or b is None or a == b:
+                return False
+            if any(k == kind for _, t, k in self._g.out_edges(a) if t == b):
+                return False
+            self._g.add_edge(a, b, kind)
+            self._touch(self._owner_of[src])
+            return True
+
+    def remove_node(self, key: str) -> None:
+        with self.lock:
+            idx = self._index.pop(key, None)
+            if idx is None:
+                return
+            # Edges arriving here belong to other owners: their stored rows must go too.
+            for a, _, _ in self._g.in_edges(idx):
+                self.dirty_owners.add(self._owner_of[self._g[a].key])
+            self._g.remove_node(idx)
+            owner = self._owner_of.pop(key)
+            keys = self._owned.get(owner)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._owned[owner]
+            self._touch(owner)
+
+    def remove_out_edges(self, key: str, kinds: Iterable[str] | None = None) -> None:
+        with self.lock:
+            idx = self._index.get(key)
+            if idx is None:
+                return
+            wanted = None if kinds is None else set(kinds)
+            for eid in list(self._g.out_edge_indices(idx)):
+                if wanted is None or self._g.get_edge_data_by_index(eid) in wanted:
+                    self._g.remove_edge_from_index(eid)
+            self._touch(self._owner_of[key])
+
+    def replace_owner(self, owner: str, nodes: Iterable[Node], edges: Iterable[Edge]) -> None:
+        """Make ``owner`` own exactly ``nodes``; rebuild the edges leaving them.
+
+        Nodes that survive keep their index, so edges from other owners into them stay.
+        Edges whose far end does not exist are dropped.
+        """
+        with self.lock:
+            fresh = {n.key: n for n in nodes}
+            for key in self.owned(owner) - fresh.keys():
+                self.remove_node(key)
+            for node in fresh.values():
+                self.upsert(node, owner)
+                self.remove_out_edges(node.key)
+            for edge in edges:
+                self.add_edge(edge.src, edge.dst, edge.kind)
+            self._touch(owner)
+
+    def remove_owner(self, owner: str) -> None:
+        with self.lock:
+            for key in self.owned(owner):
+                self.remove_node(key)
+            self._touch(owner)
+
+    def _touch(self, owner: str) -> None:
+        self.version += 1
+        self.dirty_owners.add(owner)

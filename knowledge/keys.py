@@ -1,0 +1,53 @@
+"""Stable node keys. One normalizer for every key, so re-indexing is idempotent."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Canonical form of free text used inside keys: NFKC, case-folded, single spaces."""
+    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+
+
+def file_key(path: str) -> str:
+    return f"file:{path}"
+
+
+def symbol_key(path: str, qualname: str) -> str:
+    return f"sym:{path}#{qualname}"
+
+
+def section_key(path: str, slug: str) -> str:
+    return f"section:{path}#{slug}"
+
+
+def table_key(name: str) -> str:
+    return f"table:{normalize(name)}"
+
+
+def column_key(table: str, column: str) -> str:
+    return f"column:{normalize(table)}.{normalize(column)}"
+
+
+def memory_key(text: str) -> str:
+    return "mem:" + hashlib.sha1(normalize(text).encode()).hexdigest()
+
+
+def episode_key(date: str, slug: str) -> str:
+    return f"ep:{date}-{slug}"
+
+
+def entity_key(label: str) -> str:
+    return f"ent:{normalize(label)}"
+
+
+def slugify(text: str, limit: int = 48) -> str:
+    """Lower-case ASCII slug for file names and section keys."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "untitled"

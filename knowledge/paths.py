@@ -1,0 +1,59 @@
+"""Where Theus keeps its data: THEUS_HOME, else the platformdirs user data dir."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from knowledge.keys import slugify
+
+
+def data_home() -> Path:
+    override = os.environ.get("THEUS_HOME")
+    return Path(override).expanduser() if override else Path(platformdirs.user_data_dir("theus"))
+
+
+def config_home() -> Path:
+    override = os.environ.get("THEUS_HOME")
+    if override:
+        return Path(override).expanduser() / "config"
+    return Path(platformdirs.user_config_dir("theus"))
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectPaths:
+    """Per-project locations, keyed by the resolved project root."""
+
+    root: Path
+    home: Path
+
+    @classmethod
+    def for_root(cls, root: Path) -> ProjectPaths:
+        resolved = root.resolve()
+        digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
+        home = data_home() / "projects" / f"{slugify(resolved.name or 'root', 32)}-{digest}"
+        return cls(resolved, home)
+
+    @property
+    def store(self) -> Path:
+        return self.home / "graph.db"
+
+    @property
+    def memory(self) -> Path:
+        return self.home / "memory"
+
+    @property
+    def episodes(self) -> Path:
+        return self.memory / "episodes"
+
+    @property
+    def sessions(self) -> Path:
+        return self.home / "sessions"
+
+    @property
+    def vectors(self) -> Path:
+        return self.home / "vectors.db"
