@@ -223,6 +223,28 @@ class Graph:
                 self.remove_node(key)
             self._touch(owner)
 
+    def load(self, nodes: Iterable[tuple[Node, str]], edges: Iterable[Edge]) -> None:
+        """Bulk-fill an empty graph from the store; nothing becomes dirty."""
+        with self.lock:
+            pairs = list(nodes)
+            indices = self._g.add_nodes_from([n for n, _ in pairs])
+            for (node, owner), idx in zip(pairs, indices, strict=True):
+                self._index[node.key] = idx
+                self._owned.setdefault(owner, set()).add(node.key)
+                self._owner_of[node.key] = owner
+            index = self._index
+            self._g.add_edges_from(
+                [(index[e.src], index[e.dst], e.kind) for e in edges
+                 if e.src in index and e.dst in index]
+            )
+            self.version += 1
+
+    def take_dirty(self) -> set[str]:
+        """The owners changed since the last call, for an incremental save."""
+        with self.lock:
+            dirty, self.dirty_owners = self.dirty_owners, set()
+            return dirty
+
     def _touch(self, owner: str) -> None:
         self.version += 1
         self.dirty_owners.add(owner)

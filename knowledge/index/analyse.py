@@ -1,0 +1,100 @@
+"""Read one file and turn it into an `Extract`, deciding what to skip and why.
+
+Runs inside worker processes: plain functions, picklable results, never raises.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from knowledge.index.model import Extract
+
+MAX_BYTES = 1_000_000
+BINARY_PROBE = 8000
+_MINIFIED_LINE = 2000  # a line this long in a source file is generated, not written
+_MINIFIED_AVG = 300
+# PEP 263 coding declaration on one of the first two lines.
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+
+
+@dataclass(slots=True)
+class Analysed:
+    rel: str
+    size: int
+    mtime_ns: int
+    sha1: str
+    status: str  # ok | partial | skipped
+    reason: str
+    extract: Extract | None  # None: no content indexed (file node only, or nothing at all)
+    keep_node: bool = True  # False for binaries and unreadable files
+
+
+def language_of(rel: str) -> str:
+    from knowledge.index.extract import language_for
+
+    return language_for(rel)
+
+
+def analyse(root: str, rel: str, size: int, mtime_ns: int, data: bytes | None = None) -> Analysed:
+    """`data`, when given, is the content already read (and hashed) by the caller."""
+    if size > MAX_BYTES:
+        return Analysed(rel, size, mtime_ns, "", "skipped", "too-large", None)
+    if data is None:
+        try:
+            data = (Path(root) / rel).read_bytes()
+        except OSError:
+            return Analysed(rel, size, mtime_ns, "", "skipped", "unreadable", None, False)
+    sha1 = hashlib.sha1(data).hexdigest()
+    if len(data) > MAX_BYTES:  # grew between stat and read
+        return Analysed(rel, len(data), mtime_ns, sha1, "skipped", "too-large", None)
+    text, reason = _decode(data)
+    if text is None:
+        return Analysed(rel, len(data), mtime_ns, sha1, "skipped", reason, None, False)
+    if _minified(text):
+        return Analysed(rel, len(data), mtime_ns, sha1, "skipped", "minified", None)
+    from knowledge.index.extract import extract_file
+
+    content = text.encode("utf-8") if reason == "utf-16" else data
+    try:
+        extract = extract_file(rel, content)
+    except Exception as exc:  # an extractor bug must not lose the rest of the index
+        return Analysed(
+            rel, len(data), mtime_ns, sha1, "partial", f"extractor error: {type(exc).__name__}",
+            Extract(language=language_of(rel), lines=text.count("\n") + 1),
+        )
+    why = extract.partial or (reason if reason == "invalid-utf8" else "")
+    status = "partial" if why else "ok"
+    return Analysed(rel, len(data), mtime_ns, sha1, status, why, extract)
+
+
+def _decode(data: bytes) -> tuple[str | None, str]:
+    """Text and a note; None when the file is binary."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError:
+            return None, "binary"
+    if b"\x00" in data[:BINARY_PROBE]:
+        return None, "binary"
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        pass
+    cookie = _COOKIE.search(data[:400])
+    if cookie:
+        try:
+            return data.decode(cookie.group(1).decode("ascii")), ""
+        except (LookupError, UnicodeDecodeError):
+            pass
+    return data.decode("utf-8", errors="replace"), "invalid-utf8"
+
+
+def _minified(text: str) -> bool:
+    head = text[:200_000]
+    lines = head.count("\n") + 1
+    longest = max((len(line) for line in head.split("\n", 200)[:200]), default=0)
+    return longest > _MINIFIED_LINE and (len(head) / lines > _MINIFIED_AVG or lines < 5)

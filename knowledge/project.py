@@ -1,0 +1,385 @@
+"""A project's live graph: index it, update it file by file, keep it saved.
+
+`Project` owns the graph, the per-file state and the store for one root. The CLI, the watcher,
+the agent and the dashboard all go through it, so there is one way to change the graph.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from knowledge import keys
+from knowledge.graph import Graph
+from knowledge.index.analyse import Analysed, analyse, language_of
+from knowledge.index.ignore import IgnoreRules
+from knowledge.index.model import Import
+from knowledge.index.nodes import file_nodes
+from knowledge.index.resolve import RepoFiles, resolve
+from knowledge.index.walker import FileEntry, walk
+from knowledge.paths import ProjectPaths
+from knowledge.store import FileState, Store
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+POOL_THRESHOLD = 200  # below this many files to parse, a process pool costs more than it saves
+_CHUNK = 48
+_MAX_REFERENCES = 200
+# Names too generic to link by name even when only one definition exists.
+_GENERIC = frozenset(
+    {"main", "init", "run", "get", "set", "new", "test", "setup", "start", "stop", "close",
+     "open", "read", "write", "update", "create", "delete", "load", "save", "name", "value",
+     "data", "type", "self", "this", "none", "true", "false", "null"}
+)
+_SYMBOL_KINDS_LINKED = frozenset(
+    {"class", "function", "interface", "type", "struct", "enum", "trait", "const", "method"}
+)
+
+
+@dataclass(slots=True)
+class IndexReport:
+    files: int = 0
+    symbols: int = 0
+    edges: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    parsed: int = 0  # files whose content was (re)analysed in this run
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    nodes_added: int = 0
+    nodes_removed: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "files": self.files,
+            "symbols": self.symbols,
+            "edges": self.edges,
+            "skipped": dict(sorted(self.skipped.items())),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class Project:
+    def __init__(self, root: Path, paths: ProjectPaths | None = None) -> None:
+        self.paths = paths or ProjectPaths.for_root(root)
+        self.root = self.paths.root
+        self.store = Store.open(self.paths.store)
+        self.files: dict[str, FileState] = self.store.files()
+        meta = self.store.meta()
+        self.walk_skipped: dict[str, str] = json.loads(meta.get("walk_skipped", "{}"))
+        self.last_index = float(meta.get("last_index", 0) or 0)
+        self.rules = IgnoreRules(self.root)
+        self._graph: Graph | None = None
+        self._pending_files: dict[str, FileState] = {}
+        self._pending_removed: set[str] = set()
+        self.lock = threading.RLock()  # one writer at a time: CLI, watcher, agent
+
+    @property
+    def graph(self) -> Graph:
+        if self._graph is None:
+            self._graph = self.store.load_graph()
+        return self._graph
+
+    @property
+    def has_index(self) -> bool:
+        return bool(self.files) or self.last_index > 0
+
+    # -- full (incremental) index ------------------------------------------------------------
+    def index(self, progress: Progress | None = None, workers: int | None = None) -> IndexReport:
+        """Bring the graph in line with the disk. Unchanged files are not read (size+mtime)
+        or not parsed (content hash)."""
+        with self.lock:
+            start = time.perf_counter()
+            self.rules = IgnoreRules(self.root)
+            found = walk(self.root, self.rules)
+            self.walk_skipped = found.skipped
+            current = {f.rel: f for f in found.files}
+            removed = sorted(set(self.files) - current.keys())
+            todo = [
+                f for f in found.files
+                if (s := self.files.get(f.rel)) is None
+                or s.size != f.size or s.mtime_ns != f.mtime_ns
+            ]
+            report = IndexReport(removed=removed)
+            if todo or removed or not self.has_index:
+                results = self._analyse(todo, progress, workers)
+                self._apply(results, removed, report, relink_all=not self.has_index)
+            elif progress:
+                progress(0, 0)
+            self.last_index = time.time()
+            self.save()
+            report.seconds = time.perf_counter() - start
+            self._fill_counts(report)
+            return report
+
+    # -- watcher path ------------------------------------------------------------------------
+    def update(self, rels: Iterable[str]) -> IndexReport:
+        """Re-examine the given paths on disk: index what exists, drop what is gone.
+
+        Decisions come from the disk at call time, never from the events that led here, so an
+        editor's temp-file-and-rename save ends with exactly the final content indexed.
+        """
+        with self.lock:
+            start = time.perf_counter()
+            todo: list[FileEntry] = []
+            removed: list[str] = []
+            for rel in sorted(set(rels)):
+                if self._gitignore_changed(rel):
+                    self.rules = IgnoreRules(self.root)
+                entry = self._entry(rel)
+                if entry is None:
+                    removed.extend(p for p in self.files if p == rel or p.startswith(rel + "/"))
+                    self.walk_skipped.pop(rel, None)
+                else:
+                    known = self.files.get(rel)
+                    if known is None or (known.size, known.mtime_ns) != (entry.size, entry.mtime_ns):
+                        todo.append(entry)
+            report = IndexReport(removed=sorted(set(removed)))
+            if todo or removed:
+                results = self._analyse(todo, None, workers=1)
+                self._apply(results, report.removed, report, relink_all=False)
+            report.seconds = time.perf_counter() - start
+            return report
+
+    def _entry(self, rel: str) -> FileEntry | None:
+        """The file at `rel` if it should be indexed now."""
+        path = self.root / rel
+        try:
+            if not path.is_file() or self.rules.ignored_path(rel, False):
+                return None
+            real = path.resolve(strict=True)
+            if real != self.root and self.root not in real.parents:
+                return None
+            st = path.stat()
+        except (OSError, RuntimeError):
+            return None
+        return FileEntry(rel, st.st_size, st.st_mtime_ns)
+
+    @staticmethod
+    def _gitignore_changed(rel: str) -> bool:
+        return rel.rsplit("/", 1)[-1] in (".gitignore", ".theusignore")
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save(self) -> int:
+        """Write what changed since the last save. Raises `StoreError`; state is kept."""
+        with self.lock:
+            graph = self._graph if self._graph is not None else Graph()
+            files, gone = list(self._pending_files.values()), set(self._pending_removed)
+            meta = {
+                "root": str(self.root),
+                "last_index": str(self.last_index),
+                "walk_skipped": json.dumps(self.walk_skipped),
+            }
+            written = self.store.save(graph, files, gone, meta)
+            self._pending_files.clear()
+            self._pending_removed -= gone
+            return written
+
+    @property
+    def unsaved(self) -> bool:
+        graph = self._graph
+        return bool(self._pending_files or self._pending_removed or (graph and graph.dirty_owners))
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- status ---------------------------------------------------------------------------------
+    def skipped_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for reason in self.walk_skipped.values():
+            counts[reason] = counts.get(reason, 0) + 1
+        for state in self.files.values():
+            if state.reason and state.status != "ok":
+                reason = state.reason.split(":")[0].replace(" ", "-")
+                counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+    def counts(self) -> dict[str, int]:
+        return self._graph.counts() if self._graph is not None else self.store.counts()
+
+    def _fill_counts(self, report: IndexReport) -> None:
+        counts = self.counts()
+        report.files = counts.get("file", 0)
+        report.symbols = counts.get("symbol", 0)
+        report.edges = counts.get("edges", 0)
+        report.skipped = self.skipped_counts()
+
+    # -- internals ----------------------------------------------------------------------------
+    def _analyse(
+        self, todo: list[FileEntry], progress: Progress | None, workers: int | None
+    ) -> list[Analysed]:
+        items = [
+            (f.rel, f.size, f.mtime_ns, s.sha1 if (s := self.files.get(f.rel)) else "")
+            for f in todo
+        ]
+        total = len(items)
+        if progress:
+            progress(0, total)
+        workers = workers or min(2, os.cpu_count() or 1)
+        results: list[Analysed] = []
+        if workers > 1 and total >= POOL_THRESHOLD:
+            chunks = [items[i : i + _CHUNK] for i in range(0, total, _CHUNK)]
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                for batch in pool.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
+                    results.extend(batch)
+                    if progress:
+                        progress(len(results), total)
+        else:
+            for item in items:
+                results.append(_analyse_one(str(self.root), item))
+                if progress and (len(results) % 25 == 0 or len(results) == total):
+                    progress(len(results), total)
+        return results
+
+    def _apply(
+        self, results: list[Analysed], removed: list[str], report: IndexReport, relink_all: bool
+    ) -> None:
+        graph = self.graph
+        with graph.lock:
+            previously = set(self.files)
+            touched = [*removed, *(r.rel for r in results if r.status != "unchanged")]
+            keys_before = {k for rel in touched for k in graph.owned(rel)}
+            names = {n for rel in touched for n in _symbol_names(graph, rel)}
+            for rel in removed:
+                graph.remove_owner(rel)
+                self.files.pop(rel, None)
+                self._pending_files.pop(rel, None)
+                self._pending_removed.add(rel)
+            changed: list[str] = []
+            for result in results:
+                state = self.files.get(result.rel)
+                if result.status == "unchanged" and state is not None:
+                    state.size, state.mtime_ns = result.size, result.mtime_ns
+                    self._pending_files[result.rel] = state
+                    continue
+                changed.append(result.rel)
+                self._replace_file(graph, result)
+            names |= {n for rel in changed for n in _symbol_names(graph, rel)}
+            keys_after = {k for rel in touched for k in graph.owned(rel)}
+            report.changed = changed
+            report.parsed = len(changed)
+            report.nodes_added = len(keys_after - keys_before)
+            report.nodes_removed = len(keys_before - keys_after)
+            files_moved = bool(removed) or any(rel not in previously for rel in changed)
+            self._link(graph, changed, names, relink_all or files_moved)
+
+    def _replace_file(self, graph: Graph, result: Analysed) -> None:
+        language = language_of(result.rel)
+        ex = result.extract
+        state = FileState(
+            path=result.rel, size=result.size, mtime_ns=result.mtime_ns, sha1=result.sha1,
+            language=language, lines=ex.lines if ex else 0, status=result.status,
+            reason=result.reason,
+            imports=[[i.module, i.line, list(i.names), i.level] for i in ex.imports] if ex else [],
+            identifiers=sorted(ex.identifiers) if ex else [],
+        )
+        self.files[result.rel] = state
+        self._pending_files[result.rel] = state
+        self._pending_removed.discard(result.rel)
+        if not result.keep_node:
+            graph.remove_owner(result.rel)
+            return
+        nodes, edges = file_nodes(result, language)
+        graph.replace_owner(result.rel, nodes, edges)
+
+    def _link(self, graph: Graph, changed: list[str], names: set[str], everything: bool) -> None:
+        """Cross-file edges: imports, references by unambiguous name, foreign keys."""
+        indexed = {rel for rel in self.files if keys.file_key(rel) in graph}
+        if everything:
+            targets = indexed
+        else:
+            targets = {r for r in changed if r in indexed}
+            if names:
+                targets |= {
+                    rel for rel in indexed if names.intersection(self.files[rel].identifiers)
+                }
+        if not targets:
+            return
+        repo = RepoFiles(indexed)
+        by_name = _definitions(graph)
+        for rel in targets:
+            state = self.files[rel]
+            fkey = keys.file_key(rel)
+            graph.remove_out_edges(fkey, ("imports", "references"))
+            for module, line, imported, level in state.imports:
+                imp = Import(module, line, tuple(imported), level)
+                for target in resolve(rel, imp, state.language, repo):
+                    if target != rel:
+                        graph.add_edge(fkey, keys.file_key(target), "imports")
+            linked = 0
+            for name in state.identifiers:
+                found = by_name.get(name)
+                if found is None or len(found) != 1 or found[0][1] == rel:
+                    continue
+                graph.add_edge(fkey, found[0][0], "references")
+                linked += 1
+                if linked >= _MAX_REFERENCES:
+                    break
+        if everything or any(self.files[r].language in ("prisma", "sql") for r in targets):
+            _link_foreign_keys(graph)
+
+
+def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
+    rel, size, mtime_ns, known_sha1 = item
+    if known_sha1:
+        try:
+            data = (Path(root) / rel).read_bytes()
+        except OSError:
+            data = None
+        if data is not None:
+            import hashlib
+
+            if hashlib.sha1(data).hexdigest() == known_sha1:
+                return Analysed(rel, len(data), mtime_ns, known_sha1, "unchanged", "", None)
+            return analyse(root, rel, size, mtime_ns, data)
+    return analyse(root, rel, size, mtime_ns)
+
+
+def _analyse_chunk(root: str, items: list[tuple[str, int, int, str]]) -> list[Analysed]:
+    return [_analyse_one(root, item) for item in items]
+
+
+def _short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def _symbol_names(graph: Graph, rel: str) -> set[str]:
+    names = set()
+    for key in graph.owned(rel):
+        node = graph.get(key)
+        if node is not None and node.kind == "symbol":
+            names.add(_short(node.label))
+    return names
+
+
+def _definitions(graph: Graph) -> dict[str, list[tuple[str, str]]]:
+    """Short symbol name -> [(key, path)] for names worth linking by name."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for node in graph.nodes("symbol"):
+        name = _short(node.label)
+        if len(name) < 4 or name.lower() in _GENERIC or node.subkind not in _SYMBOL_KINDS_LINKED:
+            continue
+        out.setdefault(name, []).append((node.key, node.path))
+    return out
+
+
+def _link_foreign_keys(graph: Graph) -> None:
+    for node in graph.nodes("column"):
+        ref = node.data.get("references")
+        if not ref:
+            continue
+        table = node.label.split(".", 1)[0]
+        graph.add_edge(node.key, keys.column_key(ref[0], ref[1]), "references")
+        graph.add_edge(keys.table_key(table), keys.table_key(ref[0]), "references")
+

@@ -1,0 +1,86 @@
+"""The `theus` command: memory subcommands, headless `-p`, or the chat app with no arguments."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from theus.commands.common import UsageError
+
+# Each name is a module in theus.commands exposing `register(subparsers)`.
+COMMANDS = (
+    "index", "status", "recall", "watch", "dashboard", "episodes", "memory", "sessions", "login",
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line, with where to look, and exits 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="theus",
+        description="A coding agent with a memory of your project. With no arguments, opens "
+        "the chat app in the current folder.",
+    )
+    parser.add_argument("-p", "--print", dest="prompt", nargs="?", const="-", default=None,
+                        metavar="PROMPT",
+                        help="run headless: answer PROMPT (or stdin) and exit")
+    parser.add_argument("--output-format", choices=("text", "json", "stream-json"),
+                        default="text", help="headless output format (default: text)")
+    parser.add_argument("--max-turns", type=int, default=None, metavar="N",
+                        help="headless: stop after N model turns")
+    parser.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+                        help="resume the most recent session")
+    parser.add_argument("-r", "--resume", metavar="ID", default=None,
+                        help="resume the session with this id")
+    parser.add_argument("--allow-edits", action="store_true",
+                        help="headless: allow file edits and writes")
+    parser.add_argument("--allow-shell", action="store_true",
+                        help="headless: allow shell commands")
+    parser.add_argument("--model", default=None, help="model name (overrides THEUS_MODEL)")
+    parser.add_argument("--path", default=".", help="project root (default: current folder)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"theus.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"theus.commands.{name}":
+                raise
+            continue  # command not built yet
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command:
+            return int(args.func(args) or 0)
+        if args.prompt is not None:
+            from theus.headless import run_headless
+
+            return run_headless(args)
+        from theus.commands.common import project_root
+
+        project_root(args.path)
+        from tui.app import run_app
+
+        return run_app(args)
+    except UsageError as exc:
+        sys.stderr.write(f"theus: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("theus: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""What every command shares: resolving the project, one-line usage errors, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit status 2."""
+
+
+def project_root(arg: str | None) -> Path:
+    path = Path(arg or ".").expanduser()
+    if not path.exists():
+        raise UsageError(f"no such folder: {path} (give the project folder, e.g. `theus index .`)")
+    if not path.is_dir():
+        raise UsageError(f"not a folder: {path} (give the project folder, not a file)")
+    return path.resolve()
+
+
+def print_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+
+
+def add_path_argument(parser: Any) -> None:
+    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
+                        help="project folder (default: current folder)")

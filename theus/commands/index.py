@@ -1,0 +1,55 @@
+"""`theus index`: build or refresh the project's knowledge graph."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from theus.commands.common import add_path_argument, print_json, project_root
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="index a project into its knowledge graph",
+                       description="Index PATH (default: the current folder). Unchanged files "
+                       "are skipped; the graph is kept in the Theus data dir.")
+    add_path_argument(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-embed", action="store_true", help="skip computing embeddings")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from knowledge.project import Project
+    from knowledge.store import StoreError
+
+    root = project_root(args.path)
+    project = Project(root)
+    if project.store.recovered_from:
+        sys.stderr.write(f"theus: the index was unreadable; kept it at "
+                         f"{project.store.recovered_from} and rebuilt it\n")
+    try:
+        report = _run_index(project, show_progress=not args.json and sys.stderr.isatty())
+    except StoreError as exc:
+        sys.stderr.write(f"theus: {exc}; the previous index is unchanged\n")
+        return 1
+    finally:
+        project.close()
+    if args.json:
+        print_json(report.to_json())
+    else:
+        skipped = ", ".join(f"{n} {r}" for r, n in sorted(report.skipped.items())) or "none"
+        print(f"Indexed {report.files} files, {report.symbols} symbols, {report.edges} edges "
+              f"in {report.seconds:.2f}s ({report.parsed} parsed; skipped: {skipped})")
+    return 0
+
+
+def _run_index(project, show_progress: bool):  # type: ignore[no-untyped-def]
+    if not show_progress:
+        return project.index()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("Indexing", total=None)
+        return project.index(progress=lambda done, total: bar.update(task, completed=done,
+                                                                     total=total or None))
