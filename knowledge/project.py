@@ -142,7 +142,8 @@ class Project:
                     self.walk_skipped.pop(rel, None)
                 else:
                     known = self.files.get(rel)
-                    if known is None or (known.size, known.mtime_ns) != (entry.size, entry.mtime_ns):
+                    stamp = (entry.size, entry.mtime_ns)
+                    if known is None or (known.size, known.mtime_ns) != stamp:
                         todo.append(entry)
             report = IndexReport(removed=sorted(set(removed)))
             if todo or removed:
