@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,8 +49,8 @@ def walk(root: Path, rules: IgnoreRules | None = None) -> Walk:
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=True)
-            except OSError:
-                out.skipped[rel] = "unreadable"
+            except OSError as exc:
+                out.skipped[rel] = "symlink-loop" if exc.errno == errno.ELOOP else "unreadable"
                 continue
             if not is_dir and is_secret(entry.name):
                 out.skipped[rel] = "secret"
@@ -84,20 +85,10 @@ def walk(root: Path, rules: IgnoreRules | None = None) -> Walk:
 def _link_problem(root: Path, link: Path) -> str:
     try:
         target = link.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return "symlink-loop" if _is_loop(link) else "broken-symlink"
+    except RuntimeError:
+        return "symlink-loop"
+    except OSError as exc:
+        return "symlink-loop" if exc.errno == errno.ELOOP else "broken-symlink"
     if target != root and root not in target.parents:
         return "symlink-outside"
     return ""
-
-
-def _is_loop(link: Path) -> bool:
-    try:
-        link.resolve(strict=False)
-    except RuntimeError:
-        return True
-    try:
-        os.stat(link)
-    except OSError as exc:
-        return exc.errno == 40  # ELOOP
-    return False

@@ -1,0 +1,30 @@
+"""Shared fixtures: every test gets its own THEUS_HOME so no state leaks between tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def theus_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("theus-home")
+    monkeypatch.setenv("THEUS_HOME", str(home))
+    for name in ("THEUS_BASE_URL", "THEUS_API_KEY", "THEUS_MODEL", "OPENAI_BASE_URL",
+                 "OPENAI_API_KEY", "THEUS_EMBEDDINGS_URL", "THEUS_EMBEDDINGS_KEY",
+                 "THEUS_EMBEDDINGS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Create files under root; str content is written as UTF-8."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from knowledge import keys
+from knowledge.graph import Graph, Node
+from knowledge.index import analyse as analyse_module
+from knowledge.project import Project
+from tests.conftest import write_tree
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/cart.py": '"""Cart."""\nfrom pkg.pricing import price_of\n\nclass Cart:\n'
+                   '    def total(self, items):\n        return sum(price_of(i) for i in items)\n',
+    "pkg/pricing.py": "def price_of(item) -> int:\n    return item.price\n",
+    "pkg/report.py": "from . import cart\n\ndef summary(c: cart.Cart):\n    return c.total([])\n",
+    "README.md": "# Shop\n\nA shop.\n\n## Pricing\n\nHow `price_of` works.\n",
+}
+
+
+def snapshot(graph: Graph) -> tuple[set[str], set[tuple[str, str, str]]]:
+    return set(graph.keys()), {(e.src, e.dst, e.kind) for e in graph.edges()}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "repo", FILES)
+
+
+def test_index_builds_symbols_imports_and_references(repo: Path) -> None:
+    project = Project(repo)
+    report = project.index()
+    assert (report.files, report.parsed) == (5, 5)
+    _, edges = snapshot(project.graph)
+    assert ("file:pkg/cart.py", "file:pkg/pricing.py", "imports") in edges
+    assert ("file:pkg/report.py", "file:pkg/cart.py", "imports") in edges
+    assert ("file:pkg/cart.py", "sym:pkg/pricing.py#price_of", "references") in edges
+    assert ("file:README.md", "sym:pkg/pricing.py#price_of", "references") in edges
+    assert ("sym:pkg/cart.py#Cart", "sym:pkg/cart.py#Cart.total", "contains") in edges
+
+
+def test_unchanged_reindex_parses_nothing(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Project(repo).index()
+    calls: list[str] = []
+    real = analyse_module.analyse
+    monkeypatch.setattr("knowledge.project.analyse", lambda *a, **k: calls.append(a[1])
+                        or real(*a, **k))
+    project = Project(repo)
+    report = project.index()
+    assert report.parsed == 0 and calls == []
+    # Touched but identical content: read and hashed, still not parsed.
+    os.utime(repo / "pkg/cart.py", ns=(1, 1))
+    report = Project(repo).index()
+    assert report.parsed == 0 and calls == []
+
+
+def test_changed_file_replaces_only_its_own_nodes(repo: Path) -> None:
+    project = Project(repo)
+    project.index()
+    before = snapshot(project.graph)
+    (repo / "pkg/pricing.py").write_text("def price_of(item) -> int:\n    return 0\n\n"
+                                          "def discount(item):\n    return 1\n")
+    report = project.update(["pkg/pricing.py"])
+    assert report.changed == ["pkg/pricing.py"] and report.nodes_added == 1
+    after = snapshot(project.graph)
+    assert after[0] - before[0] == {"sym:pkg/pricing.py#discount"}
+    # Edges from other files into surviving nodes are untouched.
+    assert ("file:pkg/cart.py", "sym:pkg/pricing.py#price_of", "references") in after[1]
+
+
+def test_incremental_result_equals_a_fresh_index(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = Project(repo)
+    project.index()
+    (repo / "pkg/pricing.py").unlink()
+    write_tree(repo, {"pkg/tax.py": "from pkg.cart import Cart\n\ndef vat(c: Cart):\n    pass\n",
+                      "pkg/cart.py": "from pkg.tax import vat\n\nclass Cart:\n    pass\n"})
+    project.index()
+    project.close()
+    incremental = snapshot(Project(repo).graph)
+    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "fresh-home"))
+    fresh = Project(repo)
+    fresh.index()
+    assert snapshot(fresh.graph) == incremental
+    assert "file:pkg/pricing.py" not in incremental[0]
+
+
+def test_memory_nodes_survive_a_reindex(repo: Path) -> None:
+    project = Project(repo)
+    project.index()
+    mem = Node(keys.memory_key("use Decimal for prices"), "memory", "use Decimal for prices",
+               source="memdir")
+    project.graph.upsert(mem)
+    project.graph.add_edge(mem.key, "file:pkg/pricing.py", "derived-from")
+    project.save()
+    (repo / "pkg/cart.py").write_text("class Cart:\n    pass\n")
+    project.index()
+    project.close()
+    graph = Project(repo).graph
+    assert mem.key in graph
+    assert [e.dst for e in graph.out_edges(mem.key)] == ["file:pkg/pricing.py"]
+
+
+def test_gitignore_change_is_followed(repo: Path) -> None:
+    project = Project(repo)
+    project.index()
+    (repo / ".gitignore").write_text("pkg/report.py\n")
+    project.index()
+    assert "file:pkg/report.py" not in project.graph
+    assert "sym:pkg/report.py#summary" not in project.graph
