@@ -1,0 +1,1 @@
+"""The agent loop: microcompact -> injection -> model -> tools, repeated until an answer."""

@@ -1,0 +1,71 @@
+"""Compaction: when the conversation nears the model's context size, the model summarises the
+older turns and the summary replaces them. The last user request and what followed it stay
+verbatim, so the current task goes on undisturbed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from theus.agent.injection import estimate_tokens
+from theus.model import ModelClient
+
+KIND_KEY = "_kind"
+SUMMARY_PROMPT = (
+    "Summarise the conversation below for your own later use: the user's goals, decisions "
+    "made, files read or changed (with paths), commands run and their outcome, and what is "
+    "still to do. Be concrete and brief (at most 300 words). Output only the summary."
+)
+
+
+def conversation_tokens(messages: list[dict[str, Any]]) -> int:
+    total = 0
+    for message in messages:
+        total += 4 + estimate_tokens(str(message.get("content") or ""))
+        for call in message.get("tool_calls") or ():
+            total += estimate_tokens(json.dumps(call.get("function", {})))
+    return total
+
+
+def split_point(messages: list[dict[str, Any]]) -> int:
+    """Index of the last real user request: everything before it (after the system prompt)
+    can be summarised without cutting a tool call from its result."""
+    for i in range(len(messages) - 1, 0, -1):
+        message = messages[i]
+        if message.get("role") == "user" and not message.get(KIND_KEY):
+            # Keep the injection reminder attached to its request.
+            if i > 1 and messages[i - 1].get(KIND_KEY) == "injection":
+                return i - 1
+            return i
+    return 1
+
+
+def render(messages: list[dict[str, Any]]) -> str:
+    lines = []
+    for message in messages:
+        role = message.get("role", "?")
+        content = str(message.get("content") or "")
+        if role == "tool":
+            content = content[:1500]
+        lines.append(f"[{role}] {content}")
+        for call in message.get("tool_calls") or ():
+            fn = call.get("function", {})
+            lines.append(f"[tool call] {fn.get('name')}({str(fn.get('arguments'))[:300]})")
+    return "\n".join(lines)
+
+
+async def summarise(model: ModelClient, older: list[dict[str, Any]]) -> str:
+    completion = await model.complete([
+        {"role": "system", "content": SUMMARY_PROMPT},
+        {"role": "user", "content": render(older)},
+    ])
+    return completion.text.strip()
+
+
+def summary_message(summary: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": "<conversation-summary>\nEarlier turns of this conversation were compacted "
+                   f"into this summary:\n{summary}\n</conversation-summary>",
+        KIND_KEY: "summary",
+    }

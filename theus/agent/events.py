@@ -1,0 +1,177 @@
+"""What the agent loop tells its front end (chat app, headless printer, tests).
+
+The loop calls `sink(event)` with one of the dataclasses below, in order. A sink is a plain
+callable; it must not block (queue the event if rendering is slow). The agent knows nothing of
+Textual: the chat app and `theus -p` are both just sinks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts summed over the model calls of a turn (or a whole run)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # Tokens of the injected context blocks sent (estimated, ~4 characters per token).
+    injected_tokens: int = 0
+    model_calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.injected_tokens += other.injected_tokens
+        self.model_calls += other.model_calls
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "injected_tokens": self.injected_tokens,
+            "model_calls": self.model_calls,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the assistant's answer as it streams in."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """One complete assistant message (after its stream ended): text and requested tools."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    # Raw JSON text as the model sent it; it may be malformed (the tool then reports an error).
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    id: str
+    name: str
+    result: str
+    is_error: bool = False
+    took_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionInfo:
+    """The outcome of the per-request recall. `block` is empty when nothing was attached:
+    below the score threshold, disabled, failed, or `dropped` (missed its deadline)."""
+
+    tokens: int
+    took_ms: float
+    block: str
+    dropped: bool = False
+    best_score: float = 0.0
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class ApprovalRequest:
+    """The agent wants to edit a file or run a command.
+
+    Approval goes through the agent's `approver` (an async callable returning bool). The default
+    approver emits this event and awaits `future`: the front end resolves it with
+    `future.set_result(True/False)`. `detail` is a unified diff (edit) or the command (shell).
+    """
+
+    kind: Literal["edit", "shell"]
+    summary: str
+    detail: str
+    path: str | None = None
+    future: asyncio.Future[bool] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    """The turn ended: `stop` is "end" (answer given), "max_turns", "error" or "cancelled"."""
+
+    text: str
+    usage: Usage
+    num_turns: int
+    stop: Literal["end", "max_turns", "error", "cancelled"] = "end"
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """Older turns were replaced by a model-written summary (the context was nearly full)."""
+
+    summary: str
+    messages_replaced: int
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class MicrocompactCleared:
+    """Old tool results were cleared because the provider's prompt cache had surely expired."""
+
+    cleared: int
+    kept: int
+    tokens_saved: int
+    tool_call_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentStarted:
+    id: str
+    description: str
+    fork: bool
+    seeded_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentFinished:
+    id: str
+    text: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Error:
+    """Something failed. `fatal` means the turn stopped; otherwise it is a notice (e.g. a memory
+    layer that failed open)."""
+
+    message: str
+    fatal: bool = False
+
+
+Event = (
+    TextDelta | AssistantMessage | ToolCallStarted | ToolCallFinished | InjectionInfo
+    | ApprovalRequest | TurnFinished | Compacted | MicrocompactCleared | SubagentStarted
+    | SubagentFinished | Error
+)
+Sink = Callable[[Event], None]
+
+
+def null_sink(event: Event) -> None:
+    """A sink that ignores everything (subagents' inner deltas, benchmarks)."""

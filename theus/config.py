@@ -1,0 +1,121 @@
+"""Model settings: which OpenAI-compatible server, key and model the agent talks to.
+
+Sources, in order: THEUS_BASE_URL / THEUS_API_KEY (or the standard OPENAI_BASE_URL /
+OPENAI_API_KEY), then the credentials saved by `theus login`. The sources are never mixed for
+the endpoint and key: a saved key is only ever sent to the saved server, so setting
+THEUS_BASE_URL alone cannot leak it to another host. The model comes from `--model`, then
+THEUS_MODEL, then the saved credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+MISSING_MODEL_HELP = (
+    "no model configured: set THEUS_MODEL and THEUS_BASE_URL (and THEUS_API_KEY if the server "
+    "needs one; OPENAI_BASE_URL / OPENAI_API_KEY work too), or run `theus login`"
+)
+# Placeholder key for local servers that need none; the openai client refuses an empty key.
+NO_KEY = "not-needed"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    base_url: str
+    api_key: str = field(repr=False)
+    model: str
+    source: str  # "env" or "saved": shown in diagnostics, never the key
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    retry_base_s: float = 0.5
+    context_tokens: int = 128_000
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = _env(name)
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        log.warning("ignoring %s=%r: not a number", name, raw)
+        return default
+
+
+def _saved_credentials() -> object | None:
+    try:
+        from knowledge.credentials import load_credentials
+
+        return load_credentials()
+    except Exception as exc:  # a broken config must not stop the memory commands
+        log.warning("cannot read saved credentials: %s", exc)
+        return None
+
+
+def load_model_settings(model_override: str | None = None) -> ModelSettings | None:
+    """The configured model, or None when there is none (callers print MISSING_MODEL_HELP)."""
+    base_url = _env("THEUS_BASE_URL") or _env("OPENAI_BASE_URL")
+    api_key = _env("THEUS_API_KEY") or _env("OPENAI_API_KEY")
+    model = (model_override or "").strip() or _env("THEUS_MODEL")
+    source = "env"
+    if not base_url and not api_key:
+        saved = _saved_credentials()
+        if saved is None:
+            return None
+        base_url = getattr(saved, "base_url", "")
+        api_key = getattr(saved, "api_key", "")
+        model = model or getattr(saved, "model", "")
+        source = "saved"
+    if not model:
+        return None
+    return ModelSettings(
+        base_url=(base_url or OPENAI_DEFAULT_URL).rstrip("/"),
+        api_key=api_key or NO_KEY,
+        model=model,
+        source=source,
+        timeout_s=_float_env("THEUS_TIMEOUT", 120.0),
+        max_retries=int(_float_env("THEUS_MAX_RETRIES", 4)),
+        retry_base_s=_float_env("THEUS_RETRY_BASE", 0.5),
+        context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """How the loop behaves; from the environment by default, overridable in tests."""
+
+    inject: bool = True
+    semantic_on: bool = False
+    deadline_ms: float = 150.0
+    semantic_extra_ms: float = 800.0
+    score_threshold: float = 0.35
+    subagent_seed_tokens: int = 500
+    microcompact_after_s: float = 3600.0
+    microcompact_keep: int = 5
+    context_tokens: int = 128_000
+    # Compaction starts when the conversation passes this share of the context size.
+    compact_ratio: float = 0.8
+
+    @property
+    def injection_deadline_ms(self) -> float:
+        return self.deadline_ms + (self.semantic_extra_ms if self.semantic_on else 0.0)
+
+    @classmethod
+    def from_env(cls, *, semantic_on: bool = False) -> AgentSettings:
+        return cls(
+            inject=_env("THEUS_NO_KNOWLEDGE_INJECT") != "1",
+            semantic_on=semantic_on,
+            context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
+        )
+
+
+def switched_off(name: str) -> bool:
+    """Kill switches: THEUS_NO_<NAME>=1 turns a memory layer off."""
+    return _env(f"THEUS_NO_{name.upper()}") == "1"

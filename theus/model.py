@@ -1,0 +1,184 @@
+"""The chat model: one streaming chat-completions call with tools, against any
+OpenAI-compatible server, with retries on 429/5xx and one clear line for what cannot be retried."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from theus.agent.events import ToolCall
+from theus.config import ModelSettings
+
+log = logging.getLogger(__name__)
+
+
+class ModelError(Exception):
+    """A model call that failed for good. `str(exc)` is one line saying what to do."""
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+@dataclass(slots=True)
+class Completion:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+
+
+TextCallback = Callable[[str], None]
+
+
+class ModelClient:
+    """Wraps `openai.AsyncOpenAI`. Retries are ours (the client's are off) so the backoff is
+    visible, bounded and testable; a stream that already produced text is never retried, so the
+    user never sees an answer twice."""
+
+    def __init__(self, settings: ModelSettings) -> None:
+        self.settings = settings
+        self._client = openai.AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            timeout=settings.timeout_s,
+            max_retries=0,
+        )
+
+    @property
+    def model(self) -> str:
+        return self.settings.model
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        on_text: TextCallback | None = None,
+    ) -> Completion:
+        attempt = 0
+        while True:
+            emitted = False
+
+            def relay(piece: str) -> None:
+                nonlocal emitted
+                emitted = True
+                if on_text is not None:
+                    on_text(piece)
+
+            try:
+                return await self._stream(messages, tools, relay)
+            except openai.APIError as exc:
+                error = self._classify(exc)
+                retryable = error.kind in ("rate_limit", "server", "network", "timeout")
+                if not retryable or emitted or attempt >= self.settings.max_retries:
+                    raise error from exc
+                delay = self._delay(attempt, exc)
+                log.warning("model call failed (%s), retry %d in %.2fs", error, attempt + 1, delay)
+                attempt += 1
+                await asyncio.sleep(delay)
+
+    async def _stream(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+        on_text: TextCallback,
+    ) -> Completion:
+        kwargs: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            kwargs["tools"] = tools
+        stream = await self._client.chat.completions.create(**kwargs)
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        result = Completion(text="")
+        async for chunk in stream:
+            if chunk.usage is not None:
+                result.prompt_tokens = chunk.usage.prompt_tokens or 0
+                result.completion_tokens = chunk.usage.completion_tokens or 0
+            for choice in chunk.choices or ():
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    text.append(delta.content)
+                    on_text(delta.content)
+                for tc in (delta.tool_calls or ()) if delta is not None else ():
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    if tc.function is not None:
+                        slot["name"] += tc.function.name or ""
+                        slot["arguments"] += tc.function.arguments or ""
+                if choice.finish_reason:
+                    result.finish_reason = choice.finish_reason
+        result.text = "".join(text)
+        result.tool_calls = [
+            ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
+            for i, c in sorted(calls.items())
+        ]
+        return result
+
+    def _delay(self, attempt: int, exc: openai.APIError) -> float:
+        base = self.settings.retry_base_s
+        delay = base * (2**attempt) * (0.5 + random.random() / 2)
+        response = getattr(exc, "response", None)
+        retry_after = response.headers.get("retry-after") if response is not None else None
+        if retry_after:
+            with contextlib.suppress(ValueError):
+                delay = max(delay, float(retry_after))
+        return min(delay, 30.0)
+
+    def _classify(self, exc: openai.APIError) -> ModelError:
+        url, model = self.settings.base_url, self.settings.model
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelError(
+                f"the model server at {url} did not answer within {self.settings.timeout_s:g}s "
+                "(raise THEUS_TIMEOUT or check the server)", kind="timeout")
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelError(
+                f"cannot reach the model server at {url} (check THEUS_BASE_URL and that the "
+                "server is running)", kind="network")
+        status = getattr(exc, "status_code", None)
+        detail = _short(exc)
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            return ModelError(
+                f"the model server at {url} rejected the API key ({status}): check THEUS_API_KEY "
+                "or run `theus login`", kind="auth", status=status)
+        if isinstance(exc, openai.NotFoundError):
+            return ModelError(
+                f"model '{model}' not found at {url} ({detail}): check THEUS_MODEL or --model",
+                kind="model", status=status)
+        if isinstance(exc, openai.RateLimitError):
+            return ModelError(f"rate limited by {url} (429): {detail}", kind="rate_limit",
+                              status=status)
+        if status is not None and status >= 500:
+            return ModelError(f"the model server at {url} failed ({status}): {detail}",
+                              kind="server", status=status)
+        if isinstance(exc, openai.BadRequestError) and "model" in detail.lower():
+            return ModelError(
+                f"the server at {url} refused model '{model}' ({detail}): check THEUS_MODEL",
+                kind="model", status=status)
+        return ModelError(f"the model call failed ({status}): {detail}", kind="request",
+                          status=status)
+
+
+def _short(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+        if message:
+            return " ".join(str(message).split())[:200]
+    return " ".join(str(exc).split())[:200]

@@ -1,0 +1,128 @@
+"""Conversation transcripts: one JSONL file per session in the project's data folder.
+
+Records are appended as they happen (a crash loses at most the line being written):
+`meta` (first line), `message` (one chat message), `microcompact` (which tool results were
+cleared and the placeholders), `compaction` (the message list that replaced the history).
+Replaying them in order rebuilds the conversation for `--continue` / `--resume`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from knowledge.paths import ProjectPaths
+from theus.agent import microcompact
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,80}$")
+
+
+class SessionNotFound(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    path: Path
+    created: float
+    updated: float
+    title: str
+    messages: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "created": self.created, "updated": self.updated,
+                "title": self.title, "messages": self.messages, "path": str(self.path)}
+
+
+class Session:
+    def __init__(self, session_id: str, path: Path) -> None:
+        self.id = session_id
+        self.path = path
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+
+    def records(self) -> list[dict[str, Any]]:
+        out = []
+        with self.path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a torn last line after a crash
+                if isinstance(record, dict):
+                    out.append(record)
+        return out
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation as it stood at the end of the transcript."""
+        messages: list[dict[str, Any]] = []
+        for record in self.records():
+            kind = record.get("type")
+            if kind == "message" and isinstance(record.get("message"), dict):
+                messages.append(record["message"])
+            elif kind == "microcompact":
+                microcompact.apply(messages, record.get("placeholders") or {})
+            elif kind == "compaction" and isinstance(record.get("messages"), list):
+                messages = list(record["messages"])
+        return messages
+
+
+class SessionStore:
+    def __init__(self, root: Path) -> None:
+        self.dir = ProjectPaths.for_root(root).sessions
+
+    def create(self, **meta: Any) -> Session:
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        session_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+        session = Session(session_id, self.dir / f"{session_id}.jsonl")
+        session.append({"type": "meta", "id": session_id, "created": time.time(), **meta})
+        return session
+
+    def open(self, session_id: str) -> Session:
+        if not _ID.match(session_id):
+            raise SessionNotFound(f"not a session id: {session_id!r}")
+        path = self.dir / f"{session_id}.jsonl"
+        if not path.is_file():
+            raise SessionNotFound(f"no session {session_id} in this project "
+                                  "(see `theus sessions`)")
+        return Session(session_id, path)
+
+    def last(self) -> Session | None:
+        infos = self.list()
+        return self.open(infos[0].id) if infos else None
+
+    def list(self) -> list[SessionInfo]:
+        """Newest first."""
+        if not self.dir.is_dir():
+            return []
+        infos = []
+        for path in self.dir.glob("*.jsonl"):
+            session = Session(path.stem, path)
+            try:
+                records = session.records()
+                updated = path.stat().st_mtime
+            except OSError:
+                continue
+            created = next((r.get("created") for r in records if r.get("type") == "meta"),
+                           updated)
+            messages = [r["message"] for r in records
+                        if r.get("type") == "message" and isinstance(r.get("message"), dict)]
+            title = next((str(m.get("content") or "") for m in messages
+                          if m.get("role") == "user" and not m.get("_kind")), "")
+            infos.append(SessionInfo(path.stem, path, float(created or updated), updated,
+                                     " ".join(title.split())[:80], len(messages)))
+        infos.sort(key=lambda i: (i.updated, i.id), reverse=True)
+        return infos

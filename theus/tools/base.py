@@ -1,0 +1,89 @@
+"""What a tool is, and what it may use while it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from theus.agent.events import ApprovalRequest
+from theus.tools.jail import Jail
+
+Approver = Callable[[ApprovalRequest], Awaitable[bool]]
+# recall(query, top) -> compact lines (already formatted), run off the event loop by the tool.
+RecallFn = Callable[[str, int], list[str]]
+# spawn(description, prompt, fork) -> the subagent's final answer.
+SpawnFn = Callable[[str, str, bool], Awaitable[str]]
+
+
+class ToolError(Exception):
+    """The tool cannot do what was asked; the message goes back to the model, not to a crash."""
+
+
+@dataclass(slots=True)
+class ToolContext:
+    jail: Jail
+    approve: Approver
+    # Headless: writes to .git/, .env*, the data dir and editor/agent config are refused outright.
+    refuse_protected: bool = False
+    # Said to the model when an approval is refused, e.g. which flag would allow it.
+    denied_hint: str = "the user declined"
+    recall: RecallFn | None = None
+    spawn: SpawnFn | None = None
+    shell_timeout_s: float = 120.0
+    files_touched: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[[dict[str, Any], ToolContext], Awaitable[str]]
+    # Microcompact may clear old results of this tool (never recall/memory results).
+    clearable: bool = True
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+def string_arg(
+    args: dict[str, Any], name: str, *, required: bool = True, default: str = ""
+) -> str:
+    value = args.get(name)
+    if value is None:
+        if required:
+            raise ToolError(f"missing required argument '{name}'")
+        return default
+    if not isinstance(value, str):
+        raise ToolError(f"argument '{name}' must be a string")
+    return value
+
+
+def int_arg(
+    args: dict[str, Any], name: str, default: int, *, low: int = 0, high: int = 10**9
+) -> int:
+    value = args.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ToolError(f"argument '{name}' must be an integer")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ToolError(f"argument '{name}' must be an integer") from None
+    return max(low, min(high, number))
+
+
+def bool_arg(args: dict[str, Any], name: str, default: bool = False) -> bool:
+    value = args.get(name, default)
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes")
+    return bool(value)

@@ -1,0 +1,122 @@
+"""Keep every file tool inside the project root.
+
+Checks the fully resolved path (symlinks followed) component-wise, never by string prefix, so
+`/repo-evil` does not pass for `/repo`; and checks again on the opened file descriptor, so a
+path swapped for a symlink between the check and the open is caught too.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from knowledge.index.ignore import is_secret
+from knowledge.paths import config_home, data_home
+
+# Editor and agent configuration: writing there can make another tool run code.
+AGENT_CONFIG_DIRS = frozenset({".git", ".vscode", ".idea", ".claude", ".cursor", ".theus"})
+
+
+class JailError(Exception):
+    """A path the tools refuse; the message is returned to the model as the tool's error."""
+
+
+class Jail:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(os.path.realpath(root))
+
+    def resolve(self, raw: str) -> Path:
+        """The real path of `raw` (relative to the root, or absolute inside it)."""
+        if not isinstance(raw, str) or not raw.strip():
+            raise JailError("a path is required")
+        if "\x00" in raw:
+            raise JailError("path contains a NUL byte")
+        candidate = Path(raw)
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        resolved = Path(os.path.realpath(candidate))
+        if not self.inside(resolved):
+            raise JailError(f"{raw}: outside the project root (only {self.root} is reachable)")
+        return resolved
+
+    def inside(self, resolved: Path) -> bool:
+        return resolved == self.root or resolved.is_relative_to(self.root)
+
+    def rel(self, resolved: Path) -> str:
+        return resolved.relative_to(self.root).as_posix() or "."
+
+    def secret(self, resolved: Path) -> bool:
+        return any(is_secret(part) for part in resolved.relative_to(self.root).parts)
+
+    def open_read(self, raw: str) -> tuple[int, Path]:
+        """Open a file for reading; refuses secrets and anything that escapes after opening."""
+        resolved = self.resolve(raw)
+        if self.secret(resolved):
+            raise JailError(f"{raw}: secret files (.env*, keys, credentials) are never read")
+        try:
+            fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            raise JailError(f"{raw}: no such file") from None
+        except IsADirectoryError:
+            raise JailError(f"{raw}: is a folder (use list)") from None
+        except OSError as exc:
+            raise JailError(f"{raw}: cannot open ({exc.strerror})") from None
+        self._verify(fd, resolved, raw)
+        return fd, resolved
+
+    def open_write(self, raw: str) -> tuple[int, Path]:
+        """Open (creating) a file for writing, without truncating until it is verified."""
+        resolved = self.resolve(raw)
+        resolved.parent.mkdir(parents=True, exist_ok=True)
+        # mkdir may have followed a freshly planted symlink: re-check before opening.
+        if not self.inside(Path(os.path.realpath(resolved.parent))):
+            raise JailError(f"{raw}: outside the project root")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(resolved, flags, 0o644)
+        except IsADirectoryError:
+            raise JailError(f"{raw}: is a folder") from None
+        except OSError as exc:
+            raise JailError(f"{raw}: cannot open for writing ({exc.strerror})") from None
+        self._verify(fd, resolved, raw)
+        return fd, resolved
+
+    def _verify(self, fd: int, resolved: Path, raw: str) -> None:
+        try:
+            opened = os.fstat(fd)
+            if not stat.S_ISREG(opened.st_mode):
+                raise JailError(f"{raw}: not a regular file")
+            current = os.stat(resolved, follow_symlinks=False)
+            same = (opened.st_dev, opened.st_ino) == (current.st_dev, current.st_ino)
+            if not same or not self.inside(_fd_path(fd, resolved)):
+                raise JailError(f"{raw}: changed while opening (refused)")
+        except BaseException:
+            os.close(fd)
+            raise
+
+
+def _fd_path(fd: int, fallback: Path) -> Path:
+    # Linux tells us where the descriptor really points; elsewhere the stat check stands alone.
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return Path(os.path.realpath(fallback))
+
+
+def protected_reason(jail: Jail, resolved: Path) -> str | None:
+    """Why a write to `resolved` is refused in headless mode whatever the flags, or None."""
+    for home in (data_home(), config_home()):
+        real = Path(os.path.realpath(home))
+        if resolved == real or resolved.is_relative_to(real):
+            return "the Theus data folder"
+    parts = resolved.relative_to(jail.root).parts
+    for part in parts[:-1]:
+        if part in AGENT_CONFIG_DIRS:
+            return f"{part}/ (version control or editor/agent configuration)"
+    name = parts[-1] if parts else ""
+    if name in AGENT_CONFIG_DIRS:
+        return f"{name} (version control or editor/agent configuration)"
+    if name.lower().startswith(".env") or jail.secret(resolved):
+        return "a secrets file"
+    return None
