@@ -256,6 +256,61 @@ def test_sql_mysql_index_lines_are_not_columns() -> None:
     assert [c.name for c in extract_sql(source).tables[0].columns] == ["a"]
 
 
+PG_DUMP = b"""\
+CREATE TABLE public.users (id integer NOT NULL);
+CREATE TABLE public.notes (id integer, user_id integer, body text);
+COPY public.notes (id, user_id, body) FROM stdin;
+1\t1\tdon't; CREATE TABLE fake (x int);
+2\t1\tunbalanced ' quote
+\\.
+ALTER TABLE ONLY public.users OWNER TO app;
+ALTER TABLE ONLY public.notes
+    ADD CONSTRAINT notes_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
+"""
+
+
+def test_sql_pg_dump_copy_rows_are_skipped() -> None:
+    result = extract_sql(PG_DUMP)
+    assert [t.name for t in result.tables] == ["users", "notes"]
+    assert refs(result) == {"notes.user_id": ("users", "id")}
+    assert column(result, "notes", "user_id").line == 2
+
+
+TSQL = b"""\
+CREATE TABLE [dbo].[Customers] (
+    [Id] INT IDENTITY(1,1) NOT NULL,
+    CONSTRAINT [PK_Customers] PRIMARY KEY CLUSTERED ([Id] ASC)
+)
+GO
+CREATE TABLE [dbo].[Invoices] ([Id] INT NOT NULL, [CustomerId] INT NULL)
+GO
+ALTER TABLE [dbo].[Invoices] WITH CHECK ADD CONSTRAINT [FK_Inv_Cust]
+    FOREIGN KEY([CustomerId]) REFERENCES [dbo].[Customers] ([Id])
+GO
+"""
+
+
+def test_sql_tsql_go_batches_without_semicolons() -> None:
+    result = extract_sql(TSQL)
+    assert [t.name for t in result.tables] == ["Customers", "Invoices"]
+    assert table(result, "Customers").end_line == 4
+    assert column(result, "Customers", "Id").type == "INT"
+    assert refs(result) == {"Invoices.CustomerId": ("Customers", "Id")}
+
+
+def test_sql_mysql_dump_backslash_escapes_do_not_desynchronise() -> None:
+    source = b"""\
+CREATE TABLE `a` (`id` int(11) NOT NULL AUTO_INCREMENT, PRIMARY KEY (`id`)) ENGINE=InnoDB;
+INSERT INTO `a` VALUES (1,'it\\'s'),(2,'back\\\\');
+CREATE TABLE `b` (`a_id` int(11) DEFAULT NULL, KEY `k` (`a_id`),
+  CONSTRAINT `fk` FOREIGN KEY (`a_id`) REFERENCES `a` (`id`));
+"""
+    result = extract_sql(source)
+    assert [t.name for t in result.tables] == ["a", "b"]
+    assert column(result, "a", "id").type == "int(11)"
+    assert refs(result) == {"b.a_id": ("a", "id")}
+
+
 def test_sql_large_pathological_input_stays_fast() -> None:
     payloads = [
         b"CREATE TABLE t (" + b"(" * 200_000,

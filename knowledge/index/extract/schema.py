@@ -86,6 +86,8 @@ def _prisma_blocks(lines: list[str], result: Extract) -> Iterator[_Block]:
 
 def _strip_prisma_comment(line: str) -> str:
     """The line without its `//` comment; `//` inside a string literal (URLs) is kept."""
+    if "//" not in line:
+        return line
     in_string = False
     index = 0
     while index < len(line):
@@ -140,12 +142,14 @@ def _prisma_relation(type_: str, attributes: str) -> dict[str, tuple[str, str]]:
 # SQL
 
 # One token and the whitespace/comments before it. No alternative can fail after the skip (`.`
-# or the end always matches), so nothing backtracks: the scan is linear.
+# or the end always matches), so nothing backtracks: the scan is linear. Strings honour
+# backslash escapes: MySQL dumps are full of `\'`, while a standard Postgres string only
+# desynchronises if it ends in an odd backslash.
 _SQL_TOKEN = re.compile(
     r"""
     (?:\s+|--[^\n]*|/\*.*?(?:\*/|\Z))*
     (?:
-      (?P<string>[EeNnXxBb]?'[^']*(?:''[^']*)*'?)
+      (?P<string>[EeNnXxBb]?'[^'\\]*(?:(?:''|\\.)[^'\\]*)*'?)
     | (?P<ident>"[^"]*(?:""[^"]*)*"?|`[^`]*(?:``[^`]*)*`?|\[(?!\d*\])[^\]\n]*\]?)
     | (?P<dollar>\$(?:[A-Za-z_]\w*)?\$)
     | (?P<word>[^\W\d]\w*)
@@ -162,13 +166,12 @@ _COLUMN_CONSTRAINTS = frozenset(
     {"NOT", "NULL", "PRIMARY", "REFERENCES", "DEFAULT", "UNIQUE", "CHECK", "CONSTRAINT"}
     | {"COLLATE", "GENERATED", "AUTO_INCREMENT", "AUTOINCREMENT", "IDENTITY", "COMMENT", "AS", "ON"}
 )
-# Words that open a table-level constraint instead of a column definition.
-_TABLE_CONSTRAINTS = frozenset(
-    ["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "EXCLUDE", "LIKE"]
-)
 _TIGHT = frozenset("()[].,")  # punctuation rendered without spaces in a column type
 _INDEX_WORDS = frozenset(["INDEX", "KEY", "FULLTEXT", "SPATIAL"])
-_STATEMENTS = frozenset(["CREATE", "ALTER", "COMMENT"])  # the only ones that declare schema
+# The statements that declare schema, and COPY, whose inline data must be skipped whole.
+_STATEMENTS = frozenset(["CREATE", "ALTER", "COMMENT", "COPY"])
+_LINE_END = re.compile(r"[ \t]*(?:\r?\n|\Z)")
+_COPY_END = re.compile(r"^\\\.\r?$", re.MULTILINE)
 _CREATE_MODIFIERS = frozenset(["OR", "REPLACE", "GLOBAL", "LOCAL", "TEMP", "TEMPORARY", "UNLOGGED"])
 
 
@@ -193,7 +196,9 @@ class _SqlState:
 
 def extract_sql(data: bytes) -> Extract:
     text = data.decode("utf-8-sig", errors="replace")
-    state = _SqlState(Extract(language="sql", lines=len(_lines(text))))
+    # Counted, not split: a dump can be large and only its line count is needed here.
+    lines = text.count("\n") + (not text.endswith("\n") and text != "")
+    state = _SqlState(Extract(language="sql", lines=lines))
     for statement in _sql_statements(text):
         _sql_statement(statement, state)
     # `REFERENCES users` without a column means the referenced table's primary key.
@@ -206,10 +211,13 @@ def extract_sql(data: bytes) -> Extract:
 def _sql_statements(text: str) -> Iterator[list[_Token]]:
     """Statements that may declare schema, as token lists without comments. Linear in the input.
 
-    Other statements (INSERT rows of a dump, mostly) are scanned for their `;` but not kept.
+    Other statements (INSERT rows of a dump, mostly) are scanned for their end but not kept.
+    A statement ends at `;`, at a T-SQL `GO` line, or where a top-level CREATE starts the next
+    one (T-SQL scripts often leave out the `;`).
     """
     statement: list[_Token] = []
     wanted: bool | None = None  # decided by the statement's first token
+    depth = 0  # parenthesis depth inside the statement
     line, position = 1, 0
     while position < len(text):
         match = _SQL_TOKEN.match(text, position)
@@ -217,25 +225,49 @@ def _sql_statements(text: str) -> Iterator[list[_Token]]:
         kind = match.lastgroup or "end"
         start, end = match.span(kind)
         value = match[kind]
-        line += text.count("\n", position, start)
+        newlines_before = text.count("\n", position, start)
+        line += newlines_before
         if kind == "dollar":
             # Postgres $tag$ ... $tag$ body: a plain find keeps it linear, even unterminated.
             close = text.find(value, end)
             end = len(text) if close < 0 else close + len(value)
             kind, value = "string", text[start:end]
-        if kind == "punct" and value == ";":
-            if statement:
+        upper = value.upper() if kind == "word" else ""
+        separator = (kind == "punct" and value == ";") or (
+            upper == "GO" and (newlines_before > 0 or start == 0) and _line_ends(text, end)
+        )
+        if separator or (upper == "CREATE" and depth == 0):
+            if _is_copy_from_stdin(statement):
+                end = _copy_data_end(text, end)  # its rows follow, unquoted: never tokenize them
+            elif statement:
                 yield statement
-            statement, wanted = [], None
-        elif kind != "end":
+            statement, wanted, depth = [], None, 0
+        if kind == "punct":
+            depth = max(depth + {"(": 1, ")": -1}.get(value, 0), 0)
+        if kind != "end" and not separator:
             if wanted is None:
-                wanted = kind == "word" and value.upper() in _STATEMENTS
+                wanted = upper in _STATEMENTS
             if wanted:
                 statement.append(_Token(kind, _unquote(value) if kind == "ident" else value, line))
         line += text.count("\n", start, end)
         position = end
-    if statement:
+    if statement and not _is_copy_from_stdin(statement):
         yield statement
+
+
+def _line_ends(text: str, index: int) -> bool:
+    """Whether only spaces follow index on its line."""
+    return _LINE_END.match(text, index) is not None
+
+
+def _is_copy_from_stdin(statement: list[_Token]) -> bool:
+    return bool(statement) and _is(statement[0], "COPY") and any(_is(t, "STDIN") for t in statement)
+
+
+def _copy_data_end(text: str, index: int) -> int:
+    """Index after the `\\.` line that ends pg_dump COPY rows starting after index."""
+    match = _COPY_END.search(text, index)
+    return match.end() if match else len(text)
 
 
 def _unquote(value: str) -> str:
@@ -328,7 +360,8 @@ def _split_commas(tokens: list[_Token]) -> list[list[_Token]]:
 
 
 def _names(tokens: list[_Token]) -> list[str]:
-    return [token.text for token in tokens if _is_name(token)]
+    """Column names of a list like `(a, "b" DESC)`: the first name of each element."""
+    return [part[0].text for part in _split_commas(tokens) if _is_name(part[0])]
 
 
 def _table(state: _SqlState, name: str, line: int) -> Table:
@@ -372,7 +405,7 @@ def _is_table_constraint(element: list[_Token]) -> bool:
         return (
             _is_name(after) and _is_punct(_at(element, 2), "(") and _at(element, 3).kind != "number"
         )
-    return word in _TABLE_CONSTRAINTS and _is_name(after)
+    return word in ("CONSTRAINT", "LIKE") and _is_name(after)
 
 
 def _column(element: list[_Token], table: Table, state: _SqlState) -> None:
@@ -442,15 +475,13 @@ def _alter_table(tokens: list[_Token], index: int, state: _SqlState) -> None:
     index = _skip_if(tokens, index, "IF", "EXISTS")
     index = _skip_if(tokens, index, "ONLY")
     name, _, index = _qualified_name(tokens, index)
-    if not name:
-        return
+    index = _skip_if(tokens, index, "WITH", "CHECK")  # T-SQL: validate existing rows
+    index = _skip_if(tokens, index, "WITH", "NOCHECK")
+    added = [clause[1:] for clause in _split_commas(tokens[index:]) if _is(clause[0], "ADD")]
+    if not name or not any(added):
+        return  # only ADD declares anything; a table only renamed or dropped from stays out
     table = _table(state, name, tokens[0].line)
-    for clause in _split_commas(tokens[index:]):
-        if not _is(clause[0], "ADD"):
-            continue
-        element = clause[1:]
-        if not element:
-            continue
+    for element in filter(None, added):
         if _is_table_constraint(element):
             _table_constraint(element, table, state)
             continue
@@ -466,7 +497,7 @@ def _create_enum(tokens: list[_Token], index: int, state: _SqlState) -> None:
     if not name or not (_is(_at(tokens, index), "AS") and _is(_at(tokens, index + 1), "ENUM")):
         return
     body, _ = _group(tokens, index + 2)
-    values = [token.text.strip("'") for token in body if token.kind == "string"]
+    values = [_string_value(token.text) for token in body if token.kind == "string"]
     state.result.symbols.append(
         Symbol(
             name=name,
@@ -483,7 +514,15 @@ def _comment_on_table(tokens: list[_Token], index: int, state: _SqlState) -> Non
     comment = _at(tokens, index + 1)
     if name and _is(_at(tokens, index), "IS") and comment.kind == "string":
         table = _table(state, name, tokens[0].line)
-        table.summary = _cap(comment.text.strip("'").replace("''", "'"))
+        table.summary = _cap(_string_value(comment.text))
+
+
+def _string_value(literal: str) -> str:
+    """The text of a string literal token: `E'it''s'` -> `it's`; dollar quotes are kept."""
+    if not literal.endswith("'"):
+        return literal
+    body = literal[literal.index("'") + 1 : -1]
+    return body.replace("''", "'")
 
 
 # ---------------------------------------------------------------------------------------------
