@@ -62,6 +62,16 @@ class DimensionMismatch(EmbeddingError):
         self.got = got
 
 
+def encodable(text: str) -> str:
+    """`text` with lone surrogates (from files decoded with surrogateescape) replaced by "?":
+    tokenizers refuses them outright and JSON endpoints may reject them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def normalise_rows(matrix: npt.NDArray[np.floating]) -> Vectors:
     """L2-normalise each row; an all-zero row stays zero instead of becoming NaN."""
     rows = np.asarray(matrix, dtype=np.float32)

@@ -18,6 +18,7 @@ from knowledge.embed.base import (
     EndpointError,
     EndpointTimeout,
     Vectors,
+    encodable,
     normalise_rows,
 )
 
@@ -107,7 +108,7 @@ class HostedEmbedder:
 
         client = self._get_client()
         # The API rejects empty strings; a blank embeds as "nothing" just the same.
-        inputs = [t if t.strip() else " " for t in texts]
+        inputs = [encodable(t) if t.strip() else " " for t in texts]
         try:
             # "float", not the client's default base64: every compatible server speaks it.
             response = client.embeddings.create(

@@ -21,6 +21,7 @@ from knowledge.embed.base import (
     EmbeddingError,
     ModelIntegrityError,
     Vectors,
+    encodable,
     normalise_rows,
 )
 
@@ -146,7 +147,7 @@ class LocalEmbedder:
 
     def _embed_batch(self, texts: list[str]) -> Vectors:
         assert self._tokenizer is not None and self._session is not None
-        encodings = self._tokenizer.encode_batch(texts)
+        encodings = self._tokenizer.encode_batch([encodable(t) for t in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         try:

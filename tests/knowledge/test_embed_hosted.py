@@ -172,3 +172,9 @@ def test_unreachable_server_is_a_typed_error() -> None:
     # Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     with pytest.raises(EndpointError):
         HostedEmbedder("http://127.0.0.1:9/v1", "k", "m", timeout=1.0, max_retries=0).embed(["x"])
+
+
+def test_lone_surrogates_are_replaced_before_sending(server: tuple[str, Script]) -> None:
+    url, script = server
+    _embedder(url).embed(["caf\udce9"])
+    assert script.requests[0]["input"] == ["caf?"]

@@ -51,6 +51,11 @@ def test_padding_does_not_change_a_vector(embedder: LocalEmbedder) -> None:
     assert float(alone @ with_long) > 0.999
 
 
+def test_undecodable_text_still_embeds(embedder: LocalEmbedder) -> None:
+    # A lone surrogate, as in text read with errors="surrogateescape".
+    assert embedder.embed(["caf\udce9 menu"]).shape == (1, DIM)
+
+
 def test_batches_and_empty_input(embedder: LocalEmbedder) -> None:
     texts = [f"function number {i} computes {i * 7}" for i in range(70)]
     vectors = embedder.embed(texts)
