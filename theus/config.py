@@ -1,10 +1,10 @@
 """Model settings: which OpenAI-compatible server, key and model the agent talks to.
 
-Sources, in order: THEUS_BASE_URL / THEUS_API_KEY (or the standard OPENAI_BASE_URL /
-OPENAI_API_KEY), then the credentials saved by `theus login`. The sources are never mixed for
+Sources, in order: THEUS_BASE_URL / THEUS_API_KEY, the standard OPENAI_BASE_URL /
+OPENAI_API_KEY, then the credentials saved by `theus login`. Each source is taken whole for
 the endpoint and key: a saved key is only ever sent to the saved server, so setting
-THEUS_BASE_URL alone cannot leak it to another host. The model comes from `--model`, then
-THEUS_MODEL, then the saved credentials.
+THEUS_BASE_URL alone cannot leak it (or OPENAI_API_KEY) to another host. The model comes
+from `--model`, then THEUS_MODEL, then the saved credentials.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class ModelSettings:
     base_url: str
     api_key: str = field(repr=False)
     model: str
-    source: str  # "env" or "saved": shown in diagnostics, never the key
+    source: str  # where the endpoint came from, for diagnostics (never the key)
     timeout_s: float = 120.0
     max_retries: int = 4
     retry_base_s: float = 0.5
@@ -61,18 +61,22 @@ def _saved_credentials() -> object | None:
 
 def load_model_settings(model_override: str | None = None) -> ModelSettings | None:
     """The configured model, or None when there is none (callers print MISSING_MODEL_HELP)."""
-    base_url = _env("THEUS_BASE_URL") or _env("OPENAI_BASE_URL")
-    api_key = _env("THEUS_API_KEY") or _env("OPENAI_API_KEY")
     model = (model_override or "").strip() or _env("THEUS_MODEL")
-    source = "env"
-    if not base_url and not api_key:
+    base_url = api_key = source = ""
+    # Each source is taken whole: a key from one place is never sent to a URL from another.
+    for prefix in ("THEUS", "OPENAI"):
+        base_url, api_key = _env(f"{prefix}_BASE_URL"), _env(f"{prefix}_API_KEY")
+        if base_url or api_key:
+            source = f"{prefix}_BASE_URL/{prefix}_API_KEY"
+            break
+    if not source:
         saved = _saved_credentials()
         if saved is None:
             return None
         base_url = getattr(saved, "base_url", "")
         api_key = getattr(saved, "api_key", "")
         model = model or getattr(saved, "model", "")
-        source = "saved"
+        source = "saved credentials"
     if not model:
         return None
     return ModelSettings(

@@ -166,20 +166,14 @@ def _cut(block: str, budget_tokens: int) -> str:
 
 
 def format_hit(hit: Any) -> str:
-    """One compact line per recalled item, whatever shape the recaller returns."""
-    node = getattr(hit, "node", hit)
-    key = getattr(node, "key", None) or str(node)
-    path = getattr(node, "path", None)
-    line = getattr(node, "line", None)
-    where = f"{path}:{line}" if path and line else (path or key)
-    label = getattr(node, "label", "") or ""
-    summary = getattr(node, "summary", "") or ""
-    score = getattr(hit, "score", None)
-    reason = getattr(hit, "reason", "") or ""
-    parts = [where]
-    if label and label not in where:
-        parts.append(label)
-    if summary:
-        parts.append(f"— {summary}")
-    tail = f" [{score:.2f}{'; ' + reason if reason else ''}]" if isinstance(score, float) else ""
-    return " ".join(parts) + tail
+    """One compact line per recalled item (a knowledge.recall.Hit)."""
+    path = getattr(hit, "path", "") or ""
+    line = getattr(hit, "line", 0) or 0
+    name = getattr(hit, "name", "") or getattr(hit, "key", "")
+    where = f"{path}:{line}" if path and line else path
+    kind = getattr(hit, "kind", "")
+    head = f"{where} {name}".strip() if name not in where else where
+    score = float(getattr(hit, "score", 0.0) or 0.0)
+    why = getattr(hit, "why", "") or ""
+    layer = getattr(hit, "layer", "")
+    return f"{head} ({kind}, {layer}, {score:.2f}{'; ' + why if why else ''})"

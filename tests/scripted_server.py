@@ -1,0 +1,254 @@
+"""A scripted OpenAI-compatible chat server for tests (the model is the only thing we fake).
+
+    with ScriptedServer([tool("read", path="a.py"), text("done")]) as server:
+        os.environ["THEUS_BASE_URL"] = server.url      # http://127.0.0.1:<port>/v1
+        ...                                            # run the real openai client against it
+        server.requests                                 # every chat request body, parsed
+
+Serves `POST /v1/chat/completions` (streaming SSE, with `stream_options.include_usage`, and
+non-streaming) and `GET /v1/models`. Each chat request consumes the next scripted `Reply`:
+text, tool calls, an error status, a delay. A reply with `repeat=True` is served forever (a
+server that always fails). A script item may also be a callable `body -> Reply` for replies
+that depend on the request. When the script runs out the server answers 500 "script exhausted",
+so a test that expects fewer calls fails loudly. Runs on a daemon thread on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Reply", "ScriptedServer", "error", "text", "tool", "tools"]
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    # (name, arguments) pairs; arguments as a dict (sent as JSON) or a raw string (may be bad).
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    status: int = 200
+    error: str = ""
+    delay_s: float = 0.0
+    repeat: bool = False
+    # Overrides for the usage report; by default ~4 characters a token of the request/reply.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def text(content: str, **kw: Any) -> Reply:
+    return Reply(text=content, **kw)
+
+
+def tool(name: str, arguments: dict[str, Any] | str | None = None, **kw: Any) -> Reply:
+    """One tool call. `arguments` may be a raw (even malformed) JSON string."""
+    return Reply(tool_calls=[(name, arguments if arguments is not None else {})], **kw)
+
+
+def tools(*calls: tuple[str, dict[str, Any] | str], **kw: Any) -> Reply:
+    return Reply(tool_calls=list(calls), **kw)
+
+
+def error(status: int, message: str = "scripted failure", **kw: Any) -> Reply:
+    return Reply(status=status, error=message, **kw)
+
+
+ScriptItem = Reply | Callable[[dict[str, Any]], Reply]
+
+
+class ScriptedServer:
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        models: Iterable[str] = ("test-model",),
+        api_key: str | None = None,
+        chunk_chars: int = 8,
+    ) -> None:
+        self.script: list[ScriptItem] = list(script)
+        self.models = list(models)
+        self.api_key = api_key
+        self.chunk_chars = chunk_chars
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name="scripted-openai")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def add(self, *items: ScriptItem) -> None:
+        with self._lock:
+            self.script.extend(items)
+
+    def start(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self.script)
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            if not self.script:
+                return error(500, "scripted server: script exhausted")
+            item = self.script[0]
+            reply = item(body) if callable(item) else item
+            if not reply.repeat:
+                self.script.pop(0)
+            return reply
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:
+                if not self._authorised():
+                    return
+                if self.path.rstrip("/").endswith("/models"):
+                    data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
+                            for m in server.models]
+                    self._json(200, {"object": "list", "data": data})
+                else:
+                    self._json(404, _err("not found", "not_found"))
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if not self._authorised():
+                    return
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._json(404, _err("not found", "not_found"))
+                    return
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    self._json(400, _err("invalid JSON body", "invalid_request_error"))
+                    return
+                if server.models and body.get("model") not in server.models:
+                    with server._lock:
+                        server.requests.append(body)
+                    self._json(404, _err(f"The model `{body.get('model')}` does not exist",
+                                         "model_not_found"))
+                    return
+                reply = server._next(body)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                if reply.status != 200:
+                    self._json(reply.status, _err(reply.error, "scripted_error"))
+                elif body.get("stream"):
+                    self._stream(body, reply)
+                else:
+                    self._json(200, _completion(body, reply))
+
+            def _authorised(self) -> bool:
+                if server.api_key is None:
+                    return True
+                if self.headers.get("Authorization") == f"Bearer {server.api_key}":
+                    return True
+                self._json(401, _err("Incorrect API key provided", "invalid_api_key"))
+                return False
+
+            def _json(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                for chunk in _chunks(body, reply, server.chunk_chars):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+        return Handler
+
+
+def _err(message: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+
+
+def _arguments(arguments: dict[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
+    sent = json.dumps(body.get("messages", []))
+    prompt = reply.prompt_tokens if reply.prompt_tokens is not None else len(sent) // 4
+    out = len(reply.text) + sum(len(_arguments(a)) for _, a in reply.tool_calls)
+    completion = reply.completion_tokens if reply.completion_tokens is not None else out // 4
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
+
+
+def _base(body: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {"id": "chatcmpl-scripted", "object": kind, "created": int(time.time()),
+            "model": body.get("model", "")}
+
+
+def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function",
+             "function": {"name": name, "arguments": _arguments(args)}}
+            for i, (name, args) in enumerate(reply.tool_calls)]
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    return {**_base(body, "chat.completion"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": _usage(body, reply)}
+
+
+def _chunks(body: dict[str, Any], reply: Reply, size: int) -> Iterable[dict[str, Any]]:
+    base = _base(body, "chat.completion.chunk")
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    for start in range(0, len(reply.text), size):
+        yield chunk({"content": reply.text[start:start + size]})
+    # Calls' ids and names come first, arguments in two pieces: clients must accumulate.
+    stamp = f"{len(body.get('messages', []))}"
+    for i, (name, args) in enumerate(reply.tool_calls):
+        raw = _arguments(args)
+        half = len(raw) // 2
+        yield chunk({"tool_calls": [{"index": i, "id": f"call_{stamp}_{i}", "type": "function",
+                                     "function": {"name": name, "arguments": raw[:half]}}]})
+        yield chunk({"tool_calls": [{"index": i, "function": {"arguments": raw[half:]}}]})
+    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield {**base, "choices": [], "usage": _usage(body, reply)}

@@ -1,0 +1,211 @@
+"""`theus -p PROMPT`: the agent without a UI, for scripts and CI.
+
+stdout carries only the answer (text), one JSON result object (json), or JSON lines that
+always end with a `result` event (stream-json, errors included); diagnostics go to stderr.
+Exit 0 on success, 1 on a failed run (model or tool failure, max turns), 2 on a usage error.
+Never imports Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from theus.agent.events import (
+    ApprovalRequest,
+    AssistantMessage,
+    Compacted,
+    Error,
+    Event,
+    InjectionInfo,
+    MicrocompactCleared,
+    SubagentFinished,
+    SubagentStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+    Usage,
+)
+from theus.commands.common import UsageError, project_root
+from theus.config import MISSING_MODEL_HELP, AgentSettings, load_model_settings
+
+log = logging.getLogger("theus")
+HEADLESS_DENIED = "headless runs need --allow-edits for edits and --allow-shell for commands"
+
+
+class Printer:
+    """Turns agent events into the chosen output format."""
+
+    def __init__(self, fmt: str, out: Any = None, err: Any = None) -> None:
+        self.fmt = fmt
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+
+    def line(self, payload: dict[str, Any]) -> None:
+        self.out.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+        self.out.flush()
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, Error):
+            self.err.write(f"theus: {'error' if event.fatal else 'warning'}: {event.message}\n")
+        if self.fmt != "stream-json":
+            return
+        payload = _event_json(event)
+        if payload is not None:
+            self.line(payload)
+
+
+def _event_json(event: Event) -> dict[str, Any] | None:
+    if isinstance(event, AssistantMessage):
+        return {"type": "assistant", "text": event.text,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                               for c in event.tool_calls]}
+    if isinstance(event, ToolCallStarted):
+        return {"type": "tool_use", "id": event.id, "name": event.name, "input": event.arguments}
+    if isinstance(event, ToolCallFinished):
+        return {"type": "tool_result", "id": event.id, "name": event.name,
+                "content": event.result, "is_error": event.is_error}
+    if isinstance(event, InjectionInfo):
+        return {"type": "injection", "tokens": event.tokens, "took_ms": round(event.took_ms, 2),
+                "dropped": event.dropped, "best_score": round(event.best_score, 3),
+                "attached": bool(event.block), "reason": event.reason}
+    if isinstance(event, MicrocompactCleared):
+        return {"type": "microcompact", "cleared": event.cleared, "kept": event.kept,
+                "tokens_saved": event.tokens_saved}
+    if isinstance(event, Compacted):
+        return {"type": "compaction", "messages_replaced": event.messages_replaced,
+                "tokens_before": event.tokens_before, "tokens_after": event.tokens_after}
+    if isinstance(event, SubagentStarted):
+        return {"type": "subagent_start", "id": event.id, "description": event.description,
+                "fork": event.fork, "seeded_tokens": event.seeded_tokens}
+    if isinstance(event, SubagentFinished):
+        return {"type": "subagent_end", "id": event.id, "is_error": event.is_error}
+    if isinstance(event, Error):
+        return {"type": "error", "message": event.message, "fatal": event.fatal}
+    return None
+
+
+def result_payload(*, subtype: str, text: str, session_id: str | None, num_turns: int,
+                   usage: Usage, started: float, error: str | None = None) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "type": "result",
+        "subtype": subtype,
+        "is_error": subtype != "success",
+        "result": text,
+        "session_id": session_id,
+        "num_turns": num_turns,
+        "usage": usage.as_dict(),
+        "injected_tokens": usage.injected_tokens,
+        "duration_ms": round((time.monotonic() - started) * 1000),
+    }
+    if error:
+        payload["error"] = error
+    return payload
+
+
+def _read_prompt(raw: str) -> str:
+    prompt = sys.stdin.read() if raw == "-" else raw
+    if not prompt.strip():
+        raise UsageError("empty prompt: give one after -p, or pipe it on stdin")
+    return prompt
+
+
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("theus: %(levelname)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+
+
+def run_headless(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    fmt = getattr(args, "output_format", "text") or "text"
+    printer = Printer(fmt)
+    _setup_logging()
+    try:
+        root = project_root(getattr(args, "path", "."))
+        prompt = _read_prompt(args.prompt)
+        max_turns = getattr(args, "max_turns", None)
+        if max_turns is not None and max_turns < 1:
+            raise UsageError("--max-turns must be at least 1")
+        settings = load_model_settings(getattr(args, "model", None))
+        if settings is None:
+            raise UsageError(MISSING_MODEL_HELP)
+        session, messages = _open_session(root, args, settings.model)
+    except UsageError as exc:
+        sys.stderr.write(f"theus: {exc}\n")
+        if fmt != "text":
+            printer.line(result_payload(subtype="error_usage", text="", session_id=None,
+                                        num_turns=0, usage=Usage(), started=started,
+                                        error=str(exc)))
+        return 2
+    return asyncio.run(_run(args, root, prompt, settings, session, messages, printer, started))
+
+
+def _open_session(root: Path, args: argparse.Namespace, model: str) -> tuple[Any, list[Any]]:
+    from theus.sessions import SessionNotFound, SessionStore
+
+    store = SessionStore(root)
+    try:
+        if getattr(args, "resume", None):
+            session = store.open(args.resume)
+            return session, session.messages()
+        if getattr(args, "continue_last", False):
+            session = store.last()
+            if session is None:
+                raise UsageError("no earlier session in this project to continue "
+                                 "(drop -c to start one)")
+            return session, session.messages()
+    except SessionNotFound as exc:
+        raise UsageError(str(exc)) from None
+    return store.create(root=str(root), model=model, headless=True), []
+
+
+async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any, session: Any,
+               messages: list[Any], printer: Printer, started: float) -> int:
+    from theus.agent.loop import Agent
+    from theus.agent.ports import episode_sink, start_watcher, stop_watcher
+    from theus.model import ModelClient
+
+    allow = {"edit": bool(args.allow_edits), "shell": bool(args.allow_shell)}
+
+    async def approve(request: ApprovalRequest) -> bool:
+        return allow[request.kind]
+
+    if printer.fmt == "stream-json":
+        printer.line({"type": "system", "subtype": "init", "session_id": session.id,
+                      "model": settings.model, "cwd": str(root)})
+    watcher = start_watcher(root)
+    model = ModelClient(settings)
+    agent = Agent(
+        model, root, sink=printer, approver=approve, settings=AgentSettings.from_env(),
+        session=session, episodes=episode_sink(root), max_turns=args.max_turns,
+        refuse_protected=True, denied_hint=HEADLESS_DENIED, messages=messages or None)
+    agent.injector.warm()
+    try:
+        result = await agent.run_turn(prompt)
+        text, stop, error = result.text, result.stop, result.error
+    except Exception as exc:  # a bug must still end with a result event and exit 1
+        log.exception("the run failed")
+        text, stop, error = "", "error", f"internal error: {exc!r}"
+    finally:
+        agent.end_session()
+        stop_watcher(watcher)
+        await model.close()
+    subtype = {"end": "success", "max_turns": "error_max_turns"}.get(stop,
+                                                                        "error_during_execution")
+    payload = result_payload(subtype=subtype, text=text, session_id=session.id,
+                             num_turns=agent.num_turns, usage=agent.usage, started=started,
+                             error=error)
+    if printer.fmt == "text":
+        if subtype == "success":
+            printer.out.write(text.rstrip("\n") + "\n")
+    else:
+        printer.line(payload)
+    return 0 if subtype == "success" else 1
