@@ -82,6 +82,24 @@ def test_identifiers_are_symbol_like_code_spans_outside_code_blocks() -> None:
     assert extract(doc).identifiers == {"io::Read", "Foo#bar"}
 
 
+def test_summaries_skip_badges_images_html_and_table_rules() -> None:
+    doc = b"""\
+<p align="center"><img src="logo.png"></p>
+
+[![CI](https://ci/badge.svg)](https://ci) ![cover](cover.png)
+
+| --- | --- |
+A memory for coding agents.
+
+## Usage
+<details>
+Run it.
+"""
+    result = extract(doc)
+    assert result.summary == "A memory for coding agents."
+    assert result.sections[0].summary == "Run it."
+
+
 def test_end_line_runs_to_eof_and_nesting_closes_on_same_or_higher_level() -> None:
     doc = b"# A\n## B\n### C\n## D\ntext\n"
     assert outline(extract(doc)) == [

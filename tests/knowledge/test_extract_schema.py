@@ -115,6 +115,28 @@ def test_prisma_composite_relation_and_unclosed_block() -> None:
     assert result.partial == "unclosed model A"
 
 
+def test_prisma_named_relation_native_types_composite_type_and_empty_enum() -> None:
+    source = b"""\
+model Post {
+  id       String @id @default(dbgenerated("gen_random_uuid()")) @db.Uuid
+  search   Unsupported("tsvector")?
+  author   User   @relation("PostAuthor", fields: [authorId], references: [uid])
+  authorId String @map("author_id") @db.Uuid
+}
+type Address {
+  street String
+}
+enum Empty {}
+"""
+    result = extract_prisma(source)
+    assert column(result, "Post", "search").type == 'Unsupported("tsvector")?'
+    assert refs(result) == {"Post.authorId": ("User", "uid")}
+    assert [(s.name, s.kind, s.signature) for s in result.symbols] == [
+        ("Address", "type", "type Address"),
+        ("Empty", "enum", "enum Empty {}"),
+    ]
+
+
 POSTGRES = b"""\
 -- Postgres dialect
 CREATE TABLE IF NOT EXISTS public."users" (

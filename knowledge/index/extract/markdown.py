@@ -18,6 +18,8 @@ _SETEXT = re.compile(r"(=+|-+)[ \t]*")
 # Lines that cannot be a setext heading's text: list items, quotes, tables and HTML.
 _NOT_PARAGRAPH = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)|[>|<]")
 _THEMATIC_BREAK = re.compile(r"(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,}")
+# Badges, images, raw HTML and table rules open many READMEs but say nothing as a summary.
+_DECORATION = re.compile(r"<|!\[|\[!\[|\|?[ \t]*:?-{3,}")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 # What a doc writes when it means a symbol: `parse_config`, `Cart.total`, `io::Read`, `run()`.
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
@@ -50,9 +52,12 @@ def extract(data: bytes) -> Extract:
 
 
 def _indent(line: str) -> int:
-    """Indentation width, tabs counting as four columns as in CommonMark."""
+    """Indentation width, tabs counting as four columns as in CommonMark.
+
+    Only whether it reaches 4 matters, so at most four characters are looked at.
+    """
     width = 0
-    for char in line:
+    for char in line[:4]:
         if char == " ":
             width += 1
         elif char == "\t":
@@ -156,10 +161,10 @@ def _scan(lines: list[str]) -> tuple[list[int], list[_Heading]]:
 
 
 def _sections(lines: list[str], kinds: list[int], headings: list[_Heading]) -> list[Section]:
-    # next_text[i]: first TEXT line at or after i, so each summary is found in O(1).
+    # next_text[i]: first prose line at or after i, so each summary is found in O(1).
     next_text = [len(lines)] * (len(lines) + 1)
     for index in range(len(lines) - 1, -1, -1):
-        next_text[index] = index if kinds[index] == TEXT else next_text[index + 1]
+        next_text[index] = index if _is_prose(lines[index], kinds[index]) else next_text[index + 1]
     sections = [
         Section(title=h.title, level=h.level, line=h.index + 1, end_line=len(lines))
         for h in headings
@@ -182,9 +187,13 @@ def _summary(lines: list[str], kinds: list[int], headings: list[_Heading]) -> st
         if heading.level == 1:
             return _cap(heading.title)
     for line, kind in zip(lines, kinds, strict=True):
-        if kind == TEXT:
+        if _is_prose(line, kind):
             return _cap(line)
     return ""
+
+
+def _is_prose(line: str, kind: int) -> bool:
+    return kind == TEXT and not _DECORATION.match(line.strip())
 
 
 def _identifiers(lines: list[str], kinds: list[int]) -> set[str]:

@@ -39,19 +39,7 @@ def extract_prisma(data: bytes) -> Extract:
         if block.kind in ("model", "view"):
             result.tables.append(_prisma_table(block))
         elif block.kind in ("enum", "type"):
-            values = " ".join(text.split()[0] for _, text in block.body if text[0] != "@")
-            result.symbols.append(
-                Symbol(
-                    name=block.name,
-                    kind=block.kind,
-                    line=block.line,
-                    end_line=block.end_line,
-                    signature=_cap(f"{block.kind} {block.name} {{ {values} }}")
-                    if block.kind == "enum"
-                    else f"type {block.name}",
-                    doc=block.doc,
-                )
-            )
+            result.symbols.append(_prisma_symbol(block))
     return result
 
 
@@ -82,6 +70,23 @@ def _prisma_blocks(lines: list[str], result: Extract) -> Iterator[_Block]:
         block.end_line = len(lines)
         result.partial = f"unclosed {block.kind} {block.name}"
         yield block
+
+
+def _prisma_symbol(block: _Block) -> Symbol:
+    """An enum, or a composite `type` (MongoDB), as a symbol: neither is a table."""
+    if block.kind == "enum":
+        values = [text.split()[0] for _, text in block.body if text[0] != "@"]
+        signature = _enum_signature(block.name, values)
+    else:
+        signature = f"type {block.name}"
+    return Symbol(
+        name=block.name,
+        kind=block.kind,
+        line=block.line,
+        end_line=block.end_line,
+        signature=signature,
+        doc=block.doc,
+    )
 
 
 def _strip_prisma_comment(line: str) -> str:
@@ -504,7 +509,7 @@ def _create_enum(tokens: list[_Token], index: int, state: _SqlState) -> None:
             kind="enum",
             line=tokens[0].line,
             end_line=tokens[-1].line,
-            signature=_cap(f"enum {name} {{ {' '.join(values)} }}"),
+            signature=_enum_signature(name, values),
         )
     )
 
@@ -526,6 +531,10 @@ def _string_value(literal: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+
+
+def _enum_signature(name: str, values: list[str]) -> str:
+    return _cap(f"enum {name} {{ {' '.join(values)} }}" if values else f"enum {name} {{}}")
 
 
 def _lines(text: str) -> list[str]:
