@@ -1,37 +1,346 @@
-"""Import resolution to in-repo files.
+"""Import resolution to in-repo files, for every indexed programming language.
 
-Placeholder with the agreed API (Python only) so the indexer runs; the full per-language
-resolver replaces this module.
+``RepoFiles`` holds the project's repo-relative POSIX paths; each lookup table is built on first
+use by a language that needs it, so a Go-only repo never pays for the Python module index.
+``resolve`` returns the in-repo files an import points at, or nothing when it is external.
+
+Conventions match the extractors: Python ``Import.level`` counts the dots of a relative import;
+Rust ``mod x;`` arrives as ``mod:x`` and each ``use`` leaf as its full path; Java wildcards arrive
+as ``Import("a.b", names=("*",))``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import PurePosixPath
+import posixpath
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
 
 from knowledge.index.model import Import
 
+# Directory names treated as Python source roots even without a package inside them.
+_SOURCE_ROOTS = frozenset({"src", "lib", "python", "source"})
+_SCRIPT_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+# TypeScript ESM imports name the emitted `.js` file; the source is the `.ts` next to it.
+_EMITTED = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
+_RUST_CRATE_FILES = ("lib.rs", "main.rs")
+_RUST_EXTERNAL = frozenset({"std", "core", "alloc"})
+
 
 class RepoFiles:
-    def __init__(self, paths: Iterable[str]) -> None:
+    """Every file of the project, with lookup tables built lazily per language."""
+
+    def __init__(self, paths: Iterable[str], go_modules: Mapping[str, str] | None = None) -> None:
+        """``go_modules`` maps the directory of each go.mod ("" for the root) to its module
+        path; without it Go imports resolve by the longest matching directory suffix."""
         self.paths = frozenset(paths)
+        self.go_modules = sorted((go_modules or {}).items(), key=lambda kv: -len(kv[1]))
+
+    def __contains__(self, path: str) -> bool:
+        return path in self.paths
+
+    def first(self, candidates: Iterable[str]) -> list[str]:
+        return next(([path] for path in candidates if path in self.paths), [])
+
+    @cached_property
+    def by_dir(self) -> dict[str, list[str]]:
+        """Directory ("" for the root) -> files directly inside it, sorted."""
+        table: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(self.paths):
+            table[posixpath.dirname(path)].append(path)
+        return dict(table)
+
+    @cached_property
+    def by_name(self) -> dict[str, list[str]]:
+        table: dict[str, list[str]] = defaultdict(list)
+        for path in sorted(self.paths):
+            table[posixpath.basename(path)].append(path)
+        return dict(table)
+
+    @cached_property
+    def dirs_by_name(self) -> dict[str, list[str]]:
+        """Last segment of a directory -> directories ending with it."""
+        table: dict[str, list[str]] = defaultdict(list)
+        for directory in self.by_dir:
+            table[posixpath.basename(directory)].append(directory)
+        return dict(table)
+
+    @cached_property
+    def python_packages(self) -> frozenset[str]:
+        return frozenset(posixpath.dirname(p) for p in self.paths if p.endswith("/__init__.py"))
+
+    @cached_property
+    def python_modules(self) -> dict[str, list[tuple[str, str]]]:
+        """Every dotted suffix of every module -> (source root, path): `src/pkg/m.py` is
+        `src.pkg.m` under "", `pkg.m` under "src" and `m` under "src/pkg"."""
+        table: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for path in sorted(self.paths):
+            if not path.endswith(".py"):
+                continue
+            parts = path[:-3].split("/")
+            if parts[-1] == "__init__":
+                parts.pop()
+            for start in range(len(parts)):
+                table[".".join(parts[start:])].append(("/".join(parts[:start]), path))
+        return dict(table)
+
+    @cached_property
+    def python_roots(self) -> frozenset[str]:
+        """Directories holding a top-level package, plus conventional source directories."""
+        roots = {python_root(package, self.python_packages) for package in self.python_packages}
+        roots.update(d for d in self.by_dir if posixpath.basename(d) in _SOURCE_ROOTS)
+        return frozenset(roots)
+
+    def go_package(self, directory: str) -> list[str]:
+        return [
+            path
+            for path in self.by_dir.get(directory, ())
+            if path.endswith(".go") and not path.endswith("_test.go")
+        ]
+
+
+def python_root(directory: str, packages: frozenset[str]) -> str:
+    """The directory above the outermost package containing ``directory``."""
+    while directory in packages:
+        directory = posixpath.dirname(directory)
+    return directory
 
 
 def resolve(importer: str, imp: Import, language: str, files: RepoFiles) -> list[str]:
-    if language != "python":
+    """Repo-relative paths the import refers to; empty when it is external or unknown."""
+    resolver = _RESOLVERS.get(language)
+    if resolver is None or not (imp.module or imp.level):
         return []
-    base = PurePosixPath(importer).parent
-    for _ in range(max(imp.level - 1, 0)):
-        base = base.parent
-    stem = imp.module.replace(".", "/")
-    prefix = f"{base.as_posix()}/" if imp.level and base.as_posix() != "." else ""
-    found = []
-    for candidate in (f"{prefix}{stem}.py", f"{prefix}{stem}/__init__.py"):
-        if candidate in files.paths:
-            found.append(candidate)
-            break
+    return [path for path in resolver(importer, imp, files) if path != importer]
+
+
+# Python ----------------------------------------------------------------------------------
+
+
+def _python(importer: str, imp: Import, files: RepoFiles) -> list[str]:
+    if imp.level:
+        base = posixpath.dirname(importer)
+        for _ in range(imp.level - 1):
+            if not base:
+                return []  # more dots than directories: outside the repo
+            base = posixpath.dirname(base)
+        return _with_names(lambda dotted: _python_relative(base, dotted, files), imp)
+    own_root = python_root(posixpath.dirname(importer), files.python_packages)
+    return _with_names(lambda dotted: _python_absolute(dotted, own_root, files), imp)
+
+
+def _with_names(find: Callable[[str], list[str]], imp: Import) -> list[str]:
+    """`from pkg import a, b`: submodules `pkg.a` and `pkg.b` where they exist, and `pkg` itself
+    when some name is not a submodule (it must then be defined in the package)."""
+    found: list[str] = []
+    needs_module = not imp.names
     for name in imp.names:
-        sub = f"{prefix}{stem}/{name}.py" if stem else f"{prefix}{name}.py"
-        if sub in files.paths:
-            found.append(sub)
-    return found
+        submodule = find(f"{imp.module}.{name}" if imp.module else name)
+        found.extend(submodule)
+        needs_module = needs_module or not submodule
+    if needs_module:
+        found = find(imp.module) + found
+    return list(dict.fromkeys(found))
+
+
+def _python_relative(base: str, dotted: str, files: RepoFiles) -> list[str]:
+    path = posixpath.join(base, dotted.replace(".", "/")) if dotted else base
+    prefix = f"{path}/" if path else ""
+    if not dotted:
+        return files.first([f"{prefix}__init__.py"])
+    return files.first([f"{path}.py", f"{prefix}__init__.py"])
+
+
+def _python_absolute(dotted: str, own_root: str, files: RepoFiles) -> list[str]:
+    candidates = files.python_modules.get(dotted)
+    if not candidates or not dotted:
+        return []
+    roots = files.python_roots
+    for accept in (
+        lambda root: root in ("", own_root),
+        lambda root: root in roots,
+        # Namespace packages have no __init__.py to find their root by; a dotted path of two
+        # or more segments is specific enough to trust wherever it sits.
+        lambda root: "." in dotted,
+    ):
+        chosen = [(len(root), path) for root, path in candidates if accept(root)]
+        if chosen:
+            return [min(chosen)[1]]
+    return []
+
+
+# JavaScript / TypeScript --------------------------------------------------------------------
+
+
+def _script(importer: str, imp: Import, files: RepoFiles) -> list[str]:
+    spec = imp.module.split("?", 1)[0].split("#", 1)[0]
+    if spec.startswith("."):
+        bases = [posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))]
+    elif spec.startswith(("@/", "~/")):  # the common tsconfig alias for the source root
+        bases = [f"src/{spec[2:]}", spec[2:]]
+    elif spec.startswith("/"):
+        bases = [spec.lstrip("/")]
+    else:  # bare: a package, or a path under a `baseUrl` of "." or "src"
+        bases = [spec, f"src/{spec}"]
+    for base in bases:
+        if base in ("", ".", "..") or base.startswith("../"):
+            continue
+        found = files.first(_script_candidates(base))
+        if found:
+            return found
+    return []
+
+
+def _script_candidates(base: str) -> list[str]:
+    stem, extension = posixpath.splitext(base)
+    candidates = [base]
+    candidates += [stem + source for source in _EMITTED.get(extension, ())]
+    candidates += [base + extension for extension in _SCRIPT_EXTENSIONS]
+    candidates += [f"{base}/index{extension}" for extension in _SCRIPT_EXTENSIONS]
+    return candidates
+
+
+# Go ------------------------------------------------------------------------------------------
+
+
+def _go(importer: str, imp: Import, files: RepoFiles) -> list[str]:
+    path = imp.module.strip("/")
+    for directory, module in files.go_modules:
+        if path == module or path.startswith(module + "/"):
+            return files.go_package(posixpath.join(directory, path[len(module) :].strip("/")))
+        vendored = files.go_package(posixpath.join(directory, "vendor", path))
+        if vendored:
+            return vendored
+    return _go_by_suffix(path, files) if not files.go_modules else []
+
+
+def _go_by_suffix(path: str, files: RepoFiles) -> list[str]:
+    """The directory sharing the longest tail with the import path: two segments at least, and
+    the whole path for standard-library-looking ones, so `fmt` never lands on a local `fmt/`."""
+    segments = path.split("/")
+    need = max(2, 1 if "." in segments[0] else len(segments))
+    best: tuple[int, int, str] | None = None
+    for directory in files.dirs_by_name.get(segments[-1], ()):
+        shared = _shared_tail(directory.split("/"), segments)
+        if shared >= need and files.go_package(directory):
+            candidate = (-shared, len(directory), directory)
+            best = candidate if best is None else min(best, candidate)
+    return files.go_package(best[2]) if best else []
+
+
+def _shared_tail(left: list[str], right: list[str]) -> int:
+    count = 0
+    for a, b in zip(reversed(left), reversed(right), strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+# Rust ----------------------------------------------------------------------------------------
+
+
+def _rust(importer: str, imp: Import, files: RepoFiles) -> list[str]:
+    here = _rust_module_dir(importer)
+    if imp.module.startswith("mod:"):
+        return files.first(_rust_module_files(posixpath.join(here, imp.module[4:])))
+    segments = [s for s in imp.module.split("::") if s]
+    if not segments or segments[0] in _RUST_EXTERNAL:
+        return []
+    head = segments[0]
+    if head == "crate":
+        root = _rust_crate_root(importer, files)
+        if root is None:
+            return []
+        return _rust_path(root, segments[1:], files) or files.first(
+            f"{root}/{name}" if root else name for name in _RUST_CRATE_FILES
+        )
+    if head in ("self", "super"):
+        base = here
+        while segments and segments[0] in ("self", "super"):
+            if segments.pop(0) == "super":
+                base = posixpath.dirname(base)
+        return _rust_path(base, segments, files) or files.first(_rust_module_files(base))
+    return _rust_path(here, segments, files)  # 2018 paths may start at a child module
+
+
+def _rust_module_dir(path: str) -> str:
+    """Where the children of the module defined by ``path`` live."""
+    directory, name = posixpath.split(path)
+    if name in ("mod.rs", *_RUST_CRATE_FILES):
+        return directory
+    return posixpath.join(directory, name.removesuffix(".rs"))
+
+
+def _rust_module_files(module: str) -> list[str]:
+    return [f"{module}.rs", f"{module}/mod.rs", *(f"{module}/{n}" for n in _RUST_CRATE_FILES)]
+
+
+def _rust_crate_root(importer: str, files: RepoFiles) -> str | None:
+    directory = posixpath.dirname(importer)
+    while True:
+        prefix = f"{directory}/" if directory else ""
+        if any(prefix + name in files for name in _RUST_CRATE_FILES):
+            return directory
+        if not directory:
+            return None
+        directory = posixpath.dirname(directory)
+
+
+def _rust_path(base: str, segments: list[str], files: RepoFiles) -> list[str]:
+    """The deepest module file along ``segments``: `a::b::Item` -> a/b.rs or a/b/mod.rs."""
+    for count in range(len(segments), 0, -1):
+        module = posixpath.join(base, *segments[:count])
+        found = files.first([f"{module}.rs", f"{module}/mod.rs"])
+        if found:
+            return found
+    return []
+
+
+# Java ----------------------------------------------------------------------------------------
+
+
+def _java(importer: str, imp: Import, files: RepoFiles) -> list[str]:
+    segments = [s for s in imp.module.split(".") if s]
+    if imp.names == ("*",):
+        found = [
+            path
+            for directory in _dirs_ending(segments, files)
+            for path in files.by_dir[directory]
+            if path.endswith(".java")
+        ]
+        if found:
+            return found
+    # `a.b.C`, or `a.b.C.Inner` / a static member: the longest prefix naming a file wins.
+    for count in range(len(segments), 1, -1):
+        tail = "/".join(segments[:count]) + ".java"
+        found = [
+            path
+            for path in files.by_name.get(f"{segments[count - 1]}.java", ())
+            if path == tail or path.endswith("/" + tail)
+        ]
+        if found:
+            return found
+    return []
+
+
+def _dirs_ending(segments: list[str], files: RepoFiles) -> list[str]:
+    if not segments:
+        return []
+    tail = "/".join(segments)
+    return [
+        directory
+        for directory in files.dirs_by_name.get(segments[-1], ())
+        if directory == tail or directory.endswith("/" + tail)
+    ]
+
+
+_RESOLVERS: dict[str, Callable[[str, Import, RepoFiles], list[str]]] = {
+    "python": _python,
+    "typescript": _script,
+    "tsx": _script,
+    "javascript": _script,
+    "go": _go,
+    "rust": _rust,
+    "java": _java,
+}
