@@ -166,7 +166,7 @@ class Graph:
             a, b = self._index.get(src), self._index.get(dst)
             if a is None or b is None or a == b:
                 return False
-            if any(k == kind for _, t, k in self._g.out_edges(a) if t == b):
+            if self._g.has_edge(a, b) and kind in self._g.get_all_edge_data(a, b):
                 return False
             self._g.add_edge(a, b, kind)
             self._touch(self._owner_of[src])

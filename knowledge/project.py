@@ -12,7 +12,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,7 +113,7 @@ class Project:
             report = IndexReport(removed=removed)
             if todo or removed or not self.has_index:
                 results = self._analyse(todo, progress, workers)
-                self._apply(results, removed, report, relink_all=not self.has_index)
+                self._apply(todo, results, removed, report, relink_all=not self.has_index)
             elif progress:
                 progress(0, 0)
             self.last_index = time.time()
@@ -148,7 +148,7 @@ class Project:
             report = IndexReport(removed=sorted(set(removed)))
             if todo or removed:
                 results = self._analyse(todo, None, workers=1)
-                self._apply(results, report.removed, report, relink_all=False)
+                self._apply(todo, results, report.removed, report, relink_all=False)
             report.seconds = time.perf_counter() - start
             return report
 
@@ -218,7 +218,8 @@ class Project:
     # -- internals ----------------------------------------------------------------------------
     def _analyse(
         self, todo: list[FileEntry], progress: Progress | None, workers: int | None
-    ) -> list[Analysed]:
+    ) -> Iterator[Analysed]:
+        """Results as they come, so the graph is built while workers still parse."""
         items = [
             (f.rel, f.size, f.mtime_ns, s.sha1 if (s := self.files.get(f.rel)) else "")
             for f in todo
@@ -227,29 +228,37 @@ class Project:
         if progress:
             progress(0, total)
         workers = workers or min(2, os.cpu_count() or 1)
-        results: list[Analysed] = []
+        done = 0
         if workers > 1 and total >= POOL_THRESHOLD:
             chunks = [items[i : i + _CHUNK] for i in range(0, total, _CHUNK)]
-            ctx = multiprocessing.get_context("spawn")
+            # fork is cheap but unsafe once other threads run (the watcher, the app): then spawn.
+            method = "fork" if threading.active_count() == 1 else "spawn"
+            ctx = multiprocessing.get_context(method)
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 for batch in pool.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
-                    results.extend(batch)
+                    yield from batch
+                    done += len(batch)
                     if progress:
-                        progress(len(results), total)
+                        progress(done, total)
         else:
             for item in items:
-                results.append(_analyse_one(str(self.root), item))
-                if progress and (len(results) % 25 == 0 or len(results) == total):
-                    progress(len(results), total)
-        return results
+                yield _analyse_one(str(self.root), item)
+                done += 1
+                if progress and (done % 25 == 0 or done == total):
+                    progress(done, total)
 
     def _apply(
-        self, results: list[Analysed], removed: list[str], report: IndexReport, relink_all: bool
+        self,
+        todo: list[FileEntry],
+        results: Iterable[Analysed],
+        removed: list[str],
+        report: IndexReport,
+        relink_all: bool,
     ) -> None:
         graph = self.graph
+        touched = [*removed, *(f.rel for f in todo)]
         with graph.lock:
             previously = set(self.files)
-            touched = [*removed, *(r.rel for r in results if r.status != "unchanged")]
             keys_before = {k for rel in touched for k in graph.owned(rel)}
             names = {n for rel in touched for n in _symbol_names(graph, rel)}
             for rel in removed:
@@ -257,15 +266,17 @@ class Project:
                 self.files.pop(rel, None)
                 self._pending_files.pop(rel, None)
                 self._pending_removed.add(rel)
-            changed: list[str] = []
-            for result in results:
-                state = self.files.get(result.rel)
-                if result.status == "unchanged" and state is not None:
-                    state.size, state.mtime_ns = result.size, result.mtime_ns
-                    self._pending_files[result.rel] = state
-                    continue
-                changed.append(result.rel)
+        changed: list[str] = []
+        for result in results:
+            state = self.files.get(result.rel)
+            if result.status == "unchanged" and state is not None:
+                state.size, state.mtime_ns = result.size, result.mtime_ns
+                self._pending_files[result.rel] = state
+                continue
+            changed.append(result.rel)
+            with graph.lock:  # per file, so readers are never held up for a whole index
                 self._replace_file(graph, result)
+        with graph.lock:
             names |= {n for rel in changed for n in _symbol_names(graph, rel)}
             keys_after = {k for rel in touched for k in graph.owned(rel)}
             report.changed = changed

@@ -8,6 +8,7 @@ changed file rewrites its own rows and nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -24,7 +25,8 @@ from knowledge.graph import Edge, Graph, Node
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-_DEFAULTS = {k: v for k, v in Node("", "", "").to_dict().items() if k not in ("key",)}
+_FIELDS = tuple(Node.__dataclass_fields__)
+_DEFAULTS = Node("", "", "").to_dict()
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -83,8 +85,13 @@ class FileState:
 
 
 def encode_node(node: Node) -> str:
-    raw = node.to_dict()
-    return json.dumps({k: v for k, v in raw.items() if k == "key" or _DEFAULTS.get(k) != v})
+    """JSON of the fields that differ from their defaults (keeps the store small)."""
+    out = {}
+    for name in _FIELDS:
+        value = getattr(node, name)
+        if name in ("key", "kind", "label") or value != _DEFAULTS[name]:
+            out[name] = value
+    return json.dumps(out, separators=(",", ":"))
 
 
 def decode_node(text: str) -> Node:
@@ -113,6 +120,9 @@ class Store:
 
     def close(self) -> None:
         with self._lock:
+            # Fold the WAL back so the store on disk is one compact file.
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
 
     # -- reading -----------------------------------------------------------------------------
