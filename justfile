@@ -1,0 +1,27 @@
+# Theus development recipes. `just --list` shows them.
+
+venv := ".venv"
+py := venv / "bin/python"
+
+# Create the virtual environment with runtime, dev and bench dependencies.
+setup:
+    test -x {{py}} || python3 -m venv {{venv}}
+    {{py}} -m pip install -q -e ".[dev,bench]"
+
+# Run the whole test suite.
+test *args: setup
+    {{py}} -m pytest {{args}}
+
+# Lint and check formatting-sensitive rules.
+lint: setup
+    {{venv}}/bin/ruff check .
+
+# Benchmarks print figures; pass a real repository checkout, e.g. `just bench ~/src/mypy`.
+bench path: setup
+    {{py}} bench/index.py {{path}}
+    {{py}} bench/recall_scale.py
+    {{py}} bench/watch.py {{path}}
+
+# Index the current folder and show its status (or pass any theus arguments).
+run *args: setup
+    {{venv}}/bin/theus {{ if args == "" { "index" } else { args } }}
