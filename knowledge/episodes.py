@@ -1,0 +1,430 @@
+"""Episodic memory: every compaction summary and end-of-session summary, kept twice.
+
+Once as a readable Markdown file `episodes/<date>-<slug>.md` in the project's memory folder
+(frontmatter: date, type, session, title, files; then the whole text), and once as an episode
+node in the graph (text capped at 1,500 characters) with derived-from edges to the files and
+symbols it touched, so a later session's recall finds "what did we do with the login?".
+
+The files are the truth: `load` rebuilds the episode nodes from them at start (a fresh store
+still has its history) and drops nodes whose file a person deleted.
+
+The agent talks to this module through `EpisodeSink`. A transcript is a list of OpenAI chat
+messages: `{"role": "user" | "assistant" | "tool" | "system", "content": str | [parts],
+"tool_calls": [{"function": {"name": str, "arguments": json-str | dict}}]}`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from knowledge import atomic, keys
+from knowledge.graph import Node
+from knowledge.memdir import Mentions, Problem, first_line, parse_frontmatter, render_frontmatter
+from knowledge.memdir import shorten as _shorten
+from knowledge.project import Project
+from knowledge.store import StoreError
+
+log = logging.getLogger(__name__)
+
+EPISODE_TYPES = ("compaction", "session-end", "manual")
+TEXT_CAP = 1500  # characters of an episode's text kept on its node; the file keeps it all
+MECHANICAL_NOTE = "Built without a model:"
+_ID_RE = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})-(?P<slug>[a-z0-9-]+)$")
+_REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_PATH_ARGS = ("path", "file_path", "filepath", "file", "filename", "target", "paths", "files")
+_EDIT_TOOLS = ("edit", "write", "patch", "create", "replace", "delete", "move", "rename")
+_last_error: dict[str, str] = {}  # per project root, shown by status_section
+
+
+def disabled() -> bool:
+    return os.environ.get("THEUS_NO_EPISODES", "") not in ("", "0")
+
+
+@dataclass(slots=True)
+class Episode:
+    id: str  # the file's stem, `<YYYY-MM-DD>-<slug>`; the node key is `ep:<id>`
+    date: str  # ISO-8601 with offset
+    type: str
+    session_id: str
+    title: str
+    files: list[str]
+    text: str
+
+    @property
+    def key(self) -> str:
+        match = _ID_RE.match(self.id)
+        return keys.episode_key(match["day"], match["slug"]) if match else f"ep:{self.id}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.id}.md"
+
+    def render(self) -> str:
+        meta = {"date": self.date, "type": self.type, "session": self.session_id,
+                "title": self.title, "files": self.files}
+        return render_frontmatter(meta) + "\n" + self.text.strip() + "\n"
+
+    def node(self) -> Node:
+        try:
+            since: float | None = datetime.fromisoformat(self.date).timestamp()
+        except ValueError:
+            since = None
+        return Node(
+            key=self.key, kind="episode", label=self.title,
+            summary=_shorten(_summary_line(self.text, self.title), 200), subkind=self.type,
+            source="episode", valid_from=since,
+            data={"text": self.text[:TEXT_CAP], "type": self.type, "date": self.date,
+                  "session": self.session_id, "files": list(self.files),
+                  "file": f"episodes/{self.file_name}"},
+        )
+
+    def to_json(self, full: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "key": self.key, "date": self.date,
+                               "type": self.type, "session": self.session_id,
+                               "title": self.title, "files": self.files}
+        if full:
+            out["text"] = self.text
+        return out
+
+
+class EpisodeSink(Protocol):
+    """What the agent calls. Both return None when episodes are off or could not be kept
+    (fail open: the session goes on); neither raises for I/O trouble."""
+
+    def record(self, kind: str, text: str, session_id: str,
+               files: Sequence[str] = ()) -> Episode | None: ...
+
+    def record_transcript(self, messages: Sequence[Mapping[str, Any]],
+                          session_id: str) -> Episode | None: ...
+
+
+class EpisodeNotFound(LookupError):
+    pass
+
+
+class AmbiguousEpisode(LookupError):
+    pass
+
+
+@dataclass(slots=True)
+class LoadReport:
+    enabled: bool = True
+    episodes: int = 0
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _now() -> datetime:
+    return datetime.now().astimezone()
+
+
+class EpisodeStore:
+    """Episodes of one project. Implements `EpisodeSink`."""
+
+    def __init__(self, project: Project, now: Callable[[], datetime] = _now) -> None:
+        self.project = project
+        self.dir = project.paths.episodes
+        self.now = now
+
+    # -- writing ---------------------------------------------------------------------------
+    def record(self, kind: str, text: str, session_id: str, files: Sequence[str] = (),
+               title: str | None = None) -> Episode | None:
+        """Keep a summary as an episode. `kind` is compaction, session-end or manual."""
+        if kind not in EPISODE_TYPES:
+            raise ValueError(f"episode type must be one of {', '.join(EPISODE_TYPES)}")
+        if disabled():
+            log.info("episode not kept: THEUS_NO_EPISODES=1")
+            return None
+        text = text.strip()
+        if not text:
+            return None
+        when = self.now().replace(microsecond=0)
+        title = _shorten(title or first_line(text), 80) or f"{kind} {session_id}"
+        episode = Episode("", when.isoformat(), kind, session_id, title,
+                          _relative(self.project.root, files), text)
+        try:
+            self._write(episode, when.strftime("%Y-%m-%d"))
+        except OSError as exc:
+            return self._failed(f"episode file not written: {exc}")
+        with self.project.lock:
+            self._upsert(episode, Mentions(self.project.graph))
+            try:
+                self.project.save()
+            except StoreError as exc:  # the node stays in the graph; the next save retries
+                self._failed(str(exc))
+        _last_error.pop(str(self.project.root), None)
+        return episode
+
+    def record_transcript(self, messages: Sequence[Mapping[str, Any]],
+                          session_id: str) -> Episode | None:
+        """The end-of-session episode when no model can summarise: built mechanically."""
+        title, text, files = summarize_transcript(messages, self.project.root)
+        return self.record("session-end", text, session_id, files, title=title)
+
+    def _write(self, episode: Episode, day: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        atomic.clean_orphans(self.dir)
+        base = keys.slugify(episode.title, 48)
+        with atomic.locked(self.dir / ".lock"):  # two sessions never take the same name
+            slug, n = base, 1
+            while (self.dir / f"{day}-{slug}.md").exists():
+                n += 1
+                slug = f"{base}-{n}"
+            episode.id = f"{day}-{slug}"
+            atomic.write_text(self.dir / episode.file_name, episode.render())
+
+    def _upsert(self, episode: Episode, mentions: Mentions) -> bool:
+        graph = self.project.graph
+        node = episode.node()
+        with graph.lock:
+            old = graph.get(node.key)
+            changed = old is None or old.to_dict() != node.to_dict()
+            if changed:
+                graph.upsert(node)
+                graph.remove_out_edges(node.key, ("derived-from",))
+            mentions.link(node.key, episode.text, episode.files)
+        return changed
+
+    def _failed(self, message: str) -> None:
+        log.warning("episodes: %s", message)
+        _last_error[str(self.project.root)] = message
+
+    # -- reading ---------------------------------------------------------------------------
+    def load(self) -> LoadReport:
+        """Make the graph's episode nodes match the episode files. Idempotent."""
+        if disabled():
+            return LoadReport(enabled=False)
+        episodes, problems = self.list()
+        report = LoadReport(episodes=len(episodes), problems=problems)
+        with self.project.lock:
+            graph = self.project.graph
+            mentions = Mentions(graph)
+            wanted = {e.key for e in episodes}
+            with graph.lock:
+                for node in list(graph.nodes("episode")):
+                    if node.source == "episode" and node.key not in wanted:
+                        graph.remove_node(node.key)
+                        report.removed.append(node.key)
+            for episode in episodes:
+                if self._upsert(episode, mentions):
+                    report.added.append(episode.key)
+            if report.added or report.removed:
+                try:
+                    self.project.save()
+                except StoreError as exc:
+                    self._failed(str(exc))
+        return report
+
+    def list(self) -> tuple[list[Episode], list[Problem]]:
+        """Episodes on disk, newest first, and the files that could not be read."""
+        episodes: list[Episode] = []
+        problems: list[Problem] = []
+        try:
+            paths = sorted(self.dir.glob("*.md"))
+        except OSError:
+            paths = []
+        for path in paths:
+            if atomic.is_temp_name(path.name):
+                continue
+            episode, bad = parse_episode(path)
+            problems.extend(bad)
+            if episode is not None:
+                episodes.append(episode)
+        episodes.sort(key=lambda e: (e.date, e.id), reverse=True)
+        return episodes, problems
+
+    def get(self, ident: str) -> Episode:
+        """By id, key (`ep:…`), file name, unique id prefix, or position in `list` (1 = newest)."""
+        episodes, _ = self.list()
+        wanted = ident.removeprefix("ep:").removesuffix(".md")
+        if wanted.isdigit() and 0 < int(wanted) <= len(episodes) and len(wanted) < 4:
+            return episodes[int(wanted) - 1]
+        exact = [e for e in episodes if e.id == wanted]
+        found = exact or [e for e in episodes if e.id.startswith(wanted)]
+        if not found:
+            raise EpisodeNotFound(ident)
+        if len(found) > 1:
+            raise AmbiguousEpisode(f"{ident} matches {len(found)} episodes: give more of the id")
+        return found[0]
+
+
+def parse_episode(path: Path) -> tuple[Episode | None, list[Problem]]:
+    name = f"episodes/{path.name}"
+    match = _ID_RE.match(path.stem)
+    if match is None:
+        return None, [Problem(name, 1, "name is not <YYYY-MM-DD>-<slug>.md; skipped")]
+    try:
+        raw = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        return None, [Problem(name, 1, f"unreadable: {exc}")]
+    meta, body, problems = parse_frontmatter(raw, name)
+    if problems:
+        return None, [*problems, Problem(name, 1, "malformed frontmatter; skipped")]
+    kind = meta.get("type", "manual")
+    if kind not in EPISODE_TYPES:
+        return None, [Problem(name, _line_of(raw, "type"),
+                              f"type {kind!r} is not one of {', '.join(EPISODE_TYPES)}; skipped")]
+    files = meta.get("files", [])
+    text = body.strip()
+    episode = Episode(
+        id=path.stem,
+        date=str(meta.get("date") or match["day"]),
+        type=kind,
+        session_id=str(meta.get("session", "")),
+        title=str(meta.get("title") or _shorten(first_line(text), 80) or path.stem),
+        files=files if isinstance(files, list) else [str(files)],
+        text=text,
+    )
+    return episode, []
+
+
+def _line_of(raw: str, name: str) -> int:
+    for number, line in enumerate(raw.split("\n"), start=1):
+        if line.startswith(f"{name}:"):
+            return number
+    return 1
+
+
+def _summary_line(text: str, title: str) -> str:
+    """The first line that says more than the title."""
+    lines = [ln.strip().lstrip("#").strip() for ln in text.split("\n")]
+    lines = [ln for ln in lines if ln]
+    for line in lines:
+        if line.startswith(MECHANICAL_NOTE):
+            continue
+        if line != title and not title.startswith(line.rstrip("…")):
+            return line
+    return lines[0] if lines else ""
+
+
+def _relative(root: Path, files: Iterable[str]) -> list[str]:
+    """Repo-relative, de-duplicated paths; `path#Symbol` kept; outside paths kept as given."""
+    out: list[str] = []
+    for item in files:
+        item = str(item).strip()
+        if not item:
+            continue
+        path, sep, symbol = item.partition("#")
+        candidate = Path(path)
+        if candidate.is_absolute():
+            try:
+                path = candidate.resolve().relative_to(root).as_posix()
+            except (ValueError, OSError):
+                path = candidate.as_posix()
+        path = path.removeprefix("./")
+        item = f"{path}{sep}{symbol}"
+        if item not in out:
+            out.append(item)
+    return out
+
+
+# -- the mechanical end-of-session summary -------------------------------------------------
+def summarize_transcript(messages: Sequence[Mapping[str, Any]], root: Path | None = None
+                         ) -> tuple[str, str, list[str]]:
+    """(title, text, files) from a transcript, with no model: requests, tools, files."""
+    requests: list[str] = []
+    tools: Counter[str] = Counter()
+    edited: list[str] = []
+    read: list[str] = []
+    commands: list[str] = []
+    last_answer = ""
+    for message in messages:
+        role = message.get("role")
+        content = _content_text(message.get("content"))
+        if role == "user" and content:
+            requests.append(content)
+        elif role == "assistant":
+            if content:
+                last_answer = content
+            for call in message.get("tool_calls") or []:
+                name, args = _call(call)
+                if not name:
+                    continue
+                tools[name] += 1
+                target = edited if any(h in name.lower() for h in _EDIT_TOOLS) else read
+                target.extend(p for p in _paths(args) if p not in target)
+                if isinstance(args.get("command"), str):
+                    commands.append(args["command"])
+    if root is not None:
+        edited, read = _relative(root, edited), _relative(root, read)
+    read = [p for p in read if p not in edited]
+    lines = [f"{MECHANICAL_NOTE} no model was available at session end, so this episode lists "
+             "the session's requests, tools and files from the transcript."]
+    if requests:
+        lines += ["", "Requests:"] + [f"- {_shorten(r, 200)}" for r in requests[:10]]
+        if len(requests) > 10:
+            lines.append(f"- … and {len(requests) - 10} more")
+    if tools:
+        lines += ["", "Tools used: " + ", ".join(f"{n} ×{c}" for n, c in tools.most_common())]
+    if edited:
+        lines.append("Files changed: " + ", ".join(f"`{p}`" for p in edited))
+    if read:
+        lines.append("Files read: " + ", ".join(f"`{p}`" for p in read))
+    if commands:
+        lines += ["Commands run:"] + [f"- `{_shorten(c, 120)}`" for c in commands[:10]]
+    if last_answer:
+        lines += ["", f"Last answer: {_shorten(last_answer, 300)}"]
+    title = f"Session: {_shorten(requests[0], 70)}" if requests else "Session without requests"
+    return title, "\n".join(lines), [*edited, *read]
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        content = " ".join(
+            str(p.get("text", "")) for p in content if isinstance(p, Mapping)
+            and p.get("type") in ("text", "input_text", None)
+        )
+    if not isinstance(content, str):
+        return ""
+    return " ".join(_REMINDER_RE.sub(" ", content).split())
+
+
+def _call(call: Any) -> tuple[str, dict[str, Any]]:
+    if not isinstance(call, Mapping):
+        return "", {}
+    function = call.get("function") or {}
+    name = str(function.get("name") or "")
+    args: Any = function.get("arguments") or {}
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            args = {}
+    return name, args if isinstance(args, dict) else {}
+
+
+def _paths(args: Mapping[str, Any]) -> list[str]:
+    found: list[str] = []
+    for name in _PATH_ARGS:
+        value = args.get(name)
+        values = value if isinstance(value, list) else [value]
+        found.extend(v for v in values if isinstance(v, str) and v.strip())
+    return found
+
+
+# -- status ----------------------------------------------------------------------------------
+def status_section(project: Project) -> dict[str, Any]:
+    store = EpisodeStore(project)
+    if disabled():
+        return {"enabled": False, "reason": "episodes are off (THEUS_NO_EPISODES=1): "
+                "nothing is recorded", "dir": str(store.dir)}
+    episodes, problems = store.list()
+    last = episodes[0] if episodes else None
+    return {
+        "enabled": True,
+        "dir": str(store.dir),
+        "episodes": len(episodes),
+        "last": f"{last.date} {last.type}: {last.title}" if last else None,
+        "warnings": [str(p) for p in problems],
+        "last_error": _last_error.get(str(project.root)),
+    }

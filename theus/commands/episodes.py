@@ -1,0 +1,78 @@
+"""`theus episodes [list|show ID]`: what past sessions did, as kept in the memory folder.
+
+Exit status: 0 ok, 1 when ID matches no episode, 2 for usage errors (an ambiguous ID too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from theus.commands.common import UsageError, print_json, project_root
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "episodes", help="list or show the project's episodes (past session summaries)",
+        description="Episodes are the summaries of compactions and session ends, kept as "
+        "Markdown files. `list` (the default) shows them newest first; `show ID` prints one. "
+        "ID is the episode's id, a unique prefix of it, or its number in the list (1 = newest).")
+    _options(p, None)
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    _options(actions.add_parser("list", help="list episodes, newest first (default)"),
+             argparse.SUPPRESS)
+    show = actions.add_parser("show", help="print one episode")
+    show.add_argument("id", metavar="ID")
+    _options(show, argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def _options(parser: argparse.ArgumentParser, default: Any) -> None:
+    # On the sub-actions too, so `--json` may come after them; SUPPRESS keeps the parent's value.
+    parser.add_argument("--project", metavar="PATH", default=default,
+                        help="project folder (default: current folder)")
+    parser.add_argument("--json", action="store_true",
+                        default=False if default is None else default, help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from knowledge.episodes import AmbiguousEpisode, EpisodeNotFound, EpisodeStore
+    from knowledge.project import Project
+
+    root = project_root(args.project or getattr(args, "path", None))
+    project = Project(root)
+    try:
+        store = EpisodeStore(project)
+        if args.action == "show":
+            try:
+                episode = store.get(args.id)
+            except EpisodeNotFound:
+                sys.stderr.write(f"theus: no episode matches {args.id!r} (see `theus episodes "
+                                 "list`)\n")
+                return 1
+            except AmbiguousEpisode as exc:
+                raise UsageError(str(exc)) from exc
+            if args.json:
+                print_json(episode.to_json())
+            else:
+                sys.stdout.write(f"{episode.id}  {episode.date}  {episode.type}  "
+                                 f"session {episode.session_id or '-'}\n")
+                if episode.files:
+                    sys.stdout.write("files: " + ", ".join(episode.files) + "\n")
+                sys.stdout.write("\n" + episode.text + "\n")
+            return 0
+        episodes, problems = store.list()
+        for problem in problems:
+            sys.stderr.write(f"theus: warning: {problem}\n")
+        if args.json:
+            print_json([e.to_json(full=False) for e in episodes])
+        elif not episodes:
+            sys.stderr.write("theus: no episodes yet (they are kept at each compaction and "
+                             "session end)\n")
+        else:
+            for number, e in enumerate(episodes, start=1):
+                sys.stdout.write(f"{number:>3}  {e.id}  {e.type:<11}  {e.title}\n")
+        return 0
+    finally:
+        project.close()

@@ -1,0 +1,110 @@
+"""`theus memory [list|add TEXT|edit KEY TEXT|rm KEY]`: the project's memories.
+
+Every call first syncs MEMORY.md into the graph (hand edits are the normal case). KEY is a
+memory key (`mem:…`) or a unique prefix of it, with or without `mem:`.
+Exit status: 0 ok, 1 when KEY matches no memory, 2 for usage errors (an ambiguous KEY too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from theus.commands.common import UsageError, print_json, project_root
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "memory", help="list, add, edit or remove the project's memories",
+        description="Memories live in MEMORY.md (one per line, or a pointer to a topic file) "
+        "in the project's memory folder, and as memory nodes in its graph. `list` is the "
+        "default. Text starting with '-' goes after `--`.")
+    _options(p, None)
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    _options(actions.add_parser("list", help="list memories (default)"), argparse.SUPPRESS)
+    add = actions.add_parser("add", help="save a memory: a topic file and its MEMORY.md line")
+    add.add_argument("text", nargs="+", metavar="TEXT")
+    edit = actions.add_parser("edit", help="replace a memory's text")
+    edit.add_argument("key", metavar="KEY")
+    edit.add_argument("text", nargs="+", metavar="TEXT")
+    rm = actions.add_parser("rm", help="remove a memory")
+    rm.add_argument("key", metavar="KEY")
+    for child in (add, edit, rm):
+        _options(child, argparse.SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def _options(parser: argparse.ArgumentParser, default: Any) -> None:
+    # On the sub-actions too, so `--json` may come after them; SUPPRESS keeps the parent's value.
+    parser.add_argument("--project", metavar="PATH", default=default,
+                        help="project folder (default: current folder)")
+    parser.add_argument("--json", action="store_true",
+                        default=False if default is None else default, help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from knowledge import memdir
+    from knowledge.project import Project
+
+    root = project_root(args.project or getattr(args, "path", None))
+    action = args.action or "list"
+    _check_text(args)
+    project = Project(root)
+    try:
+        report = memdir.sync(project)
+        shown = set(report.warnings)
+        _warn(report.warnings)
+        if action == "list":
+            nodes = memdir.memories(project)
+            if args.json:
+                print_json([_node_json(n) for n in nodes])
+            elif not nodes:
+                sys.stderr.write("theus: no memories yet (add one with `theus memory add "
+                                 "TEXT`)\n")
+            for node in [] if args.json else nodes:
+                sys.stdout.write(f"{node.key[:16]}  {node.source:<6}  {node.label}\n")
+            return 0
+        if action == "add":
+            change = memdir.add_memory(project, " ".join(args.text))
+            return _done(change, "added" if change.created else "already known", args.json, shown)
+        try:
+            key = memdir.resolve_key(project, args.key)
+        except memdir.AmbiguousKey as exc:
+            raise UsageError(str(exc)) from exc
+        except memdir.MemoryNotFound:
+            sys.stderr.write(f"theus: no memory matches {args.key!r} (see `theus memory "
+                             "list`)\n")
+            return 1
+        if action == "edit":
+            return _done(memdir.edit_memory(project, key, " ".join(args.text)), "edited",
+                         args.json, shown)
+        return _done(memdir.delete_memory(project, key), "removed", args.json, shown)
+    finally:
+        project.close()
+
+
+def _check_text(args: argparse.Namespace) -> None:
+    if getattr(args, "text", None) is not None and not " ".join(args.text).strip():
+        raise UsageError(f"`theus memory {args.action}` needs the memory's TEXT")
+
+
+def _done(change: Any, verb: str, as_json: bool, shown: set[str]) -> int:
+    _warn([w for w in change.warnings if w not in shown])
+    if as_json:
+        print_json({"key": change.key, "topic": change.topic or None, "result": verb,
+                    "warnings": change.warnings})
+    else:
+        where = f" ({change.topic})" if change.topic else ""
+        sys.stdout.write(f"{verb} {change.key}{where}\n")
+    return 0
+
+
+def _node_json(node: Any) -> dict[str, Any]:
+    return {"key": node.key, "source": node.source, "title": node.label,
+            "text": node.data.get("text", node.summary), "topic": node.data.get("topic")}
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        sys.stderr.write(f"theus: warning: {warning}\n")
