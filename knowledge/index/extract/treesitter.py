@@ -167,11 +167,17 @@ _KEYWORDS = {
 # Two characters at least: one-letter names would link everything to everything.
 _WORD = re.compile(r"(?<![A-Za-z0-9_$])[A-Za-z_$][A-Za-z0-9_$]+")
 # `require("x")` and `import("x")` sit deep inside functions, below the query's depth limit.
-_REQUIRE = re.compile(rb"""(?<![\w$.])(?:require|import)\s*\(\s*(["'`])([^"'`\n]{1,500})\1\s*\)""")
+# One pattern per keyword: a literal prefix makes the scan ~10x faster than an alternation.
+_REQUIRES = tuple(
+    re.compile(keyword + rb"""\s*\(\s*(["'`])([^"'`\n]{1,500})\1\s*\)""")
+    for keyword in (b"require", b"import")
+)
+_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")
 # Definitions worth a symbol sit near the root; not descending into function bodies saves ~20%
 # of the query time. 10 levels reach a method in a class in a namespace in a namespace.
 _MAX_DEPTH = 10
 _SPACE = re.compile(r"\s+")
+_HAS_WORD = re.compile(r"\w")
 _COMMENT_EDGE = re.compile(r"^\s*(?:/\*+!?|//[/!]?|\*+(?!/))|\*+/\s*$")
 
 
@@ -319,6 +325,8 @@ class _Walk:
     def definition(self, kind: str, caps: dict[str, list[ts.Node]]) -> _Def | None:
         node = caps[f"def.{kind}"][0]
         name = self.text(caps["name"][0], 200)
+        if name == "_":  # Go's `var _ Iface = (*T)(nil)` defines nothing
+            return None
         if kind == "impl" or "recv" in caps:
             owner = _type_name(self.text(caps["recv"][0], 200) if "recv" in caps else name)
             if kind == "impl":
@@ -433,15 +441,19 @@ class _Walk:
         return _first_line("\n".join(lines))
 
     def summary(self, root: ts.Node) -> str:
-        for index in range(min(root.child_count, 6)):
+        """The first leading comment that is not a licence header."""
+        skipped = -2  # last row of a skipped comment block: `//` lines come one node each
+        for index in range(min(root.child_count, 16)):
             child = root.child(index)
-            if child is None or child.type not in _COMMENTS:
-                if child is not None and child.type == "hash_bang_line":
-                    continue
+            if child is None or child.type == "hash_bang_line":
+                continue
+            if child.type not in _COMMENTS:
                 return ""
-            line = _first_line(self.text(child, 2000))
-            if line and not line.casefold().startswith(_NOT_SUMMARY):
-                return line
+            if child.start_point[0] > skipped + 1:
+                line = _first_line(self.text(child, 2000))
+                if line and not line.casefold().startswith(_NOT_SUMMARY):
+                    return line
+            skipped = _last_row(child)
         return ""
 
     def imports(self, caps: dict[str, list[ts.Node]]) -> None:
@@ -461,12 +473,18 @@ class _Walk:
             self.java_import(caps["javaimport"][0])
 
     def requires(self) -> None:
+        data = self.data
+        found = sorted(
+            (match.start(), match.group(2))
+            for pattern in _REQUIRES
+            for match in pattern.finditer(data)
+            if match.start() == 0 or data[match.start() - 1] not in _NAME_BYTES  # not x.require
+        )
         line, position = 1, 0
-        for match in _REQUIRE.finditer(self.data):  # in order, so lines are counted once
-            line += self.data.count(b"\n", position, match.start())
-            position = match.start()
-            module = match.group(2).decode("utf-8", errors="replace")
-            self.result.imports.append(Import(module, line))
+        for start, module in found:  # in order, so newlines are counted once
+            line += data.count(b"\n", position, start)
+            position = start
+            self.result.imports.append(Import(module.decode("utf-8", errors="replace"), line))
 
     def add(self, module: str, node: ts.Node, names: tuple[str, ...]) -> None:
         if module:
@@ -542,7 +560,7 @@ def _first_line(comment: str) -> str:
     for line in comment.splitlines():
         cleaned = _COMMENT_EDGE.sub("", line).strip()
         cleaned = _COMMENT_EDGE.sub("", cleaned).strip()  # `/** text */` on one line
-        if cleaned:
+        if _HAS_WORD.search(cleaned):  # not a `// ------` ruler
             return cleaned[:SIGNATURE_LIMIT]
     return ""
 
