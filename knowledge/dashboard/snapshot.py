@@ -20,6 +20,8 @@ from knowledge.dashboard.layout import layout
 from knowledge.graph import Graph, Node
 
 # Nodes that no file produced live in pseudo-folders, so the folder filter can still reach them.
+BUSY_WAIT = 0.25  # seconds to wait for a busy graph lock before serving the previous snapshot
+
 PSEUDO_FOLDERS = {"memory": "(memory)", "episode": "(episodes)", "entity": "(entities)"}
 
 
@@ -51,15 +53,23 @@ def folder_of(node: Node) -> str:
     return "" if parent == "." else parent
 
 
-def take(graph: Graph) -> Snapshot:
-    """Copy the graph under its lock, then derive everything else outside it."""
+def take(graph: Graph, wait: float = -1) -> Snapshot | None:
+    """Copy the graph under its lock, then derive everything else outside it.
+
+    With ``wait`` >= 0, give up (None) when the lock stays busy that long: a writer holding it
+    for a whole batch must not stall a request that can be answered from an older snapshot.
+    """
     started = time.perf_counter()
-    with graph.lock:
+    if not graph.lock.acquire(timeout=wait):
+        return None
+    try:
         version = graph.version
         g = graph.rx
         indices = list(g.node_indices())
         nodes = list(g.nodes())
         edge_list = list(g.weighted_edge_list())
+    finally:
+        graph.lock.release()
     position = {idx: pos for pos, idx in enumerate(indices)}
     index = {node.key: pos for pos, node in enumerate(nodes)}
     src = [position[a] for a, _, _ in edge_list]
@@ -127,17 +137,23 @@ class SnapshotCache:
         self._build = threading.Lock()
 
     def current(self, graph: Graph) -> Snapshot:
-        version = graph.version
-        snap = self._by_version.get(version)
+        """The snapshot of the graph as it is now, or the latest one if a writer holds the
+        graph's lock for longer than ``BUSY_WAIT`` (a re-index in progress)."""
+        snap = self._by_version.get(graph.version)
         if snap is not None:
             return snap
         with self._build:
             snap = self._by_version.get(graph.version)
+            if snap is not None:
+                return snap
+            latest = next(reversed(self._by_version.values()), None)
+            snap = take(graph, wait=BUSY_WAIT if latest is not None else -1)
             if snap is None:
-                snap = take(graph)
-                self._by_version[snap.version] = snap
-                while len(self._by_version) > self._keep:
-                    self._by_version.popitem(last=False)
+                assert latest is not None
+                return latest
+            self._by_version[snap.version] = snap
+            while len(self._by_version) > self._keep:
+                self._by_version.popitem(last=False)
             return snap
 
     def at(self, version: int) -> Snapshot | None:

@@ -1,0 +1,74 @@
+"""`theus dashboard`: the project graph in a browser, served on 127.0.0.1 with a per-run token."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from theus.commands.common import UsageError, add_path_argument, project_root
+
+DEFAULT_PORT = 7420
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "dashboard", help="serve the project graph in a browser (127.0.0.1 only)",
+        description="Serve the project's knowledge graph, database tables and status on "
+        "127.0.0.1. The printed link carries a one-time token; keep it private.",
+    )
+    add_path_argument(p)
+    p.add_argument("--port", type=int, default=None, metavar="N",
+                   help=f"port to listen on (default: {DEFAULT_PORT}, or a free one if taken)")
+    p.add_argument("--open", action="store_true", help="open the page in the default browser")
+    p.add_argument("--unsafe-host", default=None, metavar="HOST",
+                   help="listen on HOST instead of 127.0.0.1: anyone who can reach it and has "
+                   "the link can read the graph")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import contextlib
+    import errno
+    import threading
+    import webbrowser
+
+    from knowledge.dashboard import start_dashboard
+    from knowledge.project import Project
+    from theus.status import gather
+
+    root = project_root(args.path)
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
+    host = args.unsafe_host or "127.0.0.1"
+    project = Project(root)
+    ports = [args.port] if args.port is not None else [DEFAULT_PORT, 0]
+    try:
+        for port in ports:
+            try:
+                url, stop = start_dashboard(
+                    project, port=port, host=host, unsafe_host=args.unsafe_host is not None,
+                    status_provider=lambda: gather(project),
+                )
+                break
+            except OSError as exc:
+                if port == ports[-1]:
+                    hint = " (pick another with --port N)" if exc.errno == errno.EADDRINUSE else ""
+                    raise UsageError(
+                        f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}"
+                    ) from None
+        if not project.has_index:
+            # Serve at once; the page fills in as the first index lands.
+            threading.Thread(target=project.index, name="theus-index", daemon=True).start()
+            print("No index yet: indexing in the background, the page updates as it goes.")
+        if args.unsafe_host is not None:
+            sys.stderr.write(f"theus: warning: listening on {host}; anyone who can reach it "
+                             "and has the link can read this project's graph\n")
+        print(f"Theus dashboard for {root}:\n  {url}\nPress Ctrl-C to stop.", flush=True)
+        if args.open:
+            webbrowser.open(url)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+        stop()
+    finally:
+        project.close()
+    return 0
