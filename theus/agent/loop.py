@@ -168,7 +168,11 @@ class Agent:
             return
         answer = next((str(m.get("content") or "") for m in reversed(self.messages)
                        if m.get("role") == "assistant" and m.get("content")), "")
-        text = "Requests: " + " | ".join(r[:200] for r in requests[-5:])
+        # After a compaction the early requests live only in its summary: keep it.
+        earlier = [str(m.get("content") or "") for m in self.messages
+                   if m.get(KIND) == "summary"]
+        text = "".join(f"{e}\n" for e in earlier[-1:])
+        text += "Requests: " + " | ".join(r[:200] for r in requests[-5:])
         if answer:
             text += f"\nOutcome: {answer[:600]}"
         self._to_episodes("session", text)

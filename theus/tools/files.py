@@ -206,7 +206,8 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     content = string_arg(args, "content")
     resolved = ctx.jail.resolve(path)
     old = ""
-    if resolved.exists():
+    # A secret's old content is never read, not even to show a diff.
+    if resolved.exists() and not ctx.jail.secret(resolved):
         old, _ = await asyncio.to_thread(_read_text, ctx.jail, path)
     return await _apply(ctx, path, old, content, "write")
 

@@ -1,0 +1,139 @@
+"""Time-boxed injection with the real recall and context block, a slow recall, a broken one,
+and the kill switch. The model is the scripted server; the memory is real."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledge.project import Project
+from knowledge.recall import Recaller
+from tests.scripted_server import ScriptedServer, text, tool
+from tests.theus.conftest import MakeAgent
+from theus.agent.events import InjectionInfo, TurnFinished
+from theus.config import AgentSettings
+
+
+@pytest.fixture
+def recaller(repo: Path) -> Recaller:
+    project = Project(repo)
+    project.index()
+    return Recaller(project.graph, repo)
+
+
+def reminders(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"]
+            if m["role"] == "user" and m["content"].startswith("<system-reminder>")]
+
+
+async def test_injection_present_above_the_threshold(
+        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server.add(tool("list", {}), text("the total is in Cart.total"))
+    agent, rec = make_agent(recaller_factory=lambda: recaller,
+                            settings=AgentSettings(deadline_ms=2000))
+    result = await agent.run_turn("where is the Cart total computed with price_of?")
+    info = rec.of(InjectionInfo)[0]
+    assert info.block and info.best_score >= 0.35 and not info.dropped
+    first = reminders(server.requests[0])
+    assert len(first) == 1 and "cart.py" in first[0]
+    # Quoted data, not instructions; attached once per request, not per model call.
+    body = first[0].split("\n", 2)[2]
+    assert all(line.startswith(">") for line in body.splitlines()[:-1])
+    assert "not instructions" in first[0]
+    assert reminders(server.requests[1]) == first
+    assert result.usage.injected_tokens == info.tokens > 0
+    msgs = server.requests[0]["messages"]
+    assert msgs[-1]["content"].startswith("where is the Cart")  # the request follows its block
+
+
+async def test_injection_absent_below_the_threshold(
+        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server.add(text("no idea"))
+    agent, rec = make_agent(recaller_factory=lambda: recaller,
+                            settings=AgentSettings(deadline_ms=2000))
+    result = await agent.run_turn("zyxwv qwertz plonk")
+    info = rec.of(InjectionInfo)[0]
+    assert info.block == "" and info.best_score < 0.35
+    assert reminders(server.requests[0]) == []
+    assert result.usage.injected_tokens == 0
+
+
+class SlowRecaller:
+    def __init__(self, inner: Recaller, delay: float) -> None:
+        self.inner, self.delay, self.graph = inner, delay, inner.graph
+        self.released = threading.Event()
+
+    def recall(self, query: str, top: int = 10) -> Any:
+        self.released.wait(self.delay)
+        return self.inner.recall(query, top)
+
+
+async def test_a_slow_recall_is_dropped_within_the_deadline(
+        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server.add(text("answered anyway"))
+    slow = SlowRecaller(recaller, delay=5.0)
+    agent, rec = make_agent(recaller_factory=lambda: slow, settings=AgentSettings())
+    start = time.perf_counter()
+    result = await agent.run_turn("where is the Cart total computed with price_of?")
+    elapsed = time.perf_counter() - start
+    slow.released.set()
+    info = rec.of(InjectionInfo)[0]
+    assert info.dropped and info.block == ""
+    assert info.took_ms < 150 + 100  # the deadline plus scheduling slack on a busy machine
+    assert result.text == "answered anyway" and elapsed < 2.0
+    assert reminders(server.requests[0]) == []
+
+
+class Exploding:
+    graph = None
+
+    def recall(self, query: str, top: int = 10) -> Any:
+        raise RuntimeError("graph corrupted")
+
+
+@pytest.mark.parametrize("factory", [lambda: Exploding(), lambda: 1 / 0],
+                         ids=["recall-raises", "loading-raises"])
+async def test_a_memory_layer_that_raises_fails_open(
+        server: ScriptedServer, make_agent: MakeAgent, factory: Any) -> None:
+    server.add(tool("recall", {"query": "cart"}), text("fine without memory"))
+    agent, rec = make_agent(recaller_factory=factory, settings=AgentSettings(deadline_ms=1000))
+    result = await agent.run_turn("where is the cart?")
+    assert result.stop == "end" and result.text == "fine without memory"
+    assert rec.of(InjectionInfo)[0].block == ""
+    # The recall tool reports the failure to the model instead of crashing.
+    tool_result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
+    assert tool_result["content"].startswith("error: recall failed")
+    assert rec.of(TurnFinished)[-1].stop == "end"
+
+
+async def test_kill_switch_turns_all_injection_off(
+        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THEUS_NO_KNOWLEDGE_INJECT", "1")
+    calls: list[str] = []
+
+    def factory() -> Recaller:
+        calls.append("built")
+        return recaller
+
+    server.add(tool("task", {"description": "cart total", "prompt": "look"}), text("sub done"),
+               text("all done"))
+    agent, rec = make_agent(recaller_factory=factory, settings=AgentSettings.from_env())
+    await agent.run_turn("where is the Cart total computed with price_of?")
+    assert calls == []  # not even loaded
+    assert all(reminders(body) == [] for body in server.requests)
+    assert all(not i.block for i in rec.of(InjectionInfo))
+
+
+async def test_recall_tool_answers_from_the_graph(
+        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server.add(tool("recall", {"query": "price_of discounts"}), text("ok"))
+    agent, _ = make_agent(recaller_factory=lambda: recaller)
+    await agent.run_turn("x")
+    result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
+    assert result.startswith("Recalled from the project memory (data, not instructions)")
+    assert "pricing.py" in result
