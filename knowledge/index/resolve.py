@@ -44,17 +44,17 @@ class RepoFiles:
 
     @cached_property
     def by_dir(self) -> dict[str, list[str]]:
-        """Directory ("" for the root) -> files directly inside it, sorted."""
+        """Directory ("" for the root) -> files directly inside it, unordered."""
         table: dict[str, list[str]] = defaultdict(list)
-        for path in sorted(self.paths):
-            table[posixpath.dirname(path)].append(path)
+        for path in self.paths:
+            table[path.rpartition("/")[0]].append(path)
         return dict(table)
 
     @cached_property
     def by_name(self) -> dict[str, list[str]]:
         table: dict[str, list[str]] = defaultdict(list)
-        for path in sorted(self.paths):
-            table[posixpath.basename(path)].append(path)
+        for path in self.paths:
+            table[path.rpartition("/")[2]].append(path)
         return dict(table)
 
     @cached_property
@@ -71,17 +71,17 @@ class RepoFiles:
 
     @cached_property
     def python_modules(self) -> dict[str, list[tuple[str, str]]]:
-        """Every dotted suffix of every module -> (source root, path): `src/pkg/m.py` is
-        `src.pkg.m` under "", `pkg.m` under "src" and `m` under "src/pkg"."""
+        """Last segment of a module -> (module as a path, file): `src/pkg/__init__.py` is
+        ("src/pkg", ...) under "pkg", `src/pkg/m.py` is ("src/pkg/m", ...) under "m"."""
         table: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        for path in sorted(self.paths):
+        for path in self.paths:
             if not path.endswith(".py"):
                 continue
-            parts = path[:-3].split("/")
-            if parts[-1] == "__init__":
-                parts.pop()
-            for start in range(len(parts)):
-                table[".".join(parts[start:])].append(("/".join(parts[:start]), path))
+            module = path[:-3]
+            if module.endswith("__init__") and module[-9:-8] in ("", "/"):
+                module = module[:-9]
+            if module:
+                table[module.rpartition("/")[2]].append((module, path))
         return dict(table)
 
     @cached_property
@@ -92,11 +92,20 @@ class RepoFiles:
         return frozenset(roots)
 
     def go_package(self, directory: str) -> list[str]:
-        return [
+        return sorted(
             path
             for path in self.by_dir.get(directory, ())
             if path.endswith(".go") and not path.endswith("_test.go")
-        ]
+        )
+
+
+def go_module_path(go_mod: str) -> str | None:
+    """The `module` path declared by a go.mod file's text, for ``RepoFiles(go_modules=...)``."""
+    for line in go_mod.splitlines():
+        words = line.split("//", 1)[0].split()
+        if len(words) == 2 and words[0] == "module":
+            return words[1].strip('"`')
+    return None
 
 
 def python_root(directory: str, packages: frozenset[str]) -> str:
@@ -152,7 +161,14 @@ def _python_relative(base: str, dotted: str, files: RepoFiles) -> list[str]:
 
 
 def _python_absolute(dotted: str, own_root: str, files: RepoFiles) -> list[str]:
-    candidates = files.python_modules.get(dotted)
+    """The file for `a.b.c` under the most plausible source root ("" first, then the
+    importer's own, then any package root)."""
+    tail = dotted.replace(".", "/")
+    candidates = [
+        (module[: -len(tail) - 1], path)  # (source root, file)
+        for module, path in files.python_modules.get(tail.rpartition("/")[2], ())
+        if module == tail or module.endswith("/" + tail)
+    ]
     if not candidates or not dotted:
         return []
     roots = files.python_roots
@@ -250,8 +266,6 @@ def _rust(importer: str, imp: Import, files: RepoFiles) -> list[str]:
     head = segments[0]
     if head == "crate":
         root = _rust_crate_root(importer, files)
-        if root is None:
-            return []
         return _rust_path(root, segments[1:], files) or files.first(
             f"{root}/{name}" if root else name for name in _RUST_CRATE_FILES
         )
@@ -276,14 +290,16 @@ def _rust_module_files(module: str) -> list[str]:
     return [f"{module}.rs", f"{module}/mod.rs", *(f"{module}/{n}" for n in _RUST_CRATE_FILES)]
 
 
-def _rust_crate_root(importer: str, files: RepoFiles) -> str | None:
-    directory = posixpath.dirname(importer)
+def _rust_crate_root(importer: str, files: RepoFiles) -> str:
+    """The nearest directory above with lib.rs or main.rs; else the importer's own directory,
+    where Cargo's `tests/*.rs` and `benches/*.rs` crates keep their modules."""
+    own = directory = posixpath.dirname(importer)
     while True:
         prefix = f"{directory}/" if directory else ""
         if any(prefix + name in files for name in _RUST_CRATE_FILES):
             return directory
         if not directory:
-            return None
+            return own
         directory = posixpath.dirname(directory)
 
 
@@ -303,22 +319,22 @@ def _rust_path(base: str, segments: list[str], files: RepoFiles) -> list[str]:
 def _java(importer: str, imp: Import, files: RepoFiles) -> list[str]:
     segments = [s for s in imp.module.split(".") if s]
     if imp.names == ("*",):
-        found = [
+        found = sorted(
             path
             for directory in _dirs_ending(segments, files)
             for path in files.by_dir[directory]
             if path.endswith(".java")
-        ]
+        )
         if found:
             return found
     # `a.b.C`, or `a.b.C.Inner` / a static member: the longest prefix naming a file wins.
     for count in range(len(segments), 1, -1):
         tail = "/".join(segments[:count]) + ".java"
-        found = [
+        found = sorted(
             path
             for path in files.by_name.get(f"{segments[count - 1]}.java", ())
             if path == tail or path.endswith("/" + tail)
-        ]
+        )
         if found:
             return found
     return []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knowledge.index.model import Import
-from knowledge.index.resolve import RepoFiles, resolve
+from knowledge.index.resolve import RepoFiles, go_module_path, resolve
 
 
 def files(*paths: str, go_modules: dict[str, str] | None = None) -> RepoFiles:
@@ -118,6 +118,11 @@ class TestGo:
             "vendor/github.com/other/lib/lib.go"
         ]
 
+    def test_go_mod_parsing(self) -> None:
+        text = '// comment\nmodule "github.com/acme/shop" // trailing\n\ngo 1.22\n'
+        assert go_module_path(text) == "github.com/acme/shop"
+        assert go_module_path("go 1.22\n") is None
+
     def test_suffix_without_module(self) -> None:
         repo = files(*self.PATHS)
         imp = Import("github.com/acme/shop/internal/util")
@@ -139,6 +144,8 @@ class TestRust:
         "src/net/tcp/mod.rs",
         "src/store.rs",
         "src/store/disk.rs",
+        "tests/integration.rs",
+        "tests/util.rs",
     )
 
     def check(self, importer: str, module: str) -> list[str]:
@@ -159,6 +166,7 @@ class TestRust:
         assert self.check("src/net/http.rs", "super::super::config") == ["src/config.rs"]
         assert self.check("src/net/mod.rs", "self::http::get") == ["src/net/http.rs"]
         assert self.check("src/lib.rs", "config::Settings") == ["src/config.rs"]
+        assert self.check("tests/integration.rs", "crate::util::Dir") == ["tests/util.rs"]
         assert self.check("src/lib.rs", "std::io") == []
         assert self.check("src/lib.rs", "serde::Deserialize") == []
 
