@@ -111,7 +111,7 @@ _GO = """
 (type_alias name: (type_identifier) @name) @def.type
 (source_file (const_declaration (const_spec name: (identifier) @name) @def.const))
 (source_file (var_declaration (var_spec name: (identifier) @name) @def.var))
-(import_spec path: (_) @import) @stmt
+(import_spec path: (_) @import)
 """
 
 _RUST = """
@@ -178,6 +178,7 @@ _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _MAX_DEPTH = 10
 _SPACE = re.compile(r"\s+")
 _HAS_WORD = re.compile(r"\w")
+_TYPE_END = re.compile(r"[\[<(\s)]")  # where type arguments or a receiver's parens begin
 _COMMENT_EDGE = re.compile(r"^\s*(?:/\*+!?|//[/!]?|\*+(?!/))|\*+/\s*$")
 
 
@@ -302,8 +303,9 @@ class _Walk:
         self.language = language
         self.result = result
 
-    def text(self, node: ts.Node, limit: int | None = None) -> str:
-        end = node.end_byte if limit is None else min(node.end_byte, node.start_byte + limit)
+    def text(self, node: ts.Node, limit: int) -> str:
+        """At most ``limit`` bytes: a node can span a whole 1 MB file."""
+        end = min(node.end_byte, node.start_byte + limit)
         return self.data[node.start_byte : end].decode("utf-8", errors="replace")
 
     def run(self, cursor: ts.QueryCursor, root: ts.Node) -> None:
@@ -458,7 +460,7 @@ class _Walk:
 
     def imports(self, caps: dict[str, list[ts.Node]]) -> None:
         if "import" in caps:
-            self.js_import(caps)
+            self.string_import(caps)
         elif "modimport" in caps:
             node = caps["modimport"][0]
             name = self.text(node, 200)
@@ -490,13 +492,11 @@ class _Walk:
         if module:
             self.result.imports.append(Import(module, node.start_point[0] + 1, names))
 
-    def js_import(self, caps: dict[str, list[ts.Node]]) -> None:
-        source = caps["import"]
-        module = self.text(source[0], 1000).strip("'\"`")
-        names: tuple[str, ...] = ()
-        if "stmt" in caps and self.language != "go":
-            names = self.js_names(caps["stmt"][0])
-        self.add(module, source[0], names)
+    def string_import(self, caps: dict[str, list[ts.Node]]) -> None:
+        """A JS/TS import or re-export (`stmt` holds the names), or a Go import spec."""
+        source = caps["import"][0]
+        names = self.js_names(caps["stmt"][0]) if "stmt" in caps else ()
+        self.add(self.text(source, 1000).strip("'\"`"), source, names)
 
     def js_names(self, statement: ts.Node) -> tuple[str, ...]:
         """Imported names as written in the source module (``{a as b}`` gives ``a``)."""
@@ -512,7 +512,7 @@ class _Walk:
                         names.extend(self.specifiers(part))
             elif clause.type in ("export_clause", "named_imports"):
                 names.extend(self.specifiers(clause))
-            elif clause.type == "namespace_export" or clause.type == "*":
+            elif clause.type == "namespace_export":
                 names.append("*")
         if statement.type == "export_statement" and not names:
             names.append("*")  # `export * from "x"`
@@ -552,7 +552,7 @@ def _last_row(node: ts.Node) -> int:
 def _type_name(text: str) -> str:
     """`*S[T]`, `Vec<T>`, `crate::a::S` -> the bare type name."""
     text = text.strip().lstrip("(*&").removeprefix("mut ").strip()
-    text = re.split(r"[\[<(\s)]", text, maxsplit=1)[0]
+    text = _TYPE_END.split(text, maxsplit=1)[0]
     return text.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
 
 
