@@ -83,7 +83,10 @@ class Dashboard:
         self.httpd.dashboard = self  # type: ignore[attr-defined]
         self.host = host
         self.port: int = self.httpd.server_address[1]
-        self.allowed = allowed_hosts(self.port, () if is_loopback(host) else (host,))
+        # Any other address it was told to bind (127.0.0.2, a LAN IP) is a name to answer to.
+        bound = host.strip("[]")
+        extra = () if bound in ("127.0.0.1", "localhost", "::1") else (bound,)
+        self.allowed = allowed_hosts(self.port, extra)
         self._thread: threading.Thread | None = None
 
     @property
