@@ -550,8 +550,8 @@ def _last_row(node: ts.Node) -> int:
 
 
 def _type_name(text: str) -> str:
-    """`*S[T]`, `Vec<T>`, `crate::a::S` -> the bare type name."""
-    text = text.strip().lstrip("(*&").removeprefix("mut ").strip()
+    """`*S[T]`, `Vec<T>`, `dyn Tr`, `crate::a::S` -> the bare type name."""
+    text = text.strip().lstrip("(*&").removeprefix("mut ").removeprefix("dyn ").strip()
     text = _TYPE_END.split(text, maxsplit=1)[0]
     return text.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
 
