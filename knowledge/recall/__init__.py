@@ -1,0 +1,155 @@
+"""Hybrid recall: request text in, ranked graph nodes with a score and a reason out.
+
+Signals (see the modules): IDF-weighted keywords over labels/paths/signatures/summaries
+(`lexical`), a hash-embedding tie-break (`hashvec`), spreading along edges (`traverse`), a
+content scan when no label matches well (`content`), then an optional semantic re-ranker
+(`Reranker`, filled by the embedding layer). Pure over the graph except the content fallback,
+which reads indexed files under the root.
+
+Score scale: every `Hit.score` is in [0, 1]. For a lexical hit it is roughly the share of the
+request's IDF-weighted words the node and its file explain (a word in a name counts fully, in
+a signature or docstring about half), blended 80/20 with the hash-embedding similarity. A
+reached neighbour gets its source's score times edge weight and hop decay (0.6), so it is
+always below the hit that brought it in. 0.35 ("real signal", the injection threshold) means
+about a third of the request's informative words were found together.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from knowledge.graph import Graph
+from knowledge.recall.content import ContentIndex
+from knowledge.recall.fuse import HashCache, Scored, fuse
+from knowledge.recall.lexical import LexicalIndex
+from knowledge.recall.tokens import query_terms
+
+PER_FILE = 3
+EVIDENCE_SCALE = 8.0  # IDF mass (about two rare words) worth 1 - 1/e of the absolute half
+CONTENT_CATCH_UP_S = 0.04  # per call, reading files the content index has not seen yet
+RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when it is on)
+__all__ = ["Hit", "Recall", "Recaller", "Reranker"]
+
+
+@dataclass
+class Hit:
+    key: str
+    kind: str
+    path: str  # repo-relative; "" for memories and episodes
+    name: str
+    line: int
+    score: float  # in [0, 1], see the module docstring
+    why: str
+    layer: str  # "HOT" | "WARM" | "COLD"
+
+
+@dataclass
+class Recall:
+    query: str
+    hits: list[Hit]
+    took_ms: float
+    best_score: float
+    timed_out: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class Reranker(Protocol):
+    """Re-orders (and may re-score, within [0, 1]) candidates; must return by `deadline`
+    (a `time.perf_counter()` value) with whatever it has."""
+
+    def rerank(self, query: str, candidates: list[Hit], graph: Graph, deadline: float
+               ) -> list[Hit]: ...
+
+
+class Recaller:
+    """One per graph: keeps the scoring index in step with the graph between calls."""
+
+    def __init__(self, graph: Graph, root: Path, reranker: Reranker | None = None) -> None:
+        self.graph = graph
+        self.root = Path(root)
+        self.reranker = reranker
+        self.index = LexicalIndex()
+        self._hashes = HashCache()
+        self.content = ContentIndex(self.root)
+
+    def warm(self) -> None:
+        """Bring both indexes fully up to date (e.g. from a background thread at start)."""
+        with self.graph.lock:
+            self.index.sync(self.graph)
+        self.content.sync(self.graph)
+
+    def recall(self, query: str, top: int = 10, path_prefix: str | None = None) -> Recall:
+        start = time.perf_counter()
+        notes: list[str] = []
+        words = query_terms(query)
+        if not words:
+            return Recall(query, [], _ms(start), 0.0, notes=["no searchable words"])
+        graph = self.graph
+        with graph.lock:
+            self.index.sync(graph)
+            if not self.content.sync(graph, time.perf_counter() + CONTENT_CATCH_UP_S):
+                notes.append("file contents not fully read yet")
+            match = self.index.search(words, path_prefix)
+            content = self.content.search(words, path_prefix)
+            ranked = fuse(graph, query, match, self._hashes, content)
+            hits = _diverse(graph, ranked, max(top, 1) * 2, match.total)
+        if self.reranker is not None and hits:
+            hits = self._rerank(self.reranker, query, hits, notes)
+        hits = hits[:top]
+        best = max((h.score for h in hits), default=0.0)
+        return Recall(query, hits, _ms(start), best, notes=notes)
+
+    def _rerank(
+        self, reranker: Reranker, query: str, hits: list[Hit], notes: list[str]
+    ) -> list[Hit]:
+        try:
+            return reranker.rerank(query, hits, self.graph, time.perf_counter() + RERANK_BUDGET_S)
+        except Exception as exc:  # a failing layer must not fail recall
+            notes.append(f"semantic re-rank skipped: {type(exc).__name__}")
+            return hits
+
+
+def calibrate(share: float, total: float) -> float:
+    """Map a share of the request's IDF mass to the reported score (monotone, in [0, 1]).
+
+    Half is the share itself, half a saturating function of the IDF mass it stands for, so a
+    long request whose rare words all point at one place still reaches the threshold.
+    """
+    share = min(1.0, max(0.0, share))
+    return 0.5 * share + 0.5 * (1.0 - math.exp(-share * total / EVIDENCE_SCALE))
+
+
+def _diverse(graph: Graph, ranked: list[Scored], limit: int, total: float) -> list[Hit]:
+    """The best hits, at most `PER_FILE` from one file, so a long file cannot fill the list."""
+    per_file: dict[str, int] = {}
+    hits: list[Hit] = []
+    for scored in ranked:
+        hit = _hit(graph, scored, total)
+        if hit is None:
+            continue
+        seen = per_file.get(hit.path, 0)
+        if hit.path and seen >= PER_FILE:
+            continue
+        per_file[hit.path] = seen + 1
+        hits.append(hit)
+        if len(hits) >= limit:
+            break
+    return hits
+
+
+def _hit(graph: Graph, scored: Scored, total: float) -> Hit | None:
+    node = graph.get(scored.key)
+    if node is None:
+        return None
+    return Hit(
+        key=node.key, kind=node.kind, path=node.path, name=node.label, line=node.line,
+        score=round(calibrate(scored.score, total), 4), why=scored.why, layer=scored.layer,
+    )
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 2)

@@ -1,0 +1,197 @@
+"""IDF-weighted keyword index over node labels, paths, signatures, summaries and memory text.
+
+Each node is a small document: term -> field weight (the best field the term appears in).
+Postings map a term to the nodes holding it, so a query touches only the nodes that share a
+word with it. The index follows the graph by node identity: `Graph.upsert` stores a fresh
+`Node` object for every change, so comparing the payloads against the ones we indexed finds the
+changed nodes without consuming the store's dirty set; a one-file change re-tokenises only that
+file's nodes.
+
+Scores are in [0, 1]: the share of the query's IDF mass that a node (or a file, over all its
+nodes) explains, each term counted at the weight of the field it matched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from knowledge.graph import Graph, Node
+from knowledge.recall.tokens import fold, split_words, stem, terms
+
+# Field weights: a word in a symbol's own name says more than one in its docstring.
+W_NAME = 1.0  # last component of a label, file stem
+W_QUALIFIER = 0.7  # enclosing class, directories of a path
+W_SIGNATURE = 0.5
+W_SUMMARY = 0.45
+W_TEXT = 0.8  # memory and episode text: the text is all they have
+STEM_FACTOR = 0.6  # parsing ~ parser: a weaker match than the exact word
+# A term held by more nodes than this only boosts nodes some rarer term already found.
+COMMON_POSTINGS = 1500
+_MAX_TEXT = 1500
+_TEXT_KINDS = frozenset({"memory", "episode", "entity"})
+
+
+@dataclass(slots=True)
+class Doc:
+    node: Node
+    terms: dict[str, float]  # exact (folded) term -> weight
+    stems: dict[str, float]  # loose stem -> weight, only where it differs from the term
+
+
+@dataclass(slots=True)
+class Match:
+    """Lexical result for one query: per node and per file, with the terms that matched."""
+
+    terms: list[str]
+    idf: dict[str, float]
+    total: float = 0.0  # the query's IDF mass
+    nodes: dict[str, float] = field(default_factory=dict)  # key -> score in [0, 1]
+    why: dict[str, list[str]] = field(default_factory=dict)  # key -> matched terms
+    files: dict[str, float] = field(default_factory=dict)  # path -> score in [0, 1]
+
+
+def node_terms(node: Node) -> dict[str, float]:
+    """The weighted terms a node is found by."""
+    out: dict[str, float] = {}
+
+    def add(words: Iterable[str], weight: float) -> None:
+        for word in words:
+            if len(word) > 1:
+                term = fold(word)
+                if out.get(term, 0.0) < weight:
+                    out[term] = weight
+
+    if node.kind in _TEXT_KINDS:
+        text = " ".join(
+            str(t) for t in (node.label, node.summary, node.data.get("text", "")) if t
+        )
+        add(terms(text[:_MAX_TEXT]), W_TEXT)
+        return out
+    add(terms(node.summary), W_SUMMARY)
+    add(terms(node.signature), W_SIGNATURE)
+    if node.kind == "file":
+        parts = node.path.split("/")
+        add(split_words("/".join(parts[:-1])), W_QUALIFIER)
+        stem_part = parts[-1].rsplit(".", 1)[0] if "." in parts[-1] else parts[-1]
+        add(split_words(stem_part), W_NAME)
+        return out
+    head, _, last = node.label.rpartition(".")
+    add(split_words(head), W_QUALIFIER)
+    add(split_words(last), W_NAME)
+    return out
+
+
+def _doc(node: Node) -> Doc:
+    exact = node_terms(node)
+    stems: dict[str, float] = {}
+    for term, weight in exact.items():
+        s = stem(term)
+        if s != term and stems.get(s, 0.0) < weight:
+            stems[s] = weight
+    return Doc(node, exact, stems)
+
+
+class LexicalIndex:
+    """Postings kept in step with a graph; call `sync` before searching."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.docs: dict[str, Doc] = {}
+        self.postings: dict[str, dict[str, float]] = {}
+        self.stem_postings: dict[str, dict[str, float]] = {}
+        self.last_sync_changed = 0
+
+    # -- keeping up with the graph ---------------------------------------------------------
+    def sync(self, graph: Graph) -> int:
+        """Re-index the nodes that changed since the last call; returns how many did."""
+        if graph.version == self.version:
+            return 0
+        with graph.lock:
+            docs = self.docs
+            changed = [n for n in graph.rx.nodes() if (d := docs.get(n.key)) is None
+                       or d.node is not n]
+            for node in changed:
+                self._remove(node.key)
+                self._add(_doc(node))
+            gone: list[str] = []
+            if len(docs) != len(graph):
+                gone = [k for k in docs if k not in graph]
+                for key in gone:
+                    self._remove(key)
+            self.version = graph.version
+        self.last_sync_changed = len(changed) + len(gone)
+        return self.last_sync_changed
+
+    def _add(self, doc: Doc) -> None:
+        key = doc.node.key
+        self.docs[key] = doc
+        for term, weight in doc.terms.items():
+            self.postings.setdefault(term, {})[key] = weight
+        for term, weight in doc.stems.items():
+            self.stem_postings.setdefault(term, {})[key] = weight
+
+    def _remove(self, key: str) -> None:
+        doc = self.docs.pop(key, None)
+        if doc is None:
+            return
+        for table, words in ((self.postings, doc.terms), (self.stem_postings, doc.stems)):
+            for term in words:
+                posting = table.get(term)
+                if posting is not None:
+                    posting.pop(key, None)
+                    if not posting:
+                        del table[term]
+
+    # -- searching --------------------------------------------------------------------------
+    def idf(self, term: str) -> float:
+        """Smoothed IDF; a word no node holds counts as rare (it still dilutes the score)."""
+        n = len(self.docs) + 1
+        df = len(self.postings.get(term, ())) or len(self.stem_postings.get(stem(term), ()))
+        return math.log(1.0 + n / (df + 1.0))
+
+    def search(self, query: list[str], path_prefix: str | None = None) -> Match:
+        idf = {t: self.idf(t) for t in query}
+        total = sum(idf.values())
+        match = Match(query, idf, total)
+        if not query or total <= 0:
+            return match
+        raw: dict[str, float] = {}
+        why: dict[str, list[str]] = {}
+        per_file: dict[str, dict[str, float]] = {}
+        docs = self.docs
+        # Rarest first, so common terms can be limited to nodes already found.
+        for term in sorted(query, key=lambda t: -idf[t]):
+            weight_idf = idf[term]
+            exact = self.postings.get(term, {})
+            loose = self.stem_postings.get(stem(term), {})
+            hits: dict[str, float] = {}
+            if len(exact) + len(loose) > COMMON_POSTINGS and raw:
+                for key in raw:
+                    w = exact.get(key) or loose.get(key, 0.0) * STEM_FACTOR
+                    if w:
+                        hits[key] = w
+            else:
+                for key, w in loose.items():
+                    hits[key] = w * STEM_FACTOR
+                for key, w in exact.items():
+                    if w > hits.get(key, 0.0):
+                        hits[key] = w
+            for key, w in hits.items():
+                doc = docs[key]
+                path = doc.node.path
+                if path_prefix and not path.startswith(path_prefix):
+                    continue
+                raw[key] = raw.get(key, 0.0) + weight_idf * w
+                why.setdefault(key, []).append(term)
+                if path:
+                    terms_seen = per_file.setdefault(path, {})
+                    if w > terms_seen.get(term, 0.0):
+                        terms_seen[term] = w
+        match.nodes = {k: v / total for k, v in raw.items()}
+        match.why = why
+        match.files = {
+            p: sum(idf[t] * w for t, w in seen.items()) / total for p, seen in per_file.items()
+        }
+        return match

@@ -1,0 +1,84 @@
+"""Terms for recall: identifiers split into words, plurals folded, noise dropped.
+
+No stemmer: it would turn identifiers into nonsense (``status`` -> ``statu``). Instead a cheap
+singular/plural fold (tools ~ tool, entries ~ entry, classes ~ class) plus a looser *stem* used
+only as a weaker second match (parsing ~ parse ~ parser), so the exact word always wins.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Runs of letters/digits; camelCase and acronyms are split afterwards.
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+# Words that carry no topic in a request or a docstring. Kept small on purpose: identifiers
+# such as "get", "set", "type" or "file" stay, since IDF already weighs them down.
+_STOPWORDS_TEXT = """
+a an and are as at be been but by can could did do does doing done for from had has
+have how i if in into is it its it's me my no not of on or our out over please so some
+such than that the their them then there these they this those to too up us via was we
+were what when where which while who why will with would you your yours also all any
+each just more most only other own same should shall may might must very s t d ll m o re
+ve y e g eg ie etc vs use used using make makes made instead now new still
+"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+_NO_FOLD = ("ss", "us", "is", "ous", "ics", "sis", "xis")
+
+
+def split_words(text: str) -> list[str]:
+    """Lower-case words of ``text``: ``parseHTTPHeaders_v2`` -> parse, http, headers, v, 2."""
+    out: list[str] = []
+    for run in _WORD.findall(text):
+        if run.islower() or run.isupper() or run.isdigit():
+            out.append(run.lower())
+        else:
+            out.extend(p.lower() for p in _CAMEL.findall(run))
+    return out
+
+
+@lru_cache(maxsize=65536)
+def fold(word: str) -> str:
+    """Singular form by a few safe suffix rules: entries->entry, classes->class, tools->tool."""
+    n = len(word)
+    if n <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and n > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(_NO_FOLD):
+        return word[:-1]
+    return word
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A loose key shared by word forms (parse, parser, parsing, parsed -> pars).
+
+    Only used for a weaker secondary match; never to build keys or identifiers.
+    """
+    w = fold(word)
+    for suffix in ("ations", "ation", "ings", "ing", "ers", "er", "ed", "es", "e", "ly", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 4:
+            w = w[: -len(suffix)]
+            break
+    if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]  # running -> run(n), mapped -> map(p)
+    return w
+
+
+def terms(text: str) -> list[str]:
+    """Folded words worth matching, in order, duplicates kept (for term frequency)."""
+    return [fold(w) for w in split_words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a request, in order."""
+    seen: dict[str, None] = {}
+    for term in terms(text):
+        seen.setdefault(term, None)
+    return list(seen)

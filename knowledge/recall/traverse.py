@@ -1,0 +1,75 @@
+"""Spread relevance from the lexical seeds along the graph's edges (Acervo's BFS layers).
+
+Hop 0 is the seeds (HOT), hop 1 WARM, hop 2 COLD. A neighbour's score is its source's score
+times the edge kind's weight times the per-hop decay; edges are followed both ways (a file that
+imports the seed matters, and so does the file the seed imports), the reverse direction a bit
+less. Hubs (a module imported everywhere) would drag in half the repository, so only the first
+`FAN_OUT` neighbours of a node are followed and a hub's own pull is damped by its degree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from knowledge.graph import Graph
+
+EDGE_WEIGHTS = {
+    "derived-from": 0.9,  # a memory and the code it is about
+    "defines": 0.7,
+    "contains": 0.7,
+    "imports": 0.6,
+    "references": 0.5,
+}
+# How a reached node relates to the node it was reached from: (forward, reverse) edge.
+_VERBS = {
+    "derived-from": ("noted in", "about"),
+    "defines": ("defined in", "defines"),
+    "contains": ("in", "contains"),
+    "imports": ("imported by", "imports"),
+    "references": ("referenced by", "references"),
+}
+REVERSE_FACTOR = 0.8
+DECAY = 0.6
+FAN_OUT = 24
+HUB_DEGREE = 40
+
+
+@dataclass(slots=True)
+class Reached:
+    score: float
+    hop: int
+    via: str  # "imported by file:a.py" style reason
+
+
+def spread(graph: Graph, seeds: dict[str, float], hops: int = 2) -> dict[str, Reached]:
+    """Nodes reached from `seeds` (key -> score) within `hops`, seeds excluded."""
+    reached: dict[str, Reached] = {}
+    frontier = dict(seeds)
+    rx = graph.rx
+    for hop in range(1, hops + 1):
+        nxt: dict[str, float] = {}
+        for key, score in frontier.items():
+            idx = graph.index_of(key)
+            if idx is None:
+                continue
+            degree = rx.in_degree(idx) + rx.out_degree(idx)
+            damp = 1.0 if degree <= HUB_DEGREE else math.sqrt(HUB_DEGREE / degree)
+            base = score * DECAY * damp
+            edges = [(t, k, 1.0, 0) for _, t, k in rx.out_edges(idx)[:FAN_OUT]]
+            edges += [(s, k, REVERSE_FACTOR, 1) for s, _, k in rx.in_edges(idx)[:FAN_OUT]]
+            for other, kind, factor, side in edges:
+                value = base * EDGE_WEIGHTS.get(kind, 0.3) * factor
+                target = rx[other].key
+                if target in seeds:
+                    continue
+                known = reached.get(target)
+                if known is not None and known.hop < hop:
+                    continue
+                if known is None or value > known.score:
+                    verb = _VERBS.get(kind, (kind, kind))[side]
+                    reached[target] = Reached(value, hop, f"{verb} {key}")
+                    if value > nxt.get(target, 0.0):
+                        nxt[target] = value
+        frontier = nxt
+    return reached
