@@ -341,6 +341,8 @@ def test_sql_large_pathological_input_stays_fast() -> None:
         b"$a$ " * 100_000,
         b"CREATE TABLE t (" + b"x INT, FOREIGN KEY (x) REFERENCES y(z), " * 20_000 + b");",
         b"CREATE TABLE t (FOREIGN KEY (" + b"a, " * 100_000 + b") REFERENCES u);",
+        b"CREATE TABLE t (x INT " + b"REFERENCES a (" * 20_000,
+        b"ALTER TABLE t ADD x INT " + b"CHECK (" * 20_000,
     ]
     for payload in payloads:
         start = time.perf_counter()

@@ -424,12 +424,18 @@ def _column(element: list[_Token], table: Table, state: _SqlState) -> None:
         index += 1
     column = _find_column(table, head.text, head.line, state)
     column.type = _render_type(type_parts)
-    for position in range(index, len(element)):
-        token = element[position]
-        if _is(token, "PRIMARY") and _is(_at(element, position + 1), "KEY"):
+    # Each token is visited once (groups are jumped over), so a garbage element stays linear.
+    while index < len(element):
+        token = element[index]
+        if _is_punct(token, "("):
+            index = _group(element, index)[1]
+            continue
+        if _is(token, "PRIMARY") and _is(_at(element, index + 1), "KEY"):
             state.primary_keys[table.name.casefold()] = column.name
         elif _is(token, "REFERENCES"):
-            _reference(element, position + 1, [column], state)
+            index = _reference(element, index + 1, [column], state)
+            continue
+        index += 1
 
 
 def _render_type(parts: list[str]) -> str:
@@ -464,16 +470,18 @@ def _find_column(table: Table, name: str, line: int, state: _SqlState) -> Column
     return state.columns[key]
 
 
-def _reference(tokens: list[_Token], index: int, columns: list[Column], state: _SqlState) -> None:
-    """Parse `other [(a, b)]` at index and point columns at it, pairwise."""
+def _reference(tokens: list[_Token], index: int, columns: list[Column], state: _SqlState) -> int:
+    """Parse `other [(a, b)]` at index, point columns at it pairwise; the index after it."""
     target, _, index = _qualified_name(tokens, index)
     if not target:
-        return
-    targets = _names(_group(tokens, index)[0])
+        return index
+    group, after = _group(tokens, index)
+    targets = _names(group)
     if not targets:
         state.unresolved.extend((column, target) for column in columns)
     for column, target_column in zip(columns, targets, strict=False):
         column.references = (target, target_column)
+    return after
 
 
 def _alter_table(tokens: list[_Token], index: int, state: _SqlState) -> None:
