@@ -36,6 +36,7 @@ from knowledge.store import StoreError
 log = logging.getLogger(__name__)
 
 EPISODE_TYPES = ("compaction", "session-end", "manual")
+_KIND_ALIASES = {"session": "session-end", "session_end": "session-end", "end": "session-end"}
 TEXT_CAP = 1500  # characters of an episode's text kept on its node; the file keeps it all
 MECHANICAL_NOTE = "Built without a model:"
 _ID_RE = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})-(?P<slug>[a-z0-9-]+)$")
@@ -100,7 +101,7 @@ class EpisodeSink(Protocol):
     """What the agent calls. Both return None when episodes are off or could not be kept
     (fail open: the session goes on); neither raises for I/O trouble."""
 
-    def record(self, kind: str, text: str, session_id: str,
+    def record(self, kind: str, text: str, session_id: str | None,
                files: Sequence[str] = ()) -> Episode | None: ...
 
     def record_transcript(self, messages: Sequence[Mapping[str, Any]],
@@ -135,11 +136,15 @@ class EpisodeStore:
         self.project = project
         self.dir = project.paths.episodes
         self.now = now
+        self._loaded = False
 
     # -- writing ---------------------------------------------------------------------------
-    def record(self, kind: str, text: str, session_id: str, files: Sequence[str] = (),
+    def record(self, kind: str, text: str, session_id: str | None, files: Sequence[str] = (),
                title: str | None = None) -> Episode | None:
-        """Keep a summary as an episode. `kind` is compaction, session-end or manual."""
+        """Keep a summary as an episode. `kind` is compaction, session-end (or session) or
+        manual; `files` are repo-relative or absolute paths, or `path#Symbol`."""
+        kind = _KIND_ALIASES.get(kind, kind)
+        session_id = session_id or ""
         if kind not in EPISODE_TYPES:
             raise ValueError(f"episode type must be one of {', '.join(EPISODE_TYPES)}")
         if disabled():
@@ -157,6 +162,8 @@ class EpisodeStore:
         except OSError as exc:
             return self._failed(f"episode file not written: {exc}")
         with self.project.lock:
+            if not self._loaded:  # a store rebuilt since start gets its history back first
+                self.load()
             self._upsert(episode, Mentions(self.project.graph))
             try:
                 self.project.save()
@@ -204,7 +211,9 @@ class EpisodeStore:
         """Make the graph's episode nodes match the episode files. Idempotent."""
         if disabled():
             return LoadReport(enabled=False)
+        atomic.clean_orphans(self.dir)  # a writer killed mid-write left its temp file
         episodes, problems = self.list()
+        self._loaded = True
         report = LoadReport(episodes=len(episodes), problems=problems)
         with self.project.lock:
             graph = self.project.graph
@@ -256,6 +265,12 @@ class EpisodeStore:
         if len(found) > 1:
             raise AmbiguousEpisode(f"{ident} matches {len(found)} episodes: give more of the id")
         return found[0]
+
+
+def episode_sink(project: Project | Path) -> EpisodeStore:
+    """The agent's `EpisodeSink` for a project (or its root folder). Cheap: nothing is read
+    until the first record, which also loads the episode files (see `EpisodeStore.load`)."""
+    return EpisodeStore(project if isinstance(project, Project) else Project(Path(project)))
 
 
 def parse_episode(path: Path) -> tuple[Episode | None, list[Problem]]:
