@@ -75,9 +75,9 @@ class RepoFiles:
         ("src/pkg", ...) under "pkg", `src/pkg/m.py` is ("src/pkg/m", ...) under "m"."""
         table: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for path in self.paths:
-            if not path.endswith(".py"):
+            module, dot, extension = path.rpartition(".")
+            if not dot or extension not in ("py", "pyi"):  # stubs too: .pyi files are indexed
                 continue
-            module = path[:-3]
             if module.endswith("__init__") and module[-9:-8] in ("", "/"):
                 module = module[:-9]
             if module:
@@ -156,8 +156,10 @@ def _python_relative(base: str, dotted: str, files: RepoFiles) -> list[str]:
     path = posixpath.join(base, dotted.replace(".", "/")) if dotted else base
     prefix = f"{path}/" if path else ""
     if not dotted:
-        return files.first([f"{prefix}__init__.py"])
-    return files.first([f"{path}.py", f"{prefix}__init__.py"])
+        return files.first([f"{prefix}__init__.py", f"{prefix}__init__.pyi"])
+    return files.first(
+        [f"{path}.py", f"{prefix}__init__.py", f"{path}.pyi", f"{prefix}__init__.pyi"]
+    )
 
 
 def _python_absolute(dotted: str, own_root: str, files: RepoFiles) -> list[str]:

@@ -22,6 +22,8 @@ class TestPython:
         "tests/helpers.py",
         "tests/test_app.py",
         "scripts/os.py",
+        "stubs/typed/__init__.pyi",
+        "app/native.pyi",
     )
 
     def check(self, importer: str, imp: Import) -> list[str]:
@@ -54,6 +56,10 @@ class TestPython:
             "app/util/__init__.py"
         ]
         assert self.check("app/models.py", Import("x", level=5)) == []
+
+    def test_stubs(self) -> None:
+        assert self.check("app/models.py", Import("native", level=1)) == ["app/native.pyi"]
+        assert self.check("tests/test_app.py", Import("app.native")) == ["app/native.pyi"]
 
     def test_script_directory_and_external(self) -> None:
         assert self.check("tests/test_app.py", Import("helpers")) == ["tests/helpers.py"]
