@@ -100,6 +100,11 @@ Run it.
     assert result.sections[0].summary == "Run it."
 
 
+def test_mdx_imports_are_not_the_summary() -> None:
+    doc = b"import { Tabs } from './tabs'\nexport const meta = {}\n\n<Tabs>\nReal text.\n"
+    assert extract(doc).summary == "Real text."
+
+
 def test_end_line_runs_to_eof_and_nesting_closes_on_same_or_higher_level() -> None:
     doc = b"# A\n## B\n### C\n## D\ntext\n"
     assert outline(extract(doc)) == [

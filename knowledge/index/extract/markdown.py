@@ -18,8 +18,9 @@ _SETEXT = re.compile(r"(=+|-+)[ \t]*")
 # Lines that cannot be a setext heading's text: list items, quotes, tables and HTML.
 _NOT_PARAGRAPH = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)|[>|<]")
 _THEMATIC_BREAK = re.compile(r"(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,}")
-# Badges, images, raw HTML and table rules open many READMEs but say nothing as a summary.
-_DECORATION = re.compile(r"<|!\[|\[!\[|\|?[ \t]*:?-{3,}")
+# Badges, images, raw HTML, table rules and MDX imports/exports open many docs but say
+# nothing as a summary.
+_DECORATION = re.compile(r"<|!\[|\[!\[|\|?[ \t]*:?-{3,}|(?:import|export)[ \t]")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 # What a doc writes when it means a symbol: `parse_config`, `Cart.total`, `io::Read`, `run()`.
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
