@@ -195,7 +195,7 @@ class EpisodeStore:
         node = episode.node()
         with graph.lock:
             old = graph.get(node.key)
-            changed = old is None or old.to_dict() != node.to_dict()
+            changed = old is None or old != node
             if changed:
                 graph.upsert(node)
                 graph.remove_out_edges(node.key, ("derived-from",))

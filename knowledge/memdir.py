@@ -507,7 +507,7 @@ def _sync_locked(project: Project, mdir: MemoryDir, report: SyncReport) -> None:
         for entry in index.entries:
             node = entry.node()
             old = graph.get(entry.key)
-            if old is None or old.to_dict() != node.to_dict():
+            if old is None or old != node:
                 graph.upsert(node)
                 graph.remove_out_edges(entry.key, ("derived-from",))
                 (report.added if old is None else report.updated).append(entry.key)
