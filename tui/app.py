@@ -1,0 +1,320 @@
+"""The Textual app: `theus` with no arguments. Chat plus graph, episodes and memories panels.
+
+The first screen paints before the graph is loaded: the project, the watcher and the memory
+bridge start in a thread worker and every layer fails open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from theus.config import ModelSettings
+from tui.commands import PanelCommands
+from tui.engine import Engine
+from tui.messages import GraphLoaded, IndexChanged, InjectedTokens, RecallDone
+from tui.widgets.status_bar import StatusBar, short_switches, watcher_text
+
+log = logging.getLogger(__name__)
+
+PANELS = Binding.Group("Panels", compact=True)
+STATUS_EVERY_S = 2.0
+
+
+def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
+    """A screen factory that imports its module on first use."""
+
+    def make() -> Screen[Any]:
+        import importlib
+
+        return getattr(importlib.import_module(f"tui.screens.{module}"), name)()
+
+    return make
+
+
+class TheusApp(App[int]):
+    TITLE = "theus"
+    MODES: ClassVar[dict[str, Any]] = {
+        "chat": _lazy("chat", "ChatScreen"),
+        "graph": _lazy("graph", "GraphScreen"),
+        "episodes": _lazy("episodes", "EpisodesScreen"),
+        "memories": _lazy("memories", "MemoriesScreen"),
+    }
+    DEFAULT_MODE = "chat"
+    COMMANDS = App.COMMANDS | {PanelCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help", id="app.help", tooltip="Keys, slash commands, model setup"),
+        Binding("f2", "panel('chat')", "Chat", id="app.chat", group=PANELS,
+                tooltip="The conversation"),
+        Binding("f3", "panel('graph')", "Graph", id="app.graph", group=PANELS,
+                tooltip="Search and browse the knowledge graph"),
+        Binding("f4", "panel('episodes')", "Episodes", id="app.episodes", group=PANELS,
+                tooltip="What earlier sessions did"),
+        Binding("f5", "panel('memories')", "Memories", id="app.memories", group=PANELS,
+                tooltip="Add, edit and delete memories"),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", tooltip="Leave theus", priority=True),
+    ]
+
+    def __init__(self, root: Path, model_settings: ModelSettings | None, *,
+                 watch: bool = True, resume: list[dict[str, Any]] | None = None,
+                 session: Any = None) -> None:
+        super().__init__()
+        self.engine = Engine(root)
+        self.model_settings = model_settings
+        self.watch = watch
+        self.resume = resume
+        self.resume_session = session
+        self.status: dict[str, Any] = {
+            "model": model_settings.model if model_settings else "no model: recall mode",
+            "counts": {}, "loading": True, "watcher": "", "recall_ms": None,
+            "turn_tokens": 0, "total_tokens": 0, "off": (),
+        }
+        self.status_bars: set[StatusBar] = set()
+        self._watcher: Any = None
+        self._memdir: Any = None
+        self._agents: list[Any] = []
+        self._graph_version = -1
+
+    # -- start ----------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        from theus.status import switched_off
+
+        self.update_status(off=short_switches(switched_off()))
+        self.load_graph()
+        self.set_interval(STATUS_EVERY_S, self.refresh_status)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def load_graph(self) -> None:
+        try:
+            project = self.engine.load()
+        except Exception as exc:
+            log.exception("the project could not be loaded")
+            self.post_message(GraphLoaded(str(exc)))
+            return
+        self._start_layers(project)
+        self.post_message(GraphLoaded())
+        self.engine.warm()
+
+    def _start_layers(self, project: Any) -> None:
+        """Watcher, memory bridge and episodes: each optional, each fails open."""
+        if self.watch:
+            try:
+                from knowledge import watch
+
+                self._watcher = watch.maybe_start(
+                    project, on_update=lambda u: self.post_message(IndexChanged(u.line())))
+            except Exception as exc:
+                log.warning("watcher not started: %s", exc)
+        try:
+            from knowledge import memdir
+
+            if not memdir.disabled():
+                memdir.sync(project)
+                self._memdir = memdir.MemdirWatcher(
+                    project, on_sync=lambda r: self.post_message(IndexChanged("memories")))
+                self._memdir.start()
+        except Exception as exc:
+            log.warning("memory bridge not started: %s", exc)
+        try:
+            from knowledge.episodes import EpisodeStore
+
+            EpisodeStore(project).load()
+        except Exception as exc:
+            log.warning("episodes not loaded: %s", exc)
+
+    def on_graph_loaded(self, message: GraphLoaded) -> None:
+        if message.error:
+            self.notify(f"project memory unavailable: {message.error}", severity="error")
+        self.refresh_status()
+
+    def on_index_changed(self, message: IndexChanged) -> None:
+        self.refresh_status()
+
+    # -- status bar -----------------------------------------------------------------------------
+    def update_status(self, **fields: Any) -> None:
+        self.status.update(fields)
+        for bar in self.status_bars:
+            bar.set_reactive_fields(self.status)
+
+    def refresh_status(self) -> None:
+        fields: dict[str, Any] = {"loading": not self.engine.loaded}
+        if self.engine.loaded:
+            graph = self.engine.project.graph
+            if graph.version != self._graph_version:
+                self._graph_version = graph.version
+                fields["counts"] = self.engine.counts()
+            fields["watcher"] = self._watcher_state()
+        self.update_status(**fields)
+
+    def _watcher_state(self) -> str:
+        if not self.watch:
+            return "watch off"
+        try:
+            from knowledge import watch
+
+            return watcher_text(watch.status_section(self.engine.project))
+        except Exception:
+            return "watch –"
+
+    def on_recall_done(self, message: RecallDone) -> None:
+        self.update_status(recall_ms=message.took_ms)
+
+    def on_injected_tokens(self, message: InjectedTokens) -> None:
+        self.update_status(recall_ms=message.took_ms, turn_tokens=message.tokens,
+                           total_tokens=self.status["total_tokens"] + message.tokens)
+
+    @on(Worker.StateChanged)
+    def worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.notify(f"{event.worker.name or 'a task'} failed: {event.worker.error}",
+                        severity="error", markup=False)
+
+    # -- panels and actions ---------------------------------------------------------------------
+    async def action_panel(self, name: str) -> None:
+        await self.open_panel(name)
+
+    async def open_panel(self, name: str, query: str = "") -> None:
+        await self.switch_mode(name)
+        if name == "graph" and query:
+            self.screen.search_for(query)  # type: ignore[attr-defined]
+
+    def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    @work(thread=True, group="remember", exit_on_error=False)
+    def remember(self, text: str) -> None:
+        from knowledge import memdir
+
+        change = memdir.add_memory(self.engine.project, text)
+        note = "remembered" if change.created else "already remembered"
+        self.call_from_thread(self.notify, f"{note}: {text[:60]}")
+        self.post_message(IndexChanged("memories"))
+
+    def switch_model(self, name: str) -> str:
+        import dataclasses
+
+        settings = self.model_settings
+        if not name:
+            return (f"model: {settings.model} ({settings.source})" if settings
+                    else "no model configured: set THEUS_BASE_URL, THEUS_API_KEY and "
+                         "THEUS_MODEL, or run `theus login`")
+        if settings is None:
+            return "cannot switch: no model server configured (THEUS_BASE_URL or `theus login`)"
+        self.model_settings = dataclasses.replace(settings, model=name)
+        for agent in self._agents:
+            from theus.model import ModelClient
+
+            agent.model = ModelClient(self.model_settings)
+        self.update_status(model=name)
+        return f"model switched to {name}"
+
+    # -- the agent --------------------------------------------------------------------------------
+    def make_agent(self, sink: Callable[[Any], None], approver: Any) -> Any:
+        from theus.agent.injection import Injector
+        from theus.agent.loop import Agent
+        from theus.config import AgentSettings
+        from theus.model import ModelClient
+        from theus.sessions import SessionStore
+
+        assert self.model_settings is not None
+        settings = AgentSettings.from_env()
+        root = self.engine.root
+        session, messages = self.resume_session, self.resume
+        self.resume_session = self.resume = None
+        if session is None:
+            session = SessionStore(root).create(root=str(root), model=self.model_settings.model,
+                                                headless=False)
+        agent = Agent(
+            ModelClient(self.model_settings), root, sink=sink, approver=approver,
+            settings=settings, session=session, episodes=_Episodes(self.engine),
+            injector=Injector(root, settings, recaller_factory=self.engine.recaller),
+            messages=messages or None)
+        self._agents.append(agent)
+        return agent
+
+    def end_agent(self, agent: Any) -> None:
+        if agent is None:
+            return
+        try:
+            agent.end_session()
+        except Exception as exc:
+            log.warning("session end failed: %s", exc)
+        if agent in self._agents:
+            self._agents.remove(agent)
+
+    async def on_unmount(self) -> None:
+        for agent in list(self._agents):
+            self.end_agent(agent)
+            try:
+                await agent.model.close()
+            except Exception as exc:
+                log.info("model client close failed: %s", exc)
+        for handle in (self._memdir, self._watcher):
+            if handle is not None:
+                try:
+                    handle.stop()
+                except Exception as exc:
+                    log.warning("stopping a background layer failed: %s", exc)
+        self.engine.close()
+
+
+class _Episodes:
+    """The agent's episodes port over the app's project (created when first needed)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, kind: str, text: str, session_id: str | None, files: list[str]) -> Any:
+        from knowledge.episodes import EpisodeStore
+
+        return EpisodeStore(self.engine.project).record(kind, text, session_id or "", files)
+
+
+def run_app(args: argparse.Namespace) -> int:
+    from knowledge.paths import data_home
+    from theus.commands.common import UsageError, project_root
+    from theus.config import load_model_settings
+
+    root = project_root(getattr(args, "path", "."))
+    _log_to_file(data_home())
+    session, messages = None, None
+    if getattr(args, "resume", None) or getattr(args, "continue_last", False):
+        from theus.sessions import SessionNotFound, SessionStore
+
+        store = SessionStore(root)
+        try:
+            session = store.open(args.resume) if args.resume else store.last()
+        except SessionNotFound as exc:
+            raise UsageError(str(exc)) from None
+        if session is None:
+            raise UsageError("no earlier session in this project to continue (drop -c)")
+        messages = session.messages()
+    app = TheusApp(root, load_model_settings(getattr(args, "model", None)), resume=messages,
+                   session=session)
+    app.run()
+    return app.return_code or 0
+
+
+def _log_to_file(home: Path) -> None:
+    """The screen belongs to the app: log lines go to a file, never to stderr."""
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(home / "tui.log", encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)

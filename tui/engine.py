@@ -1,0 +1,91 @@
+"""The app's handle on the project's memory: loads the graph once, off the event loop.
+
+The graph panel, the recall box, the agent's injector and the memory panels all share one
+`Project` and one `Recaller` through this object, so a large graph is loaded a single time.
+Every call here blocks (SQLite, parsing, recall): run it in a thread worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from knowledge.project import Project
+from knowledge.recall import Recall, Recaller
+
+log = logging.getLogger(__name__)
+
+RECALL_TOP = 20
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    recall: Recall
+    block: str  # what would be injected ("" when below the threshold)
+    tokens: int
+
+
+class Engine:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._lock = threading.Lock()
+        self._project: Project | None = None
+        self._recaller: Recaller | None = None
+        self.indexed_now = False
+
+    @property
+    def loaded(self) -> bool:
+        return self._recaller is not None
+
+    def load(self) -> Project:
+        """Open the store, load the graph, index the project when it never was."""
+        with self._lock:
+            if self._project is None:
+                project = Project(self.root)
+                graph = project.graph
+                if not project.has_index:
+                    project.index()
+                    self.indexed_now = True
+                self._recaller = Recaller(graph, self.root)
+                self._project = project
+            return self._project
+
+    @property
+    def project(self) -> Project:
+        return self.load()
+
+    def recaller(self) -> Recaller:
+        self.load()
+        assert self._recaller is not None
+        return self._recaller
+
+    def warm(self) -> None:
+        """Build the recall indexes now so the first search is quick (fails open)."""
+        try:
+            self.recaller().warm()
+        except Exception as exc:
+            log.warning("recall warm-up failed: %s", exc)
+
+    def recall(self, query: str, top: int = RECALL_TOP) -> RecallResult:
+        from knowledge.context import build_block, count_tokens
+
+        recall = self.recaller().recall(query, top)
+        block = build_block(recall, self.project.graph)
+        return RecallResult(recall, block, count_tokens(block) if block else 0)
+
+    def counts(self) -> dict[str, Any]:
+        if self._project is None:
+            return {}
+        graph = self._project.graph
+        with graph.lock:
+            return dict(graph.counts())
+
+    def close(self) -> None:
+        if self._project is not None:
+            try:
+                self._project.close()
+            except Exception as exc:
+                log.info("closing the project failed: %s", exc)

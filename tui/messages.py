@@ -1,0 +1,51 @@
+"""Typed messages between the app's workers and its widgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual.message import Message
+
+
+@dataclass
+class AgentEvent(Message):
+    """One event of theus.agent.events, handed from the agent's sink to the chat screen."""
+
+    event: Any
+
+
+@dataclass
+class GraphLoaded(Message):
+    """The project's graph is loaded (or failed to: `error`)."""
+
+    error: str = ""
+
+
+@dataclass
+class IndexChanged(Message):
+    """The watcher or the memory bridge changed the graph; `line` says what happened."""
+
+    line: str = ""
+
+
+@dataclass
+class RecallDone(Message):
+    """A recall finished: for the status bar's last-recall figure."""
+
+    took_ms: float
+
+
+@dataclass
+class InjectedTokens(Message):
+    """Tokens injected in the turn that just started (and so in the session total)."""
+
+    tokens: int
+    took_ms: float
+
+
+@dataclass
+class ShowNode(Message):
+    """Ask the graph panel to open a node (from a search result, a slash command, a link)."""
+
+    key: str

@@ -1,0 +1,258 @@
+"""The conversation: requests, streamed replies, tool calls, injected context, approvals.
+
+With no model configured the request box becomes a recall box: each request shows the ranked
+results and the block that would be injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Static
+
+from theus.agent import events as ev
+from tui import slash
+from tui.messages import AgentEvent, InjectedTokens, RecallDone
+from tui.screens.approval import ApprovalScreen
+from tui.widgets.chat_items import (
+    AssistantReply,
+    InjectionView,
+    Notice,
+    RecallView,
+    ToolCallView,
+    UserRequest,
+)
+from tui.widgets.prompt import PromptInput
+from tui.widgets.status_bar import StatusBar
+
+MAX_ITEMS = 400  # older items are pruned past this many, keeping the log light
+
+NO_MODEL_NOTICE = (
+    "No model configured — the box below searches the project's memory: you see the ranked "
+    "results and the block that would be injected. To chat, set THEUS_BASE_URL, THEUS_API_KEY "
+    "and THEUS_MODEL, or run `theus login`, then restart theus."
+)
+
+
+class ChatScreen(Screen[None]):
+    CSS_PATH = "chat.tcss"
+    HELP = """\
+## Chat
+
+Type a request and press Enter. Tool calls and the injected context appear as one-line
+entries: click or press Enter on one to expand it. Escape stops the running turn.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel_turn", "Stop", id="chat.cancel",
+                tooltip="Stop the running turn (the conversation is kept)"),
+        Binding("ctrl+l", "clear", "Clear", id="chat.clear",
+                tooltip="Clear the conversation and start a new one (/clear)"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.agent: Any = None
+        self._reply: AssistantReply | None = None
+        self._tools: dict[str, ToolCallView] = {}
+
+    def compose(self) -> ComposeResult:
+        if self.app.model_settings is None:  # type: ignore[attr-defined]
+            yield Static(NO_MODEL_NOTICE, id="no-model", markup=False)
+        yield VerticalScroll(id="log")
+        yield PromptInput(id="prompt")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#log", VerticalScroll).anchor()
+        self.query_one(PromptInput).focus()
+
+    @property
+    def log_view(self) -> VerticalScroll:
+        return self.query_one("#log", VerticalScroll)
+
+    async def add(self, widget: Widget) -> None:
+        log = self.log_view
+        await log.mount(widget)
+        extra = len(log.children) - MAX_ITEMS
+        if extra > 0:
+            await log.remove_children(list(log.children)[:extra])
+
+    # -- requests -----------------------------------------------------------------------------
+    @on(PromptInput.Submitted)
+    async def submitted(self, event: PromptInput.Submitted) -> None:
+        command = slash.parse(event.text)
+        if command is not None:
+            await self.run_slash(*command)
+        elif self.app.model_settings is None:  # type: ignore[attr-defined]
+            self.recall(event.text)
+        else:
+            await self.add(UserRequest(event.text))
+            self.run_turn(event.text)
+
+    @work(exclusive=True, group="agent", exit_on_error=False)
+    async def run_turn(self, text: str) -> None:
+        agent = self._agent()
+        try:
+            await agent.run_turn(text)
+        except asyncio.CancelledError:
+            self.post_message(AgentEvent(ev.Error("stopped", fatal=True)))
+            raise
+
+    def _agent(self) -> Any:
+        if self.agent is None:
+            self.agent = self.app.make_agent(self._sink, self._approve)  # type: ignore[attr-defined]
+        return self.agent
+
+    def _sink(self, event: ev.Event) -> None:
+        self.post_message(AgentEvent(event))
+
+    async def _approve(self, request: ev.ApprovalRequest) -> bool:
+        """Runs inside the agent worker, so it may wait on the modal."""
+        answer = bool(await self.app.push_screen_wait(ApprovalScreen(request)))
+        verb = "approved" if answer else "refused"
+        self.post_message(AgentEvent(Notice(f"{verb}: {request.summary}")))
+        return answer
+
+    @work(thread=True, exclusive=True, group="recall", exit_on_error=False)
+    def recall(self, query: str) -> None:
+        result = self.app.engine.recall(query)  # type: ignore[attr-defined]
+        self.post_message(RecallDone(result.recall.took_ms))
+        self.app.call_from_thread(self.add, RecallView(query, result))
+
+    # -- agent events ---------------------------------------------------------------------------
+    async def on_agent_event(self, message: AgentEvent) -> None:
+        event = message.event
+        if isinstance(event, Widget):  # a notice queued behind the events before it
+            await self.add(event)
+        elif isinstance(event, ev.TextDelta):
+            if self._reply is None:
+                self._reply = AssistantReply()
+                await self.add(self._reply)
+            await self._reply.append(event.text)
+        elif isinstance(event, ev.AssistantMessage | ev.TurnFinished):
+            await self._end_reply()
+            if isinstance(event, ev.TurnFinished) and event.stop not in ("end", "error"):
+                await self.add(Notice(f"turn ended: {event.stop}"))
+        elif isinstance(event, ev.InjectionInfo):
+            self.post_message(InjectedTokens(event.tokens if event.block else 0, event.took_ms))
+            await self.add(InjectionView(event.tokens, event.took_ms, event.block, event.reason,
+                                         event.dropped))
+        elif isinstance(event, ev.ToolCallStarted):
+            await self._end_reply()
+            view = ToolCallView(event.id, event.name, event.arguments)
+            self._tools[event.id] = view
+            await self.add(view)
+        elif isinstance(event, ev.ToolCallFinished):
+            view = self._tools.pop(event.id, None)
+            if view is not None:
+                view.finished(event.result, event.is_error, event.took_ms)
+        elif isinstance(event, ev.ApprovalRequest):  # only with the agent's default approver
+            self._answer(event)
+        else:
+            text = _describe(event)
+            if text:
+                await self.add(Notice(text, error=isinstance(event, ev.Error)))
+
+    @work(group="approval", exit_on_error=False)
+    async def _answer(self, request: ev.ApprovalRequest) -> None:
+        answer = bool(await self.app.push_screen_wait(ApprovalScreen(request)))
+        if request.future is not None and not request.future.done():
+            request.future.set_result(answer)
+
+    async def _end_reply(self) -> None:
+        if self._reply is not None:
+            reply, self._reply = self._reply, None
+            await reply.finish()
+
+    # -- actions and slash commands -------------------------------------------------------------
+    def action_cancel_turn(self) -> None:
+        self.workers.cancel_group(self, "agent")
+
+    async def action_clear(self) -> None:
+        await self.run_slash("clear", "")
+
+    async def run_slash(self, name: str, arg: str) -> None:
+        app: Any = self.app
+        if name == "help":
+            app.action_help()
+        elif name == "clear":
+            self.workers.cancel_group(self, "agent")
+            app.end_agent(self.agent)
+            self.agent = None
+            self._reply = None
+            self._tools.clear()
+            await self.log_view.remove_children()
+        elif name == "compact":
+            self.compact()
+        elif name == "recall":
+            if arg:
+                self.recall(arg)
+            else:
+                await self.add(Notice("usage: /recall QUERY"))
+        elif name in ("graph", "episodes", "memory", "memories"):
+            if name == "memory" and arg:
+                app.remember(arg)
+            else:
+                app.open_panel("memories" if name.startswith("mem") else name, arg)
+        elif name == "model":
+            await self.add(Notice(app.switch_model(arg)))
+        elif name == "sessions":
+            self.list_sessions()
+        else:
+            await self.add(Notice(f"unknown command /{name}; try "
+                                  + ", ".join("/" + c for c in slash.suggest(name)),
+                                  error=True))
+
+    @work(exclusive=True, group="agent", exit_on_error=False)
+    async def compact(self) -> None:
+        agent = self.agent
+        if agent is None or len(agent.messages) < 3:
+            await self.add(Notice("nothing to compact yet"))
+            return
+        # The agent compacts on its own near the context size; a ratio of 0 forces it now.
+        saved = agent.settings
+        agent.settings = dataclasses.replace(saved, compact_ratio=0.0)
+        try:
+            before = len(agent.messages)
+            await agent._maybe_compact()
+            if len(agent.messages) == before:
+                await self.add(Notice("nothing to compact: the last request is kept verbatim"))
+        finally:
+            agent.settings = saved
+
+    @work(thread=True, group="sessions", exit_on_error=False)
+    def list_sessions(self) -> None:
+        import time
+
+        from theus.sessions import SessionStore
+
+        infos = SessionStore(self.app.engine.root).list()  # type: ignore[attr-defined]
+        lines = [f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(i.updated))}  {i.id}  "
+                 f"{i.messages} messages  {i.title}" for i in infos[:30]]
+        text = "sessions (resume with `theus -r ID`):\n" + "\n".join(lines) if lines else \
+            "no earlier sessions in this project"
+        self.app.call_from_thread(self.add, Notice(text))
+
+
+def _describe(event: Any) -> str:
+    if isinstance(event, ev.Error):
+        return ("error: " if event.fatal else "warning: ") + event.message
+    if isinstance(event, ev.Compacted):
+        return (f"compacted {event.messages_replaced} messages: {event.tokens_before} → "
+                f"{event.tokens_after} tokens")
+    if isinstance(event, ev.MicrocompactCleared):
+        return f"cleared {event.cleared} old tool results ({event.tokens_saved} tokens)"
+    if isinstance(event, ev.SubagentStarted):
+        return f"subagent {event.id} started: {event.description}"
+    if isinstance(event, ev.SubagentFinished):
+        return f"subagent {event.id} finished" + (" with an error" if event.is_error else "")
+    return ""

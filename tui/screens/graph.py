@@ -1,0 +1,231 @@
+"""Browse the knowledge graph: recall search, a lazy folder/file/symbol tree, a node's detail
+with its edges (Enter follows one) and a read-only, highlighted preview at the node's line."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static, TextArea, Tree
+from textual.widgets.option_list import Option
+from textual.widgets.tree import TreeNode
+
+from tui import graph_view
+from tui.messages import RecallDone
+from tui.widgets import fmt
+from tui.widgets.status_bar import StatusBar
+
+# Tree node data: ("dir", folder) or ("node", key)
+TreeData = tuple[str, str]
+
+
+class GraphScreen(Screen[None]):
+    CSS_PATH = "graph.tcss"
+    HELP = """\
+## Graph panel
+
+Search with the box (recall ranks files, symbols, docs and memories), or walk the tree. The
+detail lists the node's edges grouped by kind: Enter on one follows it. Backspace goes back.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus('search')", "Search", id="graph.search",
+                tooltip="Search the graph with recall"),
+        Binding("ctrl+t", "focus('tree')", "Tree", id="graph.tree",
+                tooltip="Walk the project's folders, files and symbols"),
+        Binding("ctrl+e", "focus('edges')", "Edges", id="graph.edges",
+                tooltip="The selected node's edges: Enter follows one"),
+        Binding("ctrl+o", "focus('preview')", "Preview", show=False, id="graph.preview",
+                tooltip="The file at the node's line"),
+        Binding("backspace", "back", "Back", id="graph.back",
+                tooltip="Back to the node you came from"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.current: str | None = None
+        self.history: list[str] = []
+        self.folders: graph_view.Folders | None = None
+        self._edge_keys: list[str] = []
+        self._hits: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="graph-body"):
+            with Vertical(id="graph-left"):
+                yield Input(placeholder="search the graph (recall)", id="search")
+                yield OptionList(id="results")
+                tree: Tree[TreeData] = Tree("loading the graph…", id="tree")
+                tree.show_root = True
+                yield tree
+            with Vertical(id="graph-right"):
+                yield Static("Select a node in the tree or the search results.",
+                             id="detail", markup=False)
+                yield OptionList(id="edges")
+                yield TextArea("", id="preview", read_only=True, show_line_numbers=True,
+                               soft_wrap=False)
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#results").display = False
+        self.load_tree()
+
+    def action_focus(self, name: str) -> None:
+        self.query_one(f"#{name}").focus()
+
+    # -- the tree -------------------------------------------------------------------------------
+    @work(thread=True, group="graph-load", exit_on_error=False)
+    def load_tree(self) -> None:
+        engine: Any = self.app.engine  # type: ignore[attr-defined]
+        try:
+            project = engine.load()
+        except Exception as exc:
+            self.app.call_from_thread(self._tree_failed, str(exc))
+            return
+        folders = graph_view.Folders.build(project.graph)
+        self.app.call_from_thread(self._fill_root, project.root.name, folders)
+
+    def _tree_failed(self, error: str) -> None:
+        self.query_one("#tree", Tree).root.set_label(f"graph unavailable: {error}")
+
+    def _fill_root(self, name: str, folders: graph_view.Folders) -> None:
+        self.folders = folders
+        tree = self.query_one("#tree", Tree)
+        tree.root.set_label(name or "project")
+        tree.root.data = ("dir", "")
+        self._fill_dir(tree.root, "")
+        tree.root.expand()
+
+    def _fill_dir(self, parent: TreeNode[TreeData], folder: str) -> None:
+        assert self.folders is not None
+        for sub in self.folders.dirs.get(folder, []):
+            parent.add(sub.rsplit("/", 1)[-1] + "/", data=("dir", sub))
+        for name, key in self.folders.files.get(folder, []):
+            parent.add(name, data=("node", key))
+
+    @on(Tree.NodeExpanded, "#tree")
+    def expanded(self, event: Tree.NodeExpanded[TreeData]) -> None:
+        node = event.node
+        if node.data is None or node.children or node is self.query_one("#tree", Tree).root:
+            return
+        kind, value = node.data
+        if kind == "dir":
+            self._fill_dir(node, value)
+            return
+        graph = self.app.engine.project.graph  # type: ignore[attr-defined]
+        parts = graph_view.children(graph, value)
+        for part in parts:
+            label = f"{part.label} :{part.line}" if part.line else part.label
+            node.add(label, data=("node", part.key))
+        if not parts:
+            node.allow_expand = False
+
+    @on(Tree.NodeHighlighted, "#tree")
+    def highlighted(self, event: Tree.NodeHighlighted[TreeData]) -> None:
+        if event.node.data and event.node.data[0] == "node":
+            self.show(event.node.data[1])
+
+    # -- search ---------------------------------------------------------------------------------
+    @on(Input.Changed, "#search")
+    def search_changed(self, event: Input.Changed) -> None:
+        self.search(event.value)
+
+    @on(Input.Submitted, "#search")
+    def search_submitted(self) -> None:
+        results = self.query_one("#results", OptionList)
+        if results.option_count:
+            results.highlighted = 0
+            results.focus()
+
+    def search_for(self, query: str) -> None:
+        """Fill the box (from /graph QUERY); the search follows from Input.Changed."""
+        box = self.query_one("#search", Input)
+        box.value = query
+        box.focus()
+
+    @work(thread=True, exclusive=True, group="graph-search", exit_on_error=False)
+    def search(self, query: str) -> None:
+        if not query.strip():
+            self.app.call_from_thread(self._show_hits, [], "")
+            return
+        recall = self.app.engine.recaller().recall(query, 30)  # type: ignore[attr-defined]
+        self.post_message(RecallDone(recall.took_ms))
+        self.app.call_from_thread(self._show_hits, recall.hits, query)
+
+    def _show_hits(self, hits: list[Any], query: str) -> None:
+        if self.query_one("#search", Input).value != query:
+            return  # a newer search is on its way
+        results = self.query_one("#results", OptionList)
+        self._hits = [h.key for h in hits]
+        results.clear_options()
+        results.add_options([
+            Option(f"{h.score:.2f} {h.kind:<7} {h.name}  "
+                   f"{h.path}{':' + str(h.line) if h.line else ''}", id=f"hit-{i}")
+            for i, h in enumerate(hits)])
+        results.display = bool(query)
+        if query and not hits:
+            results.add_option(Option("nothing found", disabled=True))
+
+    @on(OptionList.OptionSelected, "#results")
+    def hit_selected(self, event: OptionList.OptionSelected) -> None:
+        self.show(self._hits[event.option_index])
+        self.query_one("#edges").focus()
+
+    # -- the detail -----------------------------------------------------------------------------
+    def show(self, key: str, *, remember: bool = True) -> None:
+        if remember and self.current and self.current != key:
+            self.history.append(self.current)
+        self.current = key
+        self.load_detail(key)
+
+    def action_back(self) -> None:
+        if self.history:
+            self.show(self.history.pop(), remember=False)
+
+    @work(thread=True, exclusive=True, group="graph-detail", exit_on_error=False)
+    def load_detail(self, key: str) -> None:
+        engine: Any = self.app.engine  # type: ignore[attr-defined]
+        found = graph_view.detail(engine.project.graph, engine.root, key)
+        self.app.call_from_thread(self._render_detail, key, found)
+
+    def _render_detail(self, key: str, found: graph_view.Detail | None) -> None:
+        if key != self.current:
+            return
+        head = self.query_one("#detail", Static)
+        edges = self.query_one("#edges", OptionList)
+        preview = self.query_one("#preview", TextArea)
+        edges.clear_options()
+        self._edge_keys = []
+        if found is None:
+            head.update(f"{key} is not in the graph any more")
+            preview.load_text("")
+            return
+        head.update(graph_view.header(found.node))
+        options: list[Option] = []
+        group = None
+        for row in found.edges:
+            if (row.direction, row.kind) != group:
+                group = (row.direction, row.kind)
+                count = sum(1 for r in found.edges if (r.direction, r.kind) == group)
+                arrow = "→" if row.direction == "out" else "←"
+                options.append(Option(f"{arrow} {row.kind} ({count})", disabled=True))
+            options.append(Option(f"   {fmt.clip(row.label, 50)}  {row.where}",
+                                  id=f"edge-{len(self._edge_keys)}"))
+            self._edge_keys.append(row.key)
+        edges.add_options(options or [Option("no edges", disabled=True)])
+        preview.load_text(found.text)
+        preview.language = found.language
+        if found.line > 0:
+            preview.move_cursor((found.line - 1, 0), center=True)
+        else:
+            preview.move_cursor((0, 0))
+        preview.scroll_to(x=0, animate=False)
+
+    @on(OptionList.OptionSelected, "#edges")
+    def edge_selected(self, event: OptionList.OptionSelected) -> None:
+        option_id = event.option.id or ""
+        if option_id.startswith("edge-"):
+            self.show(self._edge_keys[int(option_id.removeprefix("edge-"))])

@@ -1,0 +1,68 @@
+"""F1: keys of the current panel, the slash commands, and how to set a model."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Markdown
+
+SLASH_HELP = """\
+## Slash commands
+
+| command | what it does |
+|---|---|
+| `/help` | this help |
+| `/clear` | clear the conversation and start a new one |
+| `/compact` | summarise older turns now to free context |
+| `/recall QUERY` | ranked recall results and the block that would be injected |
+| `/graph [QUERY]` | open the graph panel (searching QUERY) |
+| `/episodes` | open the episodes panel |
+| `/memory [TEXT]` | open the memories panel, or remember TEXT |
+| `/model [NAME]` | show the model, or switch to NAME |
+| `/sessions` | list earlier sessions of this project |
+"""
+
+MODEL_HELP = """\
+## Setting a model
+
+Set `THEUS_BASE_URL`, `THEUS_API_KEY` and `THEUS_MODEL` (any OpenAI-compatible server), or run
+`theus login`. Without a model the request box searches the project's memory instead.
+"""
+
+
+def keys_markdown(screen: Screen[object]) -> str:
+    rows = []
+    for key, binding in sorted(screen.active_bindings.items(), key=lambda kv: kv[1].binding.id
+                               or kv[0]):
+        b = binding.binding
+        if not b.description or not b.id:
+            continue
+        rows.append(f"| `{screen.app.get_key_display(b)}` | {b.description} | {b.tooltip} |")
+        del key
+    table = "| key | action | |\n|---|---|---|\n" + "\n".join(rows)
+    widget_help = [w.HELP for w in screen.query("*") if getattr(w, "HELP", None)]
+    return "\n\n".join(["## Keys", table, *dict.fromkeys(widget_help)])
+
+
+class HelpScreen(ModalScreen[None]):
+    CSS_PATH = "help.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,f1,q", "dismiss", "Close help", id="help.close",
+                tooltip="Back to where you were"),
+    ]
+
+    def __init__(self, source: Screen[object]) -> None:
+        super().__init__()
+        self.source = source
+
+    def compose(self) -> ComposeResult:
+        text = "\n\n".join(["# Theus help", keys_markdown(self.source), SLASH_HELP, MODEL_HELP])
+        with VerticalScroll(id="help-body"):
+            yield Markdown(text)
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

@@ -1,0 +1,27 @@
+"""Slash commands of the request box: parsing and their one-line descriptions."""
+
+from __future__ import annotations
+
+COMMANDS: dict[str, str] = {
+    "help": "keys, commands and how to set a model",
+    "clear": "clear the conversation and start a new one",
+    "compact": "summarise older turns now",
+    "recall": "ranked recall results and the block that would be injected",
+    "graph": "open the graph panel (optionally searching)",
+    "episodes": "open the episodes panel",
+    "memory": "open the memories panel, or remember the given text",
+    "model": "show the model, or switch to another name",
+    "sessions": "list earlier sessions of this project",
+}
+
+
+def parse(text: str) -> tuple[str, str] | None:
+    """`/name rest` -> ("name", "rest"); None when `text` is not a slash command."""
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    name, _, rest = text[1:].partition(" ")
+    return name.strip().lower(), rest.strip()
+
+
+def suggest(name: str) -> list[str]:
+    return [c for c in COMMANDS if c.startswith(name[:2])] or list(COMMANDS)

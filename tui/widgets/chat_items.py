@@ -1,0 +1,144 @@
+"""The pieces of a conversation: requests, streamed replies, tool calls, injected context."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from tui.widgets import fmt
+
+RESULT_CHARS = 4000  # a tool result shown expanded; the model saw all of it
+
+
+class UserRequest(Static):
+    """What the person typed."""
+
+    DEFAULT_CLASSES = "chat-item"
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, markup=False)
+
+
+class Notice(Static):
+    """A line from the app itself (errors, compaction, slash command output)."""
+
+    DEFAULT_CLASSES = "chat-item"
+
+    def __init__(self, text: str, *, error: bool = False) -> None:
+        super().__init__(text, markup=False)
+        self.set_class(error, "-error")
+
+
+class AssistantReply(Markdown):
+    """The answer, streamed: `append` feeds a MarkdownStream (re-rendering per chunk is
+    quadratic), `finish` flushes it."""
+
+    DEFAULT_CLASSES = "chat-item"
+
+    def __init__(self) -> None:
+        super().__init__("")
+        self._stream: MarkdownStream | None = None
+        self.text = ""
+
+    async def append(self, chunk: str) -> None:
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self)
+        self.text += chunk
+        await self._stream.write(chunk)
+
+    async def finish(self) -> None:
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+
+
+class ToolCallView(Collapsible):
+    """One tool call, one line until expanded to its arguments and result."""
+
+    DEFAULT_CLASSES = "chat-item"
+
+    def __init__(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+        self.call_id = call_id
+        self.tool_name = name
+        self.arguments = arguments
+        self._args = Static(_arguments_text(arguments), markup=False, classes="tool-args")
+        self._result = Static("running…", markup=False, classes="tool-result")
+        super().__init__(self._args, self._result, title=_title(name, arguments, "…"),
+                         collapsed=True)
+
+    def finished(self, result: str, is_error: bool, took_ms: float) -> None:
+        mark = "✗" if is_error else "✓"
+        self.title = _title(self.tool_name, self.arguments, f"{mark} {fmt.ms(took_ms)}")
+        shown = result if len(result) <= RESULT_CHARS else (
+            result[:RESULT_CHARS] + f"\n… ({len(result) - RESULT_CHARS} more characters)")
+        self._result.update(shown)
+        self.set_class(is_error, "-error")
+
+
+class InjectionView(Collapsible):
+    """The context recalled for this request: tokens and recall time, expanding to the block."""
+
+    DEFAULT_CLASSES = "chat-item injection"
+
+    def __init__(self, tokens: int, took_ms: float, block: str, reason: str = "",
+                 dropped: bool = False) -> None:
+        self.tokens = tokens
+        self.block = block
+        if block:
+            title = f"context: {tokens} tokens injected · recall {fmt.ms(took_ms)}"
+            body = block
+        else:
+            why = "dropped (deadline)" if dropped else (reason or "nothing relevant")
+            title = f"context: none · recall {fmt.ms(took_ms)}"
+            body = f"No block was attached: {why}."
+        super().__init__(Static(body, markup=False, classes="block"), title=title,
+                         collapsed=True)
+
+
+class RecallView(Vertical):
+    """No-model mode (and /recall): ranked results and the block that would be injected."""
+
+    DEFAULT_CLASSES = "chat-item recall-view"
+
+    def __init__(self, query: str, result: Any) -> None:
+        super().__init__()
+        self.query = query
+        self.result = result
+
+    def compose(self) -> ComposeResult:
+        recall = self.result.recall
+        hits = recall.hits
+        head = (f"recall “{fmt.clip(self.query, 60)}”: {len(hits)} results · "
+                f"{fmt.ms(recall.took_ms)}")
+        yield Static(head, markup=False, classes="recall-head")
+        lines = [f"{i:>2}. {h.score:.2f}  {h.kind:<7} {_where(h)}  {h.name}"
+                 for i, h in enumerate(hits, 1)]
+        yield Static("\n".join(lines) or "nothing found", markup=False, classes="recall-hits")
+        block = self.result.block
+        title = (f"block that would be injected: {self.result.tokens} tokens" if block
+                 else "no block would be injected (best score below the threshold)")
+        yield Collapsible(Static(block or "—", markup=False, classes="block"), title=title,
+                          collapsed=not block)
+
+
+def _where(hit: Any) -> str:
+    if not hit.path:
+        return hit.key
+    return f"{hit.path}:{hit.line}" if hit.line else hit.path
+
+
+def _arguments_text(arguments: dict[str, Any]) -> str:
+    try:
+        return json.dumps(arguments, indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(arguments)
+
+
+def _title(name: str, arguments: dict[str, Any], state: str) -> str:
+    first = next((str(v) for v in arguments.values() if isinstance(v, str | int)), "")
+    return f"⚙ {name} {fmt.clip(first, 60)} {state}".replace("  ", " ")
