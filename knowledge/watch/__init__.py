@@ -1,0 +1,48 @@
+"""The real-time watcher: the graph follows every save, branch switch and schema change.
+
+`Watcher(project).start_in_thread()` / `.stop()` for the chat app and headless mode (or `await
+watcher.run(stop_event)` in an existing loop); `maybe_start(project)` honours THEUS_NO_WATCH=1;
+`status_section(project)` reports it, from this process or from the state file another process
+left.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from knowledge.project import Project
+from knowledge.watch import state as persisted
+from knowledge.watch.watcher import _RUNNING, Update, Watcher
+
+__all__ = ["Update", "Watcher", "maybe_start", "status_section", "switched_off"]
+
+log = logging.getLogger(__name__)
+
+
+def switched_off() -> bool:
+    return os.environ.get("THEUS_NO_WATCH", "") not in ("", "0")
+
+
+def maybe_start(
+    project: Project, on_update: Callable[[Update], None] | None = None, **options: Any
+) -> Watcher | None:
+    """Start watching in a background thread, unless switched off; never raises."""
+    if switched_off():
+        return None
+    try:
+        return Watcher(project, on_update=on_update, **options).start_in_thread()
+    except Exception:  # fail open: the product works on a snapshot instead
+        log.exception("could not start the file watcher")
+        return None
+
+
+def status_section(project: Project) -> dict[str, Any]:
+    live = _RUNNING.get(project.root)
+    section = live.status() if live is not None else persisted.describe(
+        persisted.read_state(project.paths)
+    )
+    section["switched_off"] = switched_off()
+    return section
