@@ -29,6 +29,7 @@ from knowledge import keys
 from knowledge.graph import Graph, Node
 from knowledge.recall import Hit, Recall, Recaller
 
+THRESHOLD = 0.35  # best score a recall needs before anything is injected
 LINE_CHARS = 160
 SUMMARY_CHARS = 90
 MEMORY_CHARS = 220
@@ -63,7 +64,7 @@ def count_tokens(text: str) -> int:
 
 
 def build_block(
-    recall: Recall, graph: Graph, max_lines: int = 40, threshold: float = 0.35
+    recall: Recall, graph: Graph, max_lines: int = 40, threshold: float = THRESHOLD
 ) -> str:
     """The block for `recall`, or "" when its best score is below `threshold`."""
     if not recall.hits or recall.best_score < threshold or max_lines < 2:

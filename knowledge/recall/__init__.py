@@ -76,11 +76,13 @@ class Recaller:
         self._hashes = HashCache()
         self.content = ContentIndex(self.root)
 
-    def warm(self) -> None:
-        """Bring both indexes fully up to date (e.g. from a background thread at start)."""
+    def warm(self, budget_s: float | None = None) -> bool:
+        """Bring both indexes up to date (e.g. from a background thread at start); file
+        contents are read for at most `budget_s` seconds if given. True when complete."""
+        deadline = None if budget_s is None else time.perf_counter() + budget_s
         with self.graph.lock:
             self.index.sync(self.graph)
-        self.content.sync(self.graph)
+        return self.content.sync(self.graph, deadline)
 
     def recall(self, query: str, top: int = 10, path_prefix: str | None = None) -> Recall:
         start = time.perf_counter()

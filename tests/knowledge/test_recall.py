@@ -1,0 +1,177 @@
+"""Recall ranking on small real repositories indexed from disk."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from knowledge.graph import Node
+from knowledge.project import Project
+from knowledge.recall import Hit, Recaller
+from knowledge.recall.hashvec import cosines, embed
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+
+
+def make_repo(root: Path, files: dict[str, str]) -> Project:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    project = Project(root)
+    project.index()
+    return project
+
+
+def recaller_for(project: Project) -> Recaller:
+    recaller = Recaller(project.graph, project.root)
+    recaller.warm()
+    return recaller
+
+
+def paths(hits: list[Hit]) -> list[str]:
+    return list(dict.fromkeys(h.path for h in hits if h.path))
+
+
+def test_rare_identifier_beats_common_word(tmp_path: Path) -> None:
+    files = {
+        f"app/handler_{i}.py": f"def handle_request_{i}(request):\n    return request\n"
+        for i in range(12)
+    }
+    files["app/zebra.py"] = "def zebra_checksum(data):\n    return sum(data)\n"
+    recaller = recaller_for(make_repo(tmp_path / "repo", files))
+    result = recaller.recall("request handler zebra")
+    assert result.hits[0].path == "app/zebra.py"
+    assert all(0.0 <= h.score <= 1.0 for h in result.hits)
+
+
+def test_plural_singular_and_camel_case_queries_match(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {
+        "src/ledger.py": "class LedgerBook:\n    def add_entry(self, entry):\n        pass\n",
+        "src/tools.py": "class ToolRegistry:\n    pass\n",
+        "src/misc.py": "def unrelated():\n    pass\n",
+    })
+    recaller = recaller_for(project)
+    assert recaller.recall("entries").hits[0].key == "sym:src/ledger.py#LedgerBook.add_entry"
+    assert recaller.recall("registry of tools").hits[0].key == "sym:src/tools.py#ToolRegistry"
+    assert recaller.recall("ledgerBooks").hits[0].key == "sym:src/ledger.py#LedgerBook"
+    assert recaller.recall("ledger_book").hits[0].key == "sym:src/ledger.py#LedgerBook"
+
+
+def test_traversal_brings_in_an_imported_file(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {
+        "shop/checkout.py": "from shop import pricing\n\n"
+                            "def checkout_basket(basket):\n    return pricing.quote(basket)\n",
+        "shop/pricing.py": "def quote(items):\n    return 0\n",
+        "shop/__init__.py": "",
+    })
+    result = recaller_for(project).recall("checkout basket", top=20)
+    by_key = {h.key: h for h in result.hits}
+    assert result.hits[0].path == "shop/checkout.py"
+    assert result.hits[0].layer == "HOT"
+    pricing = by_key["file:shop/pricing.py"]
+    assert pricing.layer == "WARM"
+    assert pricing.why == "imported by file:shop/checkout.py"
+    assert pricing.score < result.hits[0].score
+
+
+def test_hash_embedding_never_creates_a_hit_alone(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {
+        "src/parsers.py": "def parsers_registry():\n    return []\n",
+    })
+    query = "parsnip"
+    node = project.graph.get("sym:src/parsers.py#parsers_registry")
+    assert node is not None
+    # The vectors share trigrams, yet no keyword matches: no hit.
+    assert cosines(embed(query), [embed(node.label)])[0] > 0.1
+    assert recaller_for(project).recall(query).hits == []
+
+
+def test_content_fallback_finds_a_word_only_in_file_content(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {
+        "src/a.py": "def alpha():\n    value = 1\n    # the flibbertigibbet cache is warm\n"
+                    "    return value\n",
+        "src/b.py": "def beta():\n    return 2\n",
+    })
+    result = recaller_for(project).recall("flibbertigibbet")
+    assert paths(result.hits) == ["src/a.py"]
+    assert result.hits[0].key == "file:src/a.py"
+    assert "text" in result.hits[0].why
+
+
+def test_content_is_read_without_warm_within_the_call(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {"notes/x.py": "VALUE = 'quizzaciously'\n"})
+    result = Recaller(project.graph, project.root).recall("quizzaciously")
+    assert paths(result.hits) == ["notes/x.py"]
+
+
+def test_ignored_files_are_never_searched(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {
+        ".gitignore": "secret_dir/\n",
+        "secret_dir/hidden.py": "# zanzibarian\n",
+        "src/a.py": "x = 1\n",
+    })
+    assert recaller_for(project).recall("zanzibarian").hits == []
+
+
+def test_one_file_change_updates_the_index_incrementally(tmp_path: Path) -> None:
+    files = {f"pkg/mod_{i}.py": f"def function_{i}():\n    pass\n" for i in range(30)}
+    files["pkg/target.py"] = "def old_walrus_name():\n    pass\n"
+    project = make_repo(tmp_path / "repo", files)
+    recaller = recaller_for(project)
+    assert recaller.recall("walrus").hits
+    indexed = len(recaller.index.docs)
+    (tmp_path / "repo/pkg/target.py").write_text("def narwhal_tusk():\n    pass\n")
+    project.update(["pkg/target.py"])
+    result = recaller.recall("narwhal tusk")
+    assert result.hits[0].key == "sym:pkg/target.py#narwhal_tusk"
+    # Only the changed file's nodes were re-tokenised, not the whole graph.
+    assert 0 < recaller.index.last_sync_changed <= 4
+    assert len(recaller.index.docs) == indexed
+    assert all("walrus" not in h.key for h in recaller.recall("walrus").hits)
+
+
+def test_memory_nodes_are_recalled_like_anything_else(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {"src/cart.py": "def total():\n    pass\n"})
+    text = "The invoice rounding uses banker's rounding since the audit."
+    project.graph.upsert(Node(key="mem:1", kind="memory", label=text[:40], summary=text,
+                              data={"text": text}))
+    result = recaller_for(project).recall("invoice rounding")
+    assert result.hits[0].key == "mem:1"
+    assert result.hits[0].kind == "memory"
+    assert result.hits[0].path == ""
+
+
+def test_path_prefix_filters_results(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {
+        "api/orders.py": "def list_orders():\n    pass\n",
+        "web/orders.py": "def render_orders():\n    pass\n",
+    })
+    result = recaller_for(project).recall("orders", path_prefix="web/")
+    assert paths(result.hits) == ["web/orders.py"]
+
+
+def test_empty_and_stopword_queries_return_nothing_quickly(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    recaller = recaller_for(project)
+    start = time.perf_counter()
+    assert recaller.recall("").hits == []
+    assert recaller.recall("the of and").hits == []
+    assert time.perf_counter() - start < 1.0
+
+
+def test_a_failing_reranker_fails_open(tmp_path: Path) -> None:
+    class Broken:
+        def rerank(self, query, candidates, graph, deadline):  # type: ignore[no-untyped-def]
+            raise RuntimeError("model gone")
+
+    project = make_repo(tmp_path / "repo", {"src/cart.py": "def cart_total():\n    pass\n"})
+    recaller = Recaller(project.graph, project.root, reranker=Broken())
+    result = recaller.recall("cart total")
+    assert result.hits[0].key == "sym:src/cart.py#cart_total"
+    assert any("re-rank skipped" in n for n in result.notes)

@@ -1,0 +1,73 @@
+"""`theus recall` through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from theus.cli import main
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    root = tmp_path / "repo"
+    (root / "shop").mkdir(parents=True)
+    (root / "shop/cart.py").write_text(
+        '"""Shopping cart."""\n\n\nclass Cart:\n    def total(self, items):\n'
+        '        """Sum of line prices."""\n        return sum(items)\n'
+    )
+    (root / "shop/orders.py").write_text("def list_orders():\n    return []\n")
+    return root
+
+
+def test_json_contract(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["recall", "--json", "--path", str(repo), "--top", "3", "cart total"]) == 0
+    captured = capsys.readouterr()
+    assert "indexing it first" in captured.err
+    out = json.loads(captured.out)
+    assert out["query"] == "cart total"
+    assert isinstance(out["took_ms"], float)
+    assert 0 < len(out["results"]) <= 3
+    first = out["results"][0]
+    assert {"key", "kind", "path", "name", "line", "score", "why"} <= first.keys()
+    assert first["path"] == "shop/cart.py" and 0.35 <= first["score"] <= 1.0
+    assert out["context"].startswith("Project index")
+    assert "shop/cart.py" in out["context"]
+    assert out["injected_tokens"] > 0
+
+
+def test_json_context_is_empty_when_nothing_matches(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["recall", "--json", "--path", str(repo), "xylophone"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["results"] == [] and out["context"] == "" and out["injected_tokens"] == 0
+
+
+def test_plain_output_lists_hits_and_the_block(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(repo)
+    assert main(["recall", "where", "is", "the", "cart", "total"]) == 0
+    out = capsys.readouterr().out
+    assert "shop/cart.py:5" in out and "Cart.total" in out
+    assert "Context block" in out
+
+
+def test_under_filters_by_path_prefix(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["recall", "--json", "--path", str(repo), "--under", "shop/orders",
+                 "cart orders"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["path"] for r in out["results"]} == {"shop/orders.py"}
+
+
+@pytest.mark.parametrize("argv", [["recall"], ["recall", "  "], ["recall", "--top", "0", "x"]])
+def test_bad_input_is_one_line_and_exit_2(
+    repo: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    assert main([*argv[:1], "--path", str(repo), *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("theus: ") and err.count("\n") == 1

@@ -1,0 +1,114 @@
+"""`theus recall`: what the project's graph knows about a request, and the block it would inject."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from theus.commands.common import UsageError, print_json, project_root
+
+if TYPE_CHECKING:
+    from knowledge.recall import Recall
+
+WARM_BUDGET_S = 2.0  # reading file contents for the content index, once per CLI call
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "recall", help="recall the files and symbols related to a request",
+        description="Rank the project's files, symbols and memories for QUERY and show the "
+        "context block Theus would inject before a model call. Indexes the project first if "
+        "it has no index yet.",
+    )
+    p.add_argument("query", nargs="*", metavar="QUERY", help="the request (quotes optional)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--top", type=int, default=10, metavar="K", help="results to show (10)")
+    p.add_argument("--path", dest="project_path", default=None, metavar="PATH",
+                   help="project folder (default: current folder)")
+    p.add_argument("--under", default=None, metavar="PREFIX",
+                   help="only results whose repo-relative path starts with PREFIX")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    query = " ".join(args.query).strip()
+    if not query:
+        raise UsageError("recall needs a query, e.g. `theus recall \"where is the cart total\"`")
+    if args.top < 1:
+        raise UsageError(f"--top must be at least 1, got {args.top}")
+    root = project_root(args.project_path or getattr(args, "path", None))
+
+    from knowledge.context import build_block, count_tokens
+    from knowledge.project import Project
+    from knowledge.recall import Recaller
+    from knowledge.store import StoreError
+
+    project = Project(root)
+    try:
+        if not project.has_index:
+            sys.stderr.write(f"theus: no index for {root} yet; indexing it first\n")
+            try:
+                project.index()
+            except StoreError as exc:
+                sys.stderr.write(f"theus: {exc}; recalling from the unsaved index\n")
+        recaller = Recaller(project.graph, project.root)
+        recaller.warm(WARM_BUDGET_S)
+        result = recaller.recall(query, top=args.top, path_prefix=args.under)
+        block = build_block(result, project.graph)
+    finally:
+        project.close()
+    tokens = count_tokens(block)
+    if args.json:
+        print_json({
+            "query": query,
+            "took_ms": result.took_ms,
+            "best_score": result.best_score,
+            "results": [
+                {"key": h.key, "kind": h.kind, "path": h.path, "name": h.name, "line": h.line,
+                 "score": h.score, "why": h.why, "layer": h.layer}
+                for h in result.hits
+            ],
+            "context": block,
+            "injected_tokens": tokens,
+            "notes": result.notes,
+        })
+        return 0
+    _print_plain(result, block, tokens)
+    return 0
+
+
+def _print_plain(result: Recall, block: str, tokens: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from knowledge.context import THRESHOLD
+
+    console = Console(highlight=False)
+    if not result.hits:
+        console.print(f"Nothing recalled for {result.query!r} ({result.took_ms:.1f} ms).")
+        return
+    table = Table(title=f"Recall for {result.query!r} — {result.took_ms:.1f} ms",
+                  title_justify="left")
+    for name, justify in (("#", "right"), ("score", "right"), ("layer", "left"),
+                          ("where", "left"), ("name", "left"), ("why", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for i, hit in enumerate(result.hits, 1):
+        where = f"{hit.path}:{hit.line}" if hit.path and hit.line else hit.path or hit.kind
+        table.add_row(str(i), f"{hit.score:.2f}", hit.layer, _plain(where), _plain(hit.name),
+                      _plain(hit.why))
+    console.print(table)
+    if block:
+        console.print(f"\nContext block ({tokens} tokens):", style="bold")
+        console.print(block, markup=False)
+    else:
+        console.print(f"\nNo context block: best score {result.best_score:.2f} "
+                      f"is below {THRESHOLD}.")
+    for note in result.notes:
+        console.print(f"note: {note}", markup=False)
+
+
+def _plain(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
