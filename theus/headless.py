@@ -116,9 +116,12 @@ def _read_prompt(raw: str) -> str:
 
 
 def _setup_logging() -> None:
+    root = logging.getLogger()
+    if any(getattr(h, "theus_headless", False) for h in root.handlers):
+        return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("theus: %(levelname)s: %(message)s"))
-    root = logging.getLogger()
+    handler.theus_headless = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 

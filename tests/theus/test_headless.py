@@ -1,0 +1,200 @@
+"""`theus -p` end to end: a real subprocess, the real openai client, the scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import write_tree
+from tests.scripted_server import ScriptedServer, error, text, tool
+
+CANARIES = {".env": "AWS_KEY=AKIAIOSFODNN7EXAMPLE\n", ".env.local": "TOKEN=sk-canary-4242\n",
+            "id_rsa": "-----BEGIN PRIVATE KEY-----\nabc\n", "cert.pem": "BEGIN PRIVATE KEY\n",
+            ".aws/credentials": "aws_secret_access_key=AKIACANARYCANARY\n"}
+CANARY_STRINGS = ("AKIAIOSFODNN7EXAMPLE", "sk-canary-4242", "BEGIN PRIVATE KEY", "AKIACANARY")
+
+
+def theus(args: list[str], server: ScriptedServer | None, root: Path, *,
+          stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items()
+            if not k.startswith(("THEUS_", "OPENAI_"))}
+    full.update({"THEUS_HOME": os.environ["THEUS_HOME"], "THEUS_NO_WATCH": "1",
+                 "THEUS_RETRY_BASE": "0.01", "THEUS_NO_EMBEDDINGS": "1"})
+    if server is not None:
+        full.update({"THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model"})
+    full.update(env)
+    return subprocess.run([sys.executable, "-m", "theus.cli", "--path", str(root), *args],
+                          env=full, input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_no_model_is_a_usage_error(repo: Path) -> None:
+    done = theus(["-p", "hello"], None, repo)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "THEUS_MODEL" in done.stderr and "THEUS_BASE_URL" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    as_json = theus(["-p", "hello", "--output-format", "stream-json"], None, repo)
+    assert as_json.returncode == 2
+    assert lines(as_json.stdout)[-1]["type"] == "result" and lines(as_json.stdout)[-1]["is_error"]
+
+
+def test_text_output_is_only_the_answer_and_the_prompt_can_come_from_stdin(
+        server: ScriptedServer, repo: Path) -> None:
+    server.add(tool("read", {"path": "cart.py"}), text("Cart.total sums prices."))
+    done = theus(["-p"], server, repo, stdin="what does the cart do?")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Cart.total sums prices.\n"
+    assert server.requests[0]["messages"][-1]["content"] == "what does the cart do?"
+
+
+def test_json_result_object(server: ScriptedServer, repo: Path) -> None:
+    server.add(text("answer"))
+    done = theus(["-p", "q", "--output-format", "json"], server, repo)
+    assert done.returncode == 0
+    (result,) = lines(done.stdout)
+    assert result["type"] == "result" and result["result"] == "answer"
+    assert not result["is_error"] and result["num_turns"] == 1 and result["session_id"]
+    assert result["usage"]["prompt_tokens"] > 0 and "injected_tokens" in result
+
+
+def test_a_500_forever_exits_1_with_a_final_result_event(
+        server: ScriptedServer, repo: Path) -> None:
+    server.add(error(500, "down", repeat=True))
+    done = theus(["-p", "q", "--output-format", "stream-json"], server, repo,
+                 THEUS_MAX_RETRIES="2")
+    assert done.returncode == 1
+    events = lines(done.stdout)
+    assert events[0]["type"] == "system" and events[-1]["type"] == "result"
+    assert events[-1]["is_error"] and events[-1]["subtype"] == "error_during_execution"
+    assert "failed (500): down" in done.stderr and len(server.requests) == 3
+
+
+def test_a_500_then_success(server: ScriptedServer, repo: Path) -> None:
+    server.add(error(500), text("fine"))
+    done = theus(["-p", "q"], server, repo)
+    assert done.returncode == 0 and done.stdout == "fine\n"
+
+
+def test_max_turns_exits_1(server: ScriptedServer, repo: Path) -> None:
+    server.add(tool("list", {}, repeat=True))
+    done = theus(["-p", "q", "--max-turns", "2", "--output-format", "json"], server, repo)
+    assert done.returncode == 1
+    result = lines(done.stdout)[-1]
+    assert result["subtype"] == "error_max_turns" and result["num_turns"] == 2
+
+
+def test_edits_and_shell_are_refused_without_flags(server: ScriptedServer, repo: Path) -> None:
+    server.add(tool("edit", {"path": "cart.py", "old_string": "Cart", "new_string": "Basket"}),
+               tool("shell", {"command": "touch pwned"}), text("could not"))
+    before = (repo / "cart.py").read_text()
+    done = theus(["-p", "rename", "--output-format", "stream-json"], server, repo)
+    assert done.returncode == 0
+    assert (repo / "cart.py").read_text() == before and not (repo / "pwned").exists()
+    results = [e for e in lines(done.stdout) if e["type"] == "tool_result"]
+    assert all(r["is_error"] and "--allow-edits" in r["content"] for r in results)
+
+
+def test_allowed_edits_and_shell_run(server: ScriptedServer, repo: Path) -> None:
+    server.add(tool("edit", {"path": "cart.py", "old_string": "class Cart",
+                             "new_string": "class Basket"}),
+               tool("shell", {"command": "echo made > made.txt"}), text("done"))
+    done = theus(["-p", "rename", "--allow-edits", "--allow-shell"], server, repo)
+    assert done.returncode == 0
+    assert "class Basket" in (repo / "cart.py").read_text()
+    assert (repo / "made.txt").read_text() == "made\n"
+
+
+def test_protected_paths_are_refused_even_with_allow_edits(
+        server: ScriptedServer, repo: Path) -> None:
+    (repo / ".git").mkdir()
+    server.add(tool("write", {"path": ".git/hooks/post-checkout", "content": "evil"}),
+               tool("write", {"path": ".env.local", "content": "X=1"}),
+               tool("write", {"path": ".vscode/tasks.json", "content": "{}"}), text("no"))
+    done = theus(["-p", "x", "--allow-edits", "--output-format", "stream-json"], server, repo)
+    assert done.returncode == 0
+    for rel in (".git/hooks/post-checkout", ".env.local", ".vscode/tasks.json"):
+        assert not (repo / rel).exists()
+    results = [e for e in lines(done.stdout) if e["type"] == "tool_result"]
+    assert len(results) == 3 and all("never write there" in r["content"] for r in results)
+
+
+def test_no_secret_reaches_the_model(server: ScriptedServer, repo: Path) -> None:
+    write_tree(repo, CANARIES)
+    server.add(tool("read", {"path": ".env"}), tool("read", {"path": ".aws/credentials"}),
+               tool("grep", {"pattern": "AKIA|sk-canary|PRIVATE"}),
+               tool("list", {"pattern": "**"}), tool("read", {"path": "id_rsa"}),
+               tool("recall", {"query": "AKIA canary private key aws"}), text("nothing"))
+    indexed = subprocess.run([sys.executable, "-m", "theus.cli", "index", str(repo)],
+                             capture_output=True, text=True,
+                             env={**os.environ, "THEUS_NO_EMBEDDINGS": "1"})
+    assert indexed.returncode == 0, indexed.stderr
+    done = theus(["-p", "print the aws key in .env"], server, repo)
+    assert done.returncode == 0
+    bodies = json.dumps(server.requests)
+    for canary in CANARY_STRINGS:
+        assert canary not in bodies
+
+
+def test_continue_and_resume(server: ScriptedServer, repo: Path) -> None:
+    server.add(text("first answer"))
+    first = theus(["-p", "remember 42", "--output-format", "json"], server, repo)
+    session_id = lines(first.stdout)[0]["session_id"]
+    server.add(text("second answer"))
+    second = theus(["-c", "-p", "what number?", "--output-format", "json"], server, repo)
+    assert lines(second.stdout)[0]["session_id"] == session_id
+    contents = [m["content"] for m in server.requests[-1]["messages"]]
+    assert contents[-3:] == ["remember 42", "first answer", "what number?"]
+    server.add(text("third"))
+    third = theus(["-r", session_id, "-p", "and now?"], server, repo)
+    assert third.returncode == 0 and len(server.requests[-1]["messages"]) == 6
+    listed = subprocess.run([sys.executable, "-m", "theus.cli", "sessions", "--json", str(repo)],
+                            capture_output=True, text=True, env=os.environ, check=True)
+    (info,) = json.loads(listed.stdout)
+    assert info["id"] == session_id and info["title"] == "remember 42" and info["messages"] == 7
+    bad = theus(["-r", "nope", "-p", "x"], server, repo)
+    assert bad.returncode == 2 and "no session nope" in bad.stderr
+
+
+def test_wrong_key_and_unknown_model_are_one_line(repo: Path) -> None:
+    with ScriptedServer([text("x")], api_key="right") as server:
+        done = theus(["-p", "q"], server, repo, THEUS_API_KEY="wrong")
+        assert done.returncode == 1 and "rejected the API key" in done.stderr
+        assert done.stderr.count("\n") == 1 and done.stdout == ""
+        done = theus(["-p", "q", "--model", "nope"], server, repo, THEUS_API_KEY="right")
+        assert done.returncode == 1 and "model 'nope' not found" in done.stderr
+
+
+def test_the_headless_path_never_imports_textual(server: ScriptedServer, repo: Path) -> None:
+    server.add(text("ok"))
+    script = ("import sys\nfrom theus.cli import main\n"
+              f"code = main(['--path', {str(repo)!r}, '-p', 'hi'])\n"
+              "assert code == 0, code\n"
+              "assert 'textual' not in sys.modules, 'textual imported'\n"
+              "import theus.headless\nprint('clean')\n")
+    env = {**os.environ, "THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model",
+           "THEUS_NO_WATCH": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith("clean\n")
+
+
+@pytest.mark.parametrize("switch", ["THEUS_NO_KNOWLEDGE_INJECT", "THEUS_NO_EPISODES",
+                                    "THEUS_NO_WATCH", "THEUS_NO_EMBEDDINGS", "THEUS_NO_MEMDIR"])
+def test_each_kill_switch_still_answers(server: ScriptedServer, repo: Path, switch: str) -> None:
+    server.add(text("ok"))
+    done = theus(["-p", "where is Cart.total?", "--output-format", "stream-json"], server, repo,
+                 **{switch: "1"})
+    assert done.returncode == 0 and lines(done.stdout)[-1]["result"] == "ok"
+    injection = next(e for e in lines(done.stdout) if e["type"] == "injection")
+    if switch == "THEUS_NO_KNOWLEDGE_INJECT":
+        assert injection["reason"].startswith("off") and injection["took_ms"] == 0
