@@ -215,11 +215,6 @@ class Entry:
             source="graph" if self.origin == "graph" else "memdir", data=data,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key, "line": self.line, "title": self.title, "text": self.text,
-            "topic": self.topic or None, "origin": self.origin, "loaded": self.loaded,
-        }
 
 
 @dataclass(slots=True)
@@ -277,7 +272,8 @@ class MemoryDir:
 
     def read_index_text(self) -> str:
         try:
-            return self.index_path.read_bytes().decode("utf-8", errors="replace")
+            # utf-8-sig: a BOM from a Windows editor must not make line 1 malformed
+            return self.index_path.read_bytes().decode("utf-8-sig", errors="replace")
         except FileNotFoundError:
             return ""
 
@@ -437,7 +433,8 @@ def pointer_line(name: str, text: str) -> str:
     first = first_line(text)
     title = shorten(first, 60)
     hook = shorten(first, 150) if len(first) > 60 else ""
-    return f"- [{title.replace(']', ')')}]({name})" + (f" — {hook}" if hook else "")
+    title = title.replace("[", "(").replace("]", ")")
+    return f"- [{title}]({name})" + (f" — {hook}" if hook else "")
 
 
 # -- the bridge --------------------------------------------------------------------------------
@@ -654,7 +651,8 @@ def _rewrite_entry(mdir: MemoryDir, entry: Entry, text: str) -> str:
         atomic.write_text(mdir.path / entry.topic, head + text + "\n")
         return entry.key
     new_key = keys.memory_key(text)
-    if not entry.topic and "\n" not in text and len(text) <= ENTRY_MAX:
+    if (not entry.topic and "\n" not in text and len(text) <= ENTRY_MAX
+            and not _LINK_START.match(text)):
         prefix = line[: len(line) - len(line.lstrip())]
         mdir.replace_line(entry.line, line, f"{prefix}- {text}")
         return new_key
@@ -723,7 +721,7 @@ def resolve_key(project: Project, prefix: str) -> str:
 
 
 def memories(project: Project) -> list[Node]:
-    """The graph's memory nodes, newest topic files last, for lists and panels."""
+    """The graph's memory nodes, by source then title, for lists and panels."""
     return sorted(project.graph.nodes("memory"), key=lambda n: (n.source, n.label.casefold()))
 
 
@@ -765,7 +763,7 @@ class MemdirWatcher:
 
         path = self.project.paths.memory
         try:
-            for _changes in watch(path, watch_filter=_relevant, stop_event=self._stop,
+            for _changes in watch(path, watch_filter=_relevant_in(path), stop_event=self._stop,
                                   debounce=self.debounce_ms, step=50, yield_on_timeout=True,
                                   rust_timeout=200, raise_interrupt=False):
                 self.ready.set()
@@ -780,10 +778,21 @@ class MemdirWatcher:
             self.ready.set()
 
 
-def _relevant(_change: object, path: str) -> bool:
-    name = os.path.basename(path)
-    return name.endswith(".md") and not atomic.is_temp_name(name) and "episodes" not in Path(
-        path).parts
+def _relevant_in(base: Path) -> Callable[[object, str], bool]:
+    """Markdown files of the memory folder itself: not temp files, not episodes."""
+
+    real = base.resolve()  # watchfiles reports real paths (/tmp may be /private/tmp)
+
+    def relevant(_change: object, path: str) -> bool:
+        name = os.path.basename(path)
+        if not name.endswith(".md") or atomic.is_temp_name(name):
+            return False
+        try:
+            return Path(path).resolve().relative_to(real).parts[0] != "episodes"
+        except (ValueError, OSError):
+            return False
+
+    return relevant
 
 
 # -- status ------------------------------------------------------------------------------------

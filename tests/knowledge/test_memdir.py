@@ -300,3 +300,31 @@ def test_orphaned_temp_files_are_cleaned(project: Project) -> None:
     orphan.write_text("half a write")
     memdir.sync(project)
     assert not orphan.exists()
+
+
+def test_watcher_sees_our_own_writes_as_nothing_new(project: Project) -> None:
+    reports: list[SyncReport] = []
+    synced = threading.Event()
+
+    def on_sync(report: SyncReport) -> None:
+        reports.append(report)
+        synced.set()
+
+    watcher = memdir.MemdirWatcher(project, on_sync)
+    assert watcher.start() and watcher.ready.wait(10)
+    try:
+        change = memdir.add_memory(project, "[WIP] the login flow is being rewritten")
+        assert synced.wait(10)
+    finally:
+        watcher.stop()
+    assert all(not r.added and not r.removed for r in reports)
+    assert memory_keys(project) == {change.key}
+    assert "- [(WIP) the login flow is being rewritten](" in index_file(project).read_text()
+
+
+def test_a_bom_from_a_windows_editor_is_not_a_malformed_line(project: Project) -> None:
+    project.paths.memory.mkdir(parents=True)
+    index_file(project).write_bytes("\ufeff- first\r\n- second\r\n".encode())
+    report = memdir.sync(project)
+    assert report.entries == 2 and report.warnings == []
+    assert project.graph.get(keys.memory_key("first")) is not None
