@@ -120,3 +120,17 @@ def test_episodes_list_and_show(root: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 1 and err == "theus: no episode matches 'nope' (see `theus episodes list`)\n"
     code, _, err = run(capsys, "episodes", "show", "--project", str(root))
     assert code == 2 and "ID" in err and err.count("\n") == 1
+
+
+def test_unusable_memory_folder(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = memory_file(root).parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("a file where the memory folder should be")
+    code, out, err = run(capsys, "memory", "add", "still remembered", "--project", str(root))
+    assert code == 0 and out.startswith("added")
+    assert "kept in the graph only" in err
+    key = keys.memory_key("still remembered")
+    code, _, err = run(capsys, "memory", "rm", key, "--project", str(root))
+    warning, error = err.splitlines()
+    assert code == 1 and "unusable" in warning
+    assert error.startswith("theus: could not change the project's memory:")

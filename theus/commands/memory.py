@@ -44,44 +44,51 @@ def _options(parser: argparse.ArgumentParser, default: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge import memdir
     from knowledge.project import Project
+    from knowledge.store import StoreError
 
     root = project_root(args.project or getattr(args, "path", None))
-    action = args.action or "list"
     _check_text(args)
     project = Project(root)
     try:
-        report = memdir.sync(project)
-        shown = set(report.warnings)
-        _warn(report.warnings)
-        if action == "list":
-            nodes = memdir.memories(project)
-            if args.json:
-                print_json([_node_json(n) for n in nodes])
-            elif not nodes:
-                sys.stderr.write("theus: no memories yet (add one with `theus memory add "
-                                 "TEXT`)\n")
-            for node in [] if args.json else nodes:
-                sys.stdout.write(f"{node.key[:16]}  {node.source:<6}  {node.label}\n")
-            return 0
-        if action == "add":
-            change = memdir.add_memory(project, " ".join(args.text))
-            return _done(change, "added" if change.created else "already known", args.json, shown)
-        try:
-            key = memdir.resolve_key(project, args.key)
-        except memdir.AmbiguousKey as exc:
-            raise UsageError(str(exc)) from exc
-        except memdir.MemoryNotFound:
-            sys.stderr.write(f"theus: no memory matches {args.key!r} (see `theus memory "
-                             "list`)\n")
-            return 1
-        if action == "edit":
-            return _done(memdir.edit_memory(project, key, " ".join(args.text)), "edited",
-                         args.json, shown)
-        return _done(memdir.delete_memory(project, key), "removed", args.json, shown)
+        return _act(project, args)
+    except (OSError, StoreError) as exc:  # unwritable memory folder or store: say so, no trace
+        sys.stderr.write(f"theus: could not change the project's memory: {exc}\n")
+        return 1
     finally:
         project.close()
+
+
+def _act(project: Any, args: argparse.Namespace) -> int:
+    from knowledge import memdir
+
+    action = args.action or "list"
+    report = memdir.sync(project)
+    shown = set(report.warnings)
+    _warn(report.warnings)
+    if action == "list":
+        nodes = memdir.memories(project)
+        if args.json:
+            print_json([_node_json(n) for n in nodes])
+        elif not nodes:
+            sys.stderr.write("theus: no memories yet (add one with `theus memory add TEXT`)\n")
+        for node in [] if args.json else nodes:
+            sys.stdout.write(f"{node.key[:16]}  {node.source:<6}  {node.label}\n")
+        return 0
+    if action == "add":
+        change = memdir.add_memory(project, " ".join(args.text))
+        return _done(change, "added" if change.created else "already known", args.json, shown)
+    try:
+        key = memdir.resolve_key(project, args.key)
+    except memdir.AmbiguousKey as exc:
+        raise UsageError(str(exc)) from exc
+    except memdir.MemoryNotFound:
+        sys.stderr.write(f"theus: no memory matches {args.key!r} (see `theus memory list`)\n")
+        return 1
+    if action == "edit":
+        change = memdir.edit_memory(project, key, " ".join(args.text))
+        return _done(change, "edited", args.json, shown)
+    return _done(memdir.delete_memory(project, key), "removed", args.json, shown)
 
 
 def _check_text(args: argparse.Namespace) -> None:
