@@ -90,6 +90,15 @@ class Graph:
     def owned(self, owner: str) -> set[str]:
         return set(self._owned.get(owner, ()))
 
+    def owned_nodes(self, owner: str) -> list[Node]:
+        g, index = self._g, self._index
+        return [g[index[k]] for k in self._owned.get(owner, ())]
+
+    def out_edge_rows(self, key: str, owner: str) -> list[tuple[str, str, str, str]]:
+        """(src, dst, kind, owner) rows for the store, without building Edge objects."""
+        g = self._g
+        return [(key, g[b].key, k, owner) for _, b, k in g.out_edges(self._index[key])]
+
     def owner_of(self, key: str) -> str | None:
         return self._owner_of.get(key)
 
@@ -211,8 +220,10 @@ class Graph:
             for key in self.owned(owner) - fresh.keys():
                 self.remove_node(key)
             for node in fresh.values():
+                existed = node.key in self._index
                 self.upsert(node, owner)
-                self.remove_out_edges(node.key)
+                if existed:
+                    self.remove_out_edges(node.key)
             for edge in edges:
                 self.add_edge(edge.src, edge.dst, edge.kind)
             self._touch(owner)

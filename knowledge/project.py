@@ -19,14 +19,15 @@ from pathlib import Path
 
 from knowledge import keys
 from knowledge.graph import Graph
+from knowledge.index import schema
 from knowledge.index.analyse import Analysed, analyse, language_of
 from knowledge.index.ignore import IgnoreRules
 from knowledge.index.model import Import
 from knowledge.index.nodes import file_nodes
-from knowledge.index.resolve import RepoFiles, resolve
+from knowledge.index.resolve import RepoFiles, go_module_path, resolve
 from knowledge.index.walker import FileEntry, walk
 from knowledge.paths import ProjectPaths
-from knowledge.store import FileState, Store
+from knowledge.store import FileState, Links, Store
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ class Project:
         self.last_index = float(meta.get("last_index", 0) or 0)
         self.rules = IgnoreRules(self.root)
         self._graph: Graph | None = None
+        self._links: dict[str, Links] | None = None
+        self._pending_links: dict[str, Links] = {}
         self._pending_files: dict[str, FileState] = {}
         self._pending_removed: set[str] = set()
         self.lock = threading.RLock()  # one writer at a time: CLI, watcher, agent
@@ -89,6 +92,13 @@ class Project:
         if self._graph is None:
             self._graph = self.store.load_graph()
         return self._graph
+
+    @property
+    def links(self) -> dict[str, Links]:
+        """Per-file imports and identifiers; loaded only when cross-file edges are rebuilt."""
+        if self._links is None:
+            self._links = self.store.links()
+        return self._links
 
     @property
     def has_index(self) -> bool:
@@ -176,13 +186,15 @@ class Project:
         with self.lock:
             graph = self._graph if self._graph is not None else Graph()
             files, gone = list(self._pending_files.values()), set(self._pending_removed)
+            links = dict(self._pending_links)
             meta = {
                 "root": str(self.root),
                 "last_index": str(self.last_index),
                 "walk_skipped": json.dumps(self.walk_skipped),
             }
-            written = self.store.save(graph, files, gone, meta)
+            written = self.store.save(graph, files, gone, meta, links)
             self._pending_files.clear()
+            self._pending_links.clear()
             self._pending_removed -= gone
             return written
 
@@ -264,7 +276,9 @@ class Project:
             for rel in removed:
                 graph.remove_owner(rel)
                 self.files.pop(rel, None)
+                self.links.pop(rel, None)
                 self._pending_files.pop(rel, None)
+                self._pending_links.pop(rel, None)
                 self._pending_removed.add(rel)
         changed: list[str] = []
         for result in results:
@@ -285,6 +299,9 @@ class Project:
             report.nodes_removed = len(keys_before - keys_after)
             files_moved = bool(removed) or any(rel not in previously for rel in changed)
             self._link(graph, changed, names, relink_all or files_moved)
+            schema_touched = [r for r in touched if r.endswith((".prisma", ".sql"))]
+            if relink_all or schema_touched:
+                self._discover_schema(graph)
 
     def _replace_file(self, graph: Graph, result: Analysed) -> None:
         language = language_of(result.rel)
@@ -293,11 +310,16 @@ class Project:
             path=result.rel, size=result.size, mtime_ns=result.mtime_ns, sha1=result.sha1,
             language=language, lines=ex.lines if ex else 0, status=result.status,
             reason=result.reason,
-            imports=[[i.module, i.line, list(i.names), i.level] for i in ex.imports] if ex else [],
-            identifiers=sorted(ex.identifiers) if ex else [],
+        )
+        links = Links(
+            [[i.module, i.line, list(i.names), i.level] for i in ex.imports] if ex else [],
+            sorted(ex.identifiers) if ex else [],
+            schema.table_dicts(ex.tables) if ex else [],
         )
         self.files[result.rel] = state
         self._pending_files[result.rel] = state
+        self.links[result.rel] = links
+        self._pending_links[result.rel] = links
         self._pending_removed.discard(result.rel)
         if not result.keep_node:
             graph.remove_owner(result.rel)
@@ -314,23 +336,25 @@ class Project:
             targets = {r for r in changed if r in indexed}
             if names:
                 targets |= {
-                    rel for rel in indexed if names.intersection(self.files[rel].identifiers)
+                    rel for rel in indexed
+                    if (link := self.links.get(rel)) and names.intersection(link.identifiers)
                 }
         if not targets:
             return
-        repo = RepoFiles(indexed)
+        repo = RepoFiles(indexed, self._go_modules(indexed))
         by_name = _definitions(graph)
         for rel in targets:
             state = self.files[rel]
+            link = self.links.get(rel) or Links()
             fkey = keys.file_key(rel)
             graph.remove_out_edges(fkey, ("imports", "references"))
-            for module, line, imported, level in state.imports:
+            for module, line, imported, level in link.imports:
                 imp = Import(module, line, tuple(imported), level)
                 for target in resolve(rel, imp, state.language, repo):
                     if target != rel:
                         graph.add_edge(fkey, keys.file_key(target), "imports")
             linked = 0
-            for name in state.identifiers:
+            for name in link.identifiers:
                 found = by_name.get(name)
                 if found is None or len(found) != 1 or found[0][1] == rel:
                     continue
@@ -338,8 +362,27 @@ class Project:
                 linked += 1
                 if linked >= _MAX_REFERENCES:
                     break
-        if everything or any(self.files[r].language in ("prisma", "sql") for r in targets):
-            _link_foreign_keys(graph)
+
+    def _go_modules(self, indexed: set[str]) -> dict[str, str]:
+        """Directory of each go.mod -> its module path, so Go imports resolve exactly."""
+        out = {}
+        for rel in indexed:
+            if rel == "go.mod" or rel.endswith("/go.mod"):
+                try:
+                    module = go_module_path((self.root / rel).read_text(errors="replace"))
+                except OSError:
+                    continue
+                if module:
+                    out[rel.rpartition("/")[0]] = module
+        return out
+
+    def _discover_schema(self, graph: Graph) -> None:
+        definitions = [
+            (rel, state.language, self.links[rel].tables)
+            for rel, state in self.files.items()
+            if state.language in schema.SCHEMA_LANGUAGES and rel in self.links
+        ]
+        schema.discover(graph, definitions)
 
 
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
@@ -376,22 +419,16 @@ def _symbol_names(graph: Graph, rel: str) -> set[str]:
 
 
 def _definitions(graph: Graph) -> dict[str, list[tuple[str, str]]]:
-    """Short symbol name -> [(key, path)] for names worth linking by name."""
+    """Symbol name -> [(key, path)] for names worth linking by name.
+
+    Both the short name (`total`) and the qualified one (`Cart.total`, as docs write it).
+    """
     out: dict[str, list[tuple[str, str]]] = {}
     for node in graph.nodes("symbol"):
         name = _short(node.label)
         if len(name) < 4 or name.lower() in _GENERIC or node.subkind not in _SYMBOL_KINDS_LINKED:
             continue
         out.setdefault(name, []).append((node.key, node.path))
+        if node.label != name:
+            out.setdefault(node.label, []).append((node.key, node.path))
     return out
-
-
-def _link_foreign_keys(graph: Graph) -> None:
-    for node in graph.nodes("column"):
-        ref = node.data.get("references")
-        if not ref:
-            continue
-        table = node.label.split(".", 1)[0]
-        graph.add_edge(node.key, keys.column_key(ref[0], ref[1]), "references")
-        graph.add_edge(keys.table_key(table), keys.table_key(ref[0]), "references")
-

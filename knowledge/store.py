@@ -24,7 +24,7 @@ from knowledge.graph import Edge, Graph, Node
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 _FIELDS = tuple(Node.__dataclass_fields__)
 _DEFAULTS = Node("", "", "").to_dict()
 
@@ -33,10 +33,15 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     sha1 TEXT NOT NULL, language TEXT NOT NULL, lines INTEGER NOT NULL,
-    status TEXT NOT NULL, reason TEXT NOT NULL, imports TEXT NOT NULL, identifiers TEXT NOT NULL
+    status TEXT NOT NULL, reason TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS links (
+    path TEXT PRIMARY KEY, imports TEXT NOT NULL, identifiers TEXT NOT NULL, tables TEXT
 );
 CREATE TABLE IF NOT EXISTS nodes (
-    key TEXT PRIMARY KEY, owner TEXT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL
+    key TEXT PRIMARY KEY, owner TEXT NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
+    path TEXT NOT NULL, line INTEGER NOT NULL, end_line INTEGER NOT NULL, summary TEXT NOT NULL,
+    subkind TEXT NOT NULL, signature TEXT NOT NULL, extra TEXT
 );
 CREATE INDEX IF NOT EXISTS nodes_owner ON nodes(owner);
 CREATE TABLE IF NOT EXISTS edges (
@@ -66,37 +71,42 @@ class FileState:
     lines: int = 0
     status: str = "ok"  # ok | partial | skipped
     reason: str = ""
-    imports: list[list[Any]] = field(default_factory=list)  # [module, line, names, level]
-    identifiers: list[str] = field(default_factory=list)
 
     def row(self) -> tuple[Any, ...]:
-        return (
-            self.path, self.size, self.mtime_ns, self.sha1, self.language, self.lines,
-            self.status, self.reason, json.dumps(self.imports), " ".join(self.identifiers),
-        )
-
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> FileState:
-        path, size, mtime, sha1, lang, lines, status, reason, imports, idents = row
-        return cls(
-            path, size, mtime, sha1, lang, lines, status, reason,
-            json.loads(imports), idents.split() if idents else [],
-        )
+        return (self.path, self.size, self.mtime_ns, self.sha1, self.language, self.lines,
+                self.status, self.reason)
 
 
-def encode_node(node: Node) -> str:
-    """JSON of the fields that differ from their defaults (keeps the store small)."""
-    out = {}
-    for name in _FIELDS:
-        value = getattr(node, name)
-        if name in ("key", "kind", "label") or value != _DEFAULTS[name]:
-            out[name] = value
-    return json.dumps(out, separators=(",", ":"))
+@dataclass(slots=True)
+class Links:
+    """What a file points at by name, kept to re-link it when other files change."""
+
+    imports: list[list[Any]] = field(default_factory=list)  # [module, line, names, level]
+    identifiers: list[str] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)  # schema files only
 
 
-def decode_node(text: str) -> Node:
-    raw = json.loads(text)
-    return Node(**raw)
+# Node fields stored as columns; the rest go to one JSON column only when not default.
+_COLUMNS = ("key", "kind", "label", "path", "line", "end_line", "summary", "subkind",
+            "signature")
+_EXTRA = tuple(f for f in Node.__dataclass_fields__ if f not in _COLUMNS)
+_DEFAULTS = Node("", "", "").to_dict()
+
+
+def node_row(node: Node, owner: str) -> tuple[Any, ...]:
+    extra = {f: v for f in _EXTRA if (v := getattr(node, f)) != _DEFAULTS[f]}
+    return (node.key, owner, node.kind, node.label, node.path, node.line, node.end_line,
+            node.summary, node.subkind, node.signature,
+            json.dumps(extra, separators=(",", ":")) if extra else None)
+
+
+def row_node(row: tuple[Any, ...]) -> Node:
+    key, _owner, kind, label, path, line, end_line, summary, subkind, signature, extra = row
+    node = Node(key, kind, label, path, line, end_line, summary, subkind, signature)
+    if extra:
+        for name, value in json.loads(extra).items():
+            setattr(node, name, value)
+    return node
 
 
 class Store:
@@ -130,7 +140,13 @@ class Store:
         return dict(self._read("SELECT k, v FROM meta"))
 
     def files(self) -> dict[str, FileState]:
-        return {r[0]: FileState.from_row(r) for r in self._read("SELECT * FROM files")}
+        return {r[0]: FileState(*r) for r in self._read("SELECT * FROM files")}
+
+    def links(self) -> dict[str, Links]:
+        return {
+            path: Links(json.loads(imports), identifiers.split(), json.loads(tables or "[]"))
+            for path, imports, identifiers, tables in self._read("SELECT * FROM links")
+        }
 
     def counts(self) -> dict[str, int]:
         out = dict(self._read("SELECT kind, COUNT(*) FROM nodes GROUP BY kind"))
@@ -139,7 +155,7 @@ class Store:
 
     def load_graph(self) -> Graph:
         graph = Graph()
-        nodes = [(decode_node(d), o) for d, o in self._read("SELECT data, owner FROM nodes")]
+        nodes = [(row_node(r), r[1]) for r in self._read("SELECT * FROM nodes")]
         edges = [Edge(s, d, k) for s, d, k in self._read("SELECT src, dst, kind FROM edges")]
         graph.load(nodes, edges)
         return graph
@@ -158,6 +174,7 @@ class Store:
         files: Iterable[FileState] = (),
         removed_files: Iterable[str] = (),
         meta: dict[str, str] | None = None,
+        links: dict[str, Links] | None = None,
     ) -> int:
         """Persist the graph's dirty owners and the given file states in one transaction.
 
@@ -166,16 +183,18 @@ class Store:
         """
         with graph.lock:
             dirty = graph.take_dirty()
-            rows: list[tuple[str, str, str, str]] = []
+            rows: list[tuple[Any, ...]] = []
             edge_rows: list[tuple[str, str, str, str]] = []
             for owner in dirty:
-                for key in graph.owned(owner):
-                    node = graph.get(key)
-                    if node is None:
-                        continue
-                    rows.append((key, owner, node.kind, encode_node(node)))
-                    edge_rows.extend((e.src, e.dst, e.kind, owner) for e in graph.out_edges(key))
+                for node in graph.owned_nodes(owner):
+                    rows.append(node_row(node, owner))
+                    edge_rows.extend(graph.out_edge_rows(node.key, owner))
         file_rows = [f.row() for f in files]
+        link_rows = [
+            (path, json.dumps(link.imports), " ".join(link.identifiers),
+             json.dumps(link.tables) if link.tables else None)
+            for path, link in (links or {}).items()
+        ]
         gone = [(p,) for p in removed_files]
         try:
             with self._lock, self._conn:
@@ -184,12 +203,15 @@ class Store:
                 owners = [(o,) for o in dirty]
                 c.executemany("DELETE FROM nodes WHERE owner = ?", owners)
                 c.executemany("DELETE FROM edges WHERE owner = ?", owners)
-                c.executemany("INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?)", rows)
+                c.executemany(
+                    "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+                )
                 c.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)", edge_rows)
                 c.executemany("DELETE FROM files WHERE path = ?", gone)
-                c.executemany(
-                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", file_rows
-                )
+                c.executemany("DELETE FROM links WHERE path = ?", gone)
+                c.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                              file_rows)
+                c.executemany("INSERT OR REPLACE INTO links VALUES (?, ?, ?, ?)", link_rows)
                 stamp = {"saved_at": str(time.time()), **(meta or {})}
                 c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", stamp.items())
         except sqlite3.Error as exc:
@@ -217,7 +239,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         elif row[0] != str(SCHEMA_VERSION):
             raise StoreCorrupt(f"schema version {row[0]}, expected {SCHEMA_VERSION}")
         # Touch every table so a truncated file fails here, not in the middle of a session.
-        for table in ("files", "nodes", "edges"):
+        for table in ("files", "links", "nodes", "edges"):
             conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
     except BaseException:
         conn.close()

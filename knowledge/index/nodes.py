@@ -63,26 +63,5 @@ def file_nodes(result: Analysed, language: str) -> tuple[list[Node], list[Edge]]
             )
         )
         edges.append(Edge(fkey, key, "contains"))
-    for table in ex.tables:
-        tkey = keys.table_key(table.name)
-        nodes.append(
-            Node(
-                key=tkey, kind="table", label=table.name, path=rel, line=table.line,
-                end_line=table.end_line, summary=table.summary, subkind=language,
-            )
-        )
-        edges.append(Edge(fkey, tkey, "defines"))
-        for col in table.columns:
-            ckey = keys.column_key(table.name, col.name)
-            nodes.append(
-                Node(
-                    key=ckey, kind="column", label=f"{table.name}.{col.name}", path=rel,
-                    line=col.line, end_line=col.line, signature=f"{col.name} {col.type}".strip(),
-                    subkind="column",
-                    # Foreign keys may point into another file: linked once all files exist.
-                    data={"references": list(col.references)} if col.references else {},
-                )
-            )
-            edges.append(Edge(tkey, ckey, "contains"))
     return nodes, edges
 

@@ -112,3 +112,51 @@ def test_gitignore_change_is_followed(repo: Path) -> None:
     project.index()
     assert "file:pkg/report.py" not in project.graph
     assert "sym:pkg/report.py#summary" not in project.graph
+
+
+PRISMA = """model User {
+  id    Int    @id
+  posts Post[]
+}
+
+model Post {
+  id       Int  @id
+  authorId Int
+  author   User @relation(fields: [authorId], references: [id])
+}
+"""
+MIGRATION = """CREATE TABLE "Post" ("id" INTEGER PRIMARY KEY, "authorId" INTEGER, "title" TEXT);
+ALTER TABLE "Post" ADD CONSTRAINT fk FOREIGN KEY ("authorId") REFERENCES "User"("id");
+"""
+
+
+def test_schema_discovery_is_order_independent(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_tree(tmp_path / "repo", {"prisma/schema.prisma": PRISMA,
+                                          "prisma/migrations/001/migration.sql": MIGRATION})
+    project = Project(root)
+    project.index()
+    graph = project.graph
+    post = graph.get("table:post")
+    assert post.path == "prisma/schema.prisma" and post.subkind == "prisma"
+    # Prisma's definition wins; the migration adds the column Prisma does not declare.
+    assert graph.get("column:post.authorid").signature == "authorId Int"
+    assert "column:post.title" in graph
+    edges = {(e.src, e.dst, e.kind) for e in graph.edges()}
+    assert ("column:post.authorid", "column:user.id", "references") in edges
+    assert ("table:post", "table:user", "references") in edges
+    assert ("file:prisma/migrations/001/migration.sql", "table:post", "defines") in edges
+    # Touching the migration alone must not hand the table over to it.
+    (root / "prisma/migrations/001/migration.sql").write_text(MIGRATION + "-- touched\n")
+    project.update(["prisma/migrations/001/migration.sql"])
+    assert graph.get("table:post").path == "prisma/schema.prisma"
+    # A new model appears after a schema change.
+    (root / "prisma/schema.prisma").write_text(PRISMA + "model Tag {\n  id Int @id\n}\n")
+    project.update(["prisma/schema.prisma"])
+    assert "table:tag" in graph and "column:tag.id" in graph
+    before = snapshot(graph)
+    project.close()
+    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "fresh"))
+    fresh = Project(root)
+    fresh.index()
+    assert snapshot(fresh.graph) == before
