@@ -46,6 +46,7 @@ _POINTER_RE = re.compile(
 )
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BACKTICK_RE = re.compile(r"`([^`\n]{2,200})`")
+_LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
 _PLAIN_VALUE = re.compile(r"^[^\s\"'\[\]{}#&*!|>%@`,][^\n#]*$")
 
 
@@ -153,7 +154,8 @@ class Mentions:
     def keys_for(self, text: str, files: Iterable[str] = ()) -> list[str]:
         found: list[str] = []
         for token in [*files, *_BACKTICK_RE.findall(text)]:
-            key = self._resolve(token.strip().rstrip("()"))
+            # `f(x)` names f; `src/app.py:12` names the file
+            key = self._resolve(_LINE_SUFFIX.sub("", token.strip().split("(", 1)[0]))
             if key and key not in found:
                 found.append(key)
         return found

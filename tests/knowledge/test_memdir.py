@@ -45,9 +45,10 @@ def memory_keys(project: Project) -> set[str]:
 
 def test_entries_become_memory_nodes_with_edges_to_what_they_mention(project: Project) -> None:
     write_index(project, "# Memory\n\n- use pnpm, not npm\n"
-                "- the total lives in `src/cart.py#Cart.total`; see `redirect_after_login`\n")
+                "- the total lives in `src/cart.py#Cart.total`; see `redirect_after_login`\n"
+                "- bug at `src/login.py:2`, called as `redirect_after_login(user)`\n")
     report = memdir.sync(project)
-    assert report.entries == 2 and report.warnings == []
+    assert report.entries == 3 and report.warnings == []
     pnpm = project.graph.get(keys.memory_key("use pnpm, not npm"))
     assert pnpm is not None and pnpm.kind == "memory" and pnpm.source == "memdir"
     assert pnpm.data["text"] == "use pnpm, not npm"
@@ -56,6 +57,9 @@ def test_entries_become_memory_nodes_with_edges_to_what_they_mention(project: Pr
     targets = {e.dst for e in project.graph.out_edges(key, "derived-from")}
     assert targets == {keys.symbol_key("src/cart.py", "Cart.total"),
                        keys.symbol_key("src/login.py", "redirect_after_login")}
+    key = keys.memory_key("bug at `src/login.py:2`, called as `redirect_after_login(user)`")
+    assert {e.dst for e in project.graph.out_edges(key, "derived-from")} == {
+        keys.file_key("src/login.py"), keys.symbol_key("src/login.py", "redirect_after_login")}
 
 
 def test_ten_syncs_leave_the_same_nodes_and_nothing_to_save(project: Project) -> None:
