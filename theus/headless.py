@@ -35,6 +35,7 @@ from theus.commands.common import UsageError, project_root
 from theus.config import MISSING_MODEL_HELP, AgentSettings, load_model_settings
 
 log = logging.getLogger("theus")
+WARM_WAIT_S = 3.0
 HEADLESS_DENIED = "headless runs need --allow-edits for edits and --allow-shell for commands"
 
 
@@ -172,8 +173,9 @@ def _open_session(root: Path, args: argparse.Namespace, model: str) -> tuple[Any
 
 async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any, session: Any,
                messages: list[Any], printer: Printer, started: float) -> int:
+    from theus.agent.injection import Injector
     from theus.agent.loop import Agent
-    from theus.agent.ports import episode_sink, start_watcher, stop_watcher
+    from theus.agent.ports import open_memory
     from theus.model import ModelClient
 
     allow = {"edit": bool(args.allow_edits), "shell": bool(args.allow_shell)}
@@ -184,13 +186,19 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     if printer.fmt == "stream-json":
         printer.line({"type": "system", "subtype": "init", "session_id": session.id,
                       "model": settings.model, "cwd": str(root)})
-    watcher = start_watcher(root)
+    memory = await asyncio.to_thread(open_memory, root)
+    agent_settings = AgentSettings.from_env()
+    injector = Injector(root, agent_settings, recaller_factory=memory.recaller)
+    # One-shot: there is no typing time to hide the graph load behind, so wait for it once
+    # (bounded); the 150 ms deadline then applies to the recall itself.
+    injector.warm()
+    await injector.wait_ready(WARM_WAIT_S)
     model = ModelClient(settings)
     agent = Agent(
-        model, root, sink=printer, approver=approve, settings=AgentSettings.from_env(),
-        session=session, episodes=episode_sink(root), max_turns=args.max_turns,
-        refuse_protected=True, denied_hint=HEADLESS_DENIED, messages=messages or None)
-    agent.injector.warm()
+        model, root, sink=printer, approver=approve, settings=agent_settings,
+        injector=injector, session=session, episodes=memory.episodes,
+        max_turns=args.max_turns, refuse_protected=True, denied_hint=HEADLESS_DENIED,
+        messages=messages or None)
     try:
         result = await agent.run_turn(prompt)
         text, stop, error = result.text, result.stop, result.error
@@ -199,7 +207,7 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         text, stop, error = "", "error", f"internal error: {exc!r}"
     finally:
         agent.end_session()
-        stop_watcher(watcher)
+        memory.close()
         await model.close()
     subtype = {"end": "success", "max_turns": "error_max_turns"}.get(stop,
                                                                         "error_during_execution")

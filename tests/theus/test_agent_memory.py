@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,9 @@ async def test_compaction_summarises_older_turns_into_an_episode(
                    files: list[str]) -> None:
             recorded.append((kind, text, session_id, files))
 
+        def record_transcript(self, messages: list[dict[str, Any]], session_id: str) -> None:
+            recorded.append(("session", json.dumps(messages), session_id, []))
+
     session = SessionStore(repo).create()
     agent, rec = make_agent(settings=AgentSettings(context_tokens=1000), session=session,
                             episodes=Episodes())
@@ -100,6 +104,7 @@ async def test_compaction_summarises_older_turns_into_an_episode(
     assert [m["role"] for m in session.messages()] == [*roles, "assistant"]
     agent.end_session()
     assert recorded[-1][0] == "session" and "user asked about the cart" in recorded[-1][1]
+    assert "<system-reminder>" not in recorded[-1][1]
 
 
 async def test_a_failing_episodes_port_does_not_stop_the_session(

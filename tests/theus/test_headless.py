@@ -198,3 +198,26 @@ def test_each_kill_switch_still_answers(server: ScriptedServer, repo: Path, swit
     injection = next(e for e in lines(done.stdout) if e["type"] == "injection")
     if switch == "THEUS_NO_KNOWLEDGE_INJECT":
         assert injection["reason"].startswith("off") and injection["took_ms"] == 0
+
+
+def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
+        server: ScriptedServer, repo: Path) -> None:
+    from knowledge.paths import ProjectPaths
+
+    indexed = subprocess.run([sys.executable, "-m", "theus.cli", "index", str(repo)],
+                             capture_output=True, text=True,
+                             env={**os.environ, "THEUS_NO_EMBEDDINGS": "1"})
+    assert indexed.returncode == 0, indexed.stderr
+    server.add(tool("read", {"path": "cart.py"}), text("It sums price_of over items."))
+    done = theus(["-p", "how does Cart.total use price_of?", "--output-format", "stream-json"],
+                 server, repo, THEUS_NO_WATCH="0")
+    assert done.returncode == 0, done.stderr
+    events = lines(done.stdout)
+    injection = next(e for e in events if e["type"] == "injection")
+    assert injection["attached"] and injection["tokens"] > 0
+    assert events[-1]["injected_tokens"] == injection["tokens"]
+    reminder = server.requests[0]["messages"][1]["content"]
+    assert reminder.startswith("<system-reminder>") and "cart.py" in reminder
+    episodes = list(ProjectPaths.for_root(repo).episodes.glob("*.md"))
+    assert len(episodes) == 1
+    assert "how does Cart.total use price_of?" in episodes[0].read_text()

@@ -73,18 +73,30 @@ class Injector:
         self._inject = inject_fn or _default_inject
         self._recaller: Any = None
         self._lock = threading.Lock()
-        self._failed = False
+        self._ready = threading.Event()
 
-    def warm(self) -> None:
-        """Load the graph and recaller in the background so the first turn is not dropped."""
-        threading.Thread(target=self._get_recaller_quietly, daemon=True,
+    def warm(self, budget_s: float = 2.0) -> None:
+        """Load the graph and the recall indexes in the background, so that the first
+        request's recall is not dropped for a cold start."""
+        if not self.settings.inject:
+            self._ready.set()
+            return
+        threading.Thread(target=self._warm, args=(budget_s,), daemon=True,
                          name="theus-recall-warm").start()
 
-    def _get_recaller_quietly(self) -> None:
+    def _warm(self, budget_s: float) -> None:
         try:
-            self.recaller()
+            warm = getattr(self.recaller(), "warm", None)
+            if callable(warm):
+                warm(budget_s=budget_s)
         except Exception as exc:
             log.warning("project memory unavailable: %s", exc)
+        finally:
+            self._ready.set()
+
+    async def wait_ready(self, timeout_s: float) -> bool:
+        """For one-shot runs (headless): wait, bounded, for `warm` to finish."""
+        return await asyncio.to_thread(self._ready.wait, timeout_s)
 
     def recaller(self) -> Any:
         with self._lock:

@@ -61,6 +61,8 @@ class EpisodeSink(Protocol):
 
     def record(self, kind: str, text: str, session_id: str | None, files: list[str]) -> Any: ...
 
+    def record_transcript(self, messages: list[dict[str, Any]], session_id: str) -> Any: ...
+
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
@@ -161,21 +163,18 @@ class Agent:
     run = run_turn
 
     def end_session(self) -> None:
-        """Hand a summary of this session to the episodes port (fails open)."""
-        requests = [str(m.get("content") or "") for m in self.messages
-                    if m.get("role") == "user" and not m.get(KIND)]
-        if self.episodes is None or not requests:
+        """Hand this session to the episodes port (fails open). The summary is built from the
+        transcript, without another model call: ending a session never costs tokens."""
+        if self.episodes is None:
             return
-        answer = next((str(m.get("content") or "") for m in reversed(self.messages)
-                       if m.get("role") == "assistant" and m.get("content")), "")
-        # After a compaction the early requests live only in its summary: keep it.
-        earlier = [str(m.get("content") or "") for m in self.messages
-                   if m.get(KIND) == "summary"]
-        text = "".join(f"{e}\n" for e in earlier[-1:])
-        text += "Requests: " + " | ".join(r[:200] for r in requests[-5:])
-        if answer:
-            text += f"\nOutcome: {answer[:600]}"
-        self._to_episodes("session", text)
+        if not any(m.get("role") == "user" and not m.get(KIND) for m in self.messages):
+            return
+        # The injected blocks are recalled data, not part of what happened.
+        messages = [m for m in self._wire(reminders=False) if m.get("role") != "system"]
+        try:
+            self.episodes.record_transcript(messages, self.session.id if self.session else "")
+        except Exception as exc:
+            log.warning("episodes port failed (session end): %s", exc)
 
     # -- the steps --------------------------------------------------------------------------
 
@@ -335,9 +334,10 @@ class Agent:
         except Exception as exc:  # fails open: the conversation goes on
             log.warning("episodes port failed (%s): %s", kind, exc)
 
-    def _wire(self) -> list[dict[str, Any]]:
+    def _wire(self, *, reminders: bool = True) -> list[dict[str, Any]]:
         """Messages as the server expects them: our "_" meta keys stripped."""
-        return [{k: v for k, v in m.items() if not k.startswith("_")} for m in self.messages]
+        return [{k: v for k, v in m.items() if not k.startswith("_")} for m in self.messages
+                if reminders or m.get(KIND) != "injection"]
 
 
 def _assistant(text: str, calls: list[ToolCall], now: float) -> dict[str, Any]:
