@@ -47,7 +47,7 @@ _POINTER_RE = re.compile(
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BACKTICK_RE = re.compile(r"`([^`\n]{2,200})`")
 _LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
-_PLAIN_VALUE = re.compile(r"^[^\s\"'\[\]{}#&*!|>%@`,][^\n#]*$")
+_PLAIN_VALUE = re.compile(r"^[^\s\"'\[\]{}#&*!|>%@`,?:-][^\n#]*$")
 
 
 def disabled() -> bool:

@@ -6,6 +6,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from knowledge import keys, memdir
 from knowledge.memdir import Caps, MemoryDir, SyncReport
@@ -332,3 +334,13 @@ def test_a_bom_from_a_windows_editor_is_not_a_malformed_line(project: Project) -
     report = memdir.sync(project)
     assert report.entries == 2 and report.warnings == []
     assert project.graph.get(keys.memory_key("first")) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+                       st.text() | st.lists(st.text(), max_size=4), max_size=6),
+       st.text())
+def test_frontmatter_round_trips_any_values(meta: dict[str, object], body: str) -> None:
+    text = memdir.render_frontmatter(meta) + body
+    parsed, rest, problems = memdir.parse_frontmatter(text, "x.md")
+    assert problems == [] and parsed == meta and rest == body
