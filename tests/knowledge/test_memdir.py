@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from pathlib import Path
 
@@ -344,3 +345,15 @@ def test_frontmatter_round_trips_any_values(meta: dict[str, object], body: str) 
     text = memdir.render_frontmatter(meta) + body
     parsed, rest, problems = memdir.parse_frontmatter(text, "x.md")
     assert problems == [] and parsed == meta and rest == body
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=600), st.binary(max_size=300))
+def test_any_bytes_in_memory_md_or_a_topic_file_never_raise(index: bytes, topic: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "MEMORY.md").write_bytes(index + b"\n- [T](t.md) - hook\n")
+        (folder / "t.md").write_bytes(topic)
+        parsed = MemoryDir(folder, Caps(lines=20, bytes=400)).read()
+        assert all(p.line >= 1 for p in parsed.problems)
+        assert len({e.key for e in parsed.entries}) == len(parsed.entries)
