@@ -146,26 +146,28 @@ def _matches(snap: Snapshot, i: int, query: GraphQuery) -> bool:
 
 
 def _filtered(snap: Snapshot, query: GraphQuery) -> list[int]:
+    candidates = snap.order
     words = query.q.casefold().split()
+    if words:
+        hay = _haystack(snap)
+        for word in words:  # narrowing one word at a time keeps the loops in C
+            candidates = [i for i in candidates if word in hay[i]]
+    if query.kinds or query.folder:
+        candidates = [i for i in candidates if _matches(snap, i, query)]
     if not words:
-        return [i for i in snap.order if _matches(snap, i, query)]
-    hay = _haystack(snap)
+        return candidates
     phrase = " ".join(words)
-    scored: list[tuple[int, int]] = []
-    for r, i in enumerate(snap.order):
-        text = hay[i]
-        if all(w in text for w in words) and _matches(snap, i, query):
-            label = snap.nodes[i].label.casefold()
-            short = label.rsplit(".", 1)[-1]
-            tier = (
-                0 if phrase in (label, short)
-                else 1 if label.startswith(phrase) or short.startswith(phrase)
-                else 2 if phrase in label
-                else 3
-            )
-            scored.append((tier, r))
-    scored.sort()
-    return [snap.order[r] for _, r in scored]
+
+    def tier(i: int) -> int:
+        label = snap.nodes[i].label.casefold()
+        short = label.rsplit(".", 1)[-1]
+        if phrase in (label, short):
+            return 0
+        if label.startswith(phrase) or short.startswith(phrase):
+            return 1
+        return 2 if phrase in label else 3
+
+    return sorted(candidates, key=tier)  # stable: importance order within a tier
 
 
 def _haystack(snap: Snapshot) -> list[str]:
@@ -292,8 +294,7 @@ def _column(snap: Snapshot, i: int) -> dict[str, Any]:
 
 # -- /api/schema -------------------------------------------------------------------------------
 def schema(snap: Snapshot) -> dict[str, Any]:
-    node_kinds = Counter(n.kind for n in snap.nodes)
-    edge_kinds = Counter(snap.kinds)
+    node_kinds, edge_kinds = _counts(snap)
     tables_per_file = Counter(n.path for n in snap.nodes if n.kind == "table")
     files = []
     for path, count in sorted(tables_per_file.items()):
@@ -317,17 +318,24 @@ def _ordered(known: tuple[str, ...], seen: Counter[str]) -> list[str]:
 
 # -- /api/status -------------------------------------------------------------------------------
 def status(snap: Snapshot, sections: Mapping[str, Any]) -> dict[str, Any]:
-    kinds = Counter(n.kind for n in snap.nodes)
+    kinds, edge_kinds = _counts(snap)
     return {
         "version": snap.version,
         "nodes": len(snap.nodes),
         "edges": len(snap.kinds),
         "counts": {k: kinds[k] for k in _ordered(NODE_KINDS, kinds) if kinds[k]},
-        "edge_counts": dict(Counter(snap.kinds).most_common()),
+        "edge_counts": dict(edge_kinds.most_common()),
         "folders": folders(snap),
         "snapshot_ms": round(snap.built_ms, 1),
         "sections": dict(sections),
     }
+
+
+def _counts(snap: Snapshot) -> tuple[Counter[str], Counter[str]]:
+    found = snap.memo.get("counts")
+    if found is None:
+        found = snap.memo["counts"] = (Counter(n.kind for n in snap.nodes), Counter(snap.kinds))
+    return found  # type: ignore[return-value]
 
 
 def folders(snap: Snapshot, limit: int = 300) -> list[list[Any]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import PurePosixPath
 
 from knowledge.graph import Node
 
@@ -40,7 +39,7 @@ def layout(
             if name.startswith("file:"):
                 add(holder(file_folder[name]), found)
             elif name:
-                add(holder(str(PurePosixPath(name).parent) if "/" in name else ""), found)
+                add(holder(name.rpartition("/")[0]), found)
         return found
 
     def add(parent_id: int, child: int) -> None:
@@ -85,7 +84,9 @@ def layout(
     todo = [root]
     while todo:
         t = todo.pop()
-        members = sorted(kids[t], key=lambda c: -size[c])
+        members = kids[t]
+        if len(members) > 1:
+            members = sorted(members, key=lambda c: -size[c])
         filled = _CORE if t < n else 0.0
         cx, cy = xs[t], ys[t]
         for k, c in enumerate(members):

@@ -34,13 +34,18 @@ HEADERS = {
 }
 
 # Defence in depth: the index never reads secret files, but a summary or signature could still
-# quote a key pasted into source. Token shapes that are never legitimate graph content.
-_SECRET = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
-    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"
-    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
+# quote a key pasted into source. Token shapes that are never legitimate graph content, each
+# behind a literal prefix so a whole answer is scanned only for prefixes that occur in it.
+_SECRETS = tuple(
+    (prefix, re.compile(pattern))
+    for prefix, pattern in (
+        ("-----BEGIN ", r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+        ("AKIA", r"AKIA[0-9A-Z]{16}\b"),
+        ("ASIA", r"ASIA[0-9A-Z]{16}\b"),
+        ("sk-", r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"),
+        ("gh", r"gh[pousr]_[A-Za-z0-9]{30,}"),
+        ("xox", r"xox[abprs]-[A-Za-z0-9-]{10,}"),
+    )
 )
 
 
@@ -89,4 +94,14 @@ def token_ok(given: str | None, token: str) -> bool:
 
 
 def redact(text: str) -> str:
-    return _SECRET.sub("[redacted]", text)
+    for prefix, pattern in _SECRETS:
+        if prefix in text:
+            text = pattern.sub(_redacted, text)
+    return text
+
+
+def _redacted(match: re.Match[str]) -> str:
+    start = match.start()
+    if start and match.string[start - 1].isalnum():  # "task-..." is not a key
+        return match.group(0)
+    return "[redacted]"

@@ -7,12 +7,12 @@ dashboard never holds up indexing. Snapshots are memoized on ``graph.version``.
 
 from __future__ import annotations
 
+import gc
 import math
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 import rustworkx as rx
 
@@ -49,8 +49,7 @@ class Snapshot:
 def folder_of(node: Node) -> str:
     if not node.path:
         return PSEUDO_FOLDERS.get(node.kind, f"({node.kind})")
-    parent = str(PurePosixPath(node.path).parent)
-    return "" if parent == "." else parent
+    return node.path.rpartition("/")[0]
 
 
 def take(graph: Graph, wait: float = -1) -> Snapshot | None:
@@ -70,6 +69,25 @@ def take(graph: Graph, wait: float = -1) -> Snapshot | None:
         edge_list = list(g.weighted_edge_list())
     finally:
         graph.lock.release()
+    # Hundreds of thousands of fresh containers would trigger repeated full collections that
+    # walk every Node in the process (2.4 s instead of 1.1 s at 100,000 nodes); nothing built
+    # here forms a cycle, so collection can wait until the build is done.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _derive(version, indices, nodes, edge_list, started)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _derive(
+    version: int,
+    indices: list[int],
+    nodes: list[Node],
+    edge_list: list[tuple[int, int, str]],
+    started: float,
+) -> Snapshot:
     position = {idx: pos for pos, idx in enumerate(indices)}
     index = {node.key: pos for pos, node in enumerate(nodes)}
     src = [position[a] for a, _, _ in edge_list]
