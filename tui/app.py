@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from theus.config import ModelSettings
+from theus.config import AgentSettings, ModelSettings
 from tui.commands import PanelCommands
 from tui.engine import Engine
 from tui.messages import GraphLoaded, IndexChanged, InjectedTokens, RecallDone
@@ -66,8 +66,9 @@ class TheusApp(App[int]):
 
     def __init__(self, root: Path, model_settings: ModelSettings | None, *,
                  watch: bool = True, resume: list[dict[str, Any]] | None = None,
-                 session: Any = None) -> None:
+                 session: Any = None, agent_settings: AgentSettings | None = None) -> None:
         super().__init__()
+        self.agent_settings = agent_settings
         self.engine = Engine(root)
         self.model_settings = model_settings
         self.watch = watch
@@ -224,12 +225,11 @@ class TheusApp(App[int]):
     def make_agent(self, sink: Callable[[Any], None], approver: Any) -> Any:
         from theus.agent.injection import Injector
         from theus.agent.loop import Agent
-        from theus.config import AgentSettings
         from theus.model import ModelClient
         from theus.sessions import SessionStore
 
         assert self.model_settings is not None
-        settings = AgentSettings.from_env()
+        settings = self.agent_settings or AgentSettings.from_env()
         root = self.engine.root
         session, messages = self.resume_session, self.resume
         self.resume_session = self.resume = None
@@ -271,15 +271,16 @@ class TheusApp(App[int]):
 
 
 class _Episodes:
-    """The agent's episodes port over the app's project (created when first needed)."""
+    """The agent's episodes port over the app's project, resolved when first used (the graph
+    may still be loading when the agent is made)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def record(self, kind: str, text: str, session_id: str | None, files: list[str]) -> Any:
+    def __getattr__(self, name: str) -> Any:
         from knowledge.episodes import EpisodeStore
 
-        return EpisodeStore(self.engine.project).record(kind, text, session_id or "", files)
+        return getattr(EpisodeStore(self.engine.project), name)
 
 
 def run_app(args: argparse.Namespace) -> int:

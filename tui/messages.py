@@ -12,6 +12,7 @@ from textual.message import Message
 class AgentEvent(Message):
     """One event of theus.agent.events, handed from the agent's sink to the chat screen."""
 
+    bubble = False
     event: Any
 
 

@@ -137,7 +137,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             if self._reply is None:
                 self._reply = AssistantReply()
                 await self.add(self._reply)
-            await self._reply.append(event.text)
+            await self._reply.feed(event.text)
         elif isinstance(event, ev.AssistantMessage | ev.TurnFinished):
             await self._end_reply()
             if isinstance(event, ev.TurnFinished) and event.stop not in ("end", "error"):
@@ -171,7 +171,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
     async def _end_reply(self) -> None:
         if self._reply is not None:
             reply, self._reply = self._reply, None
-            await reply.finish()
+            await reply.end_stream()
 
     # -- actions and slash commands -------------------------------------------------------------
     def action_cancel_turn(self) -> None:
@@ -202,7 +202,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             if name == "memory" and arg:
                 app.remember(arg)
             else:
-                app.open_panel("memories" if name.startswith("mem") else name, arg)
+                await app.open_panel("memories" if name.startswith("mem") else name, arg)
         elif name == "model":
             await self.add(Notice(app.switch_model(arg)))
         elif name == "sessions":

@@ -35,8 +35,8 @@ class Notice(Static):
 
 
 class AssistantReply(Markdown):
-    """The answer, streamed: `append` feeds a MarkdownStream (re-rendering per chunk is
-    quadratic), `finish` flushes it."""
+    """The answer, streamed: `feed` writes to a MarkdownStream (re-rendering per chunk is
+    quadratic), `end_stream` flushes it. (`append` is Markdown's own, used by the stream.)"""
 
     DEFAULT_CLASSES = "chat-item"
 
@@ -45,13 +45,13 @@ class AssistantReply(Markdown):
         self._stream: MarkdownStream | None = None
         self.text = ""
 
-    async def append(self, chunk: str) -> None:
+    async def feed(self, chunk: str) -> None:
         if self._stream is None:
             self._stream = Markdown.get_stream(self)
         self.text += chunk
         await self._stream.write(chunk)
 
-    async def finish(self) -> None:
+    async def end_stream(self) -> None:
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None

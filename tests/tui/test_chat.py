@@ -1,0 +1,193 @@
+"""The chat against a scripted model server: streaming, tool calls, approvals, the injected
+context indicator, slash commands and the status bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+from textual.widgets import Collapsible, Static
+
+from tests.scripted_server import ScriptedServer, text, tool
+from tests.tui.conftest import MakeApp, ready, wait_for
+from theus.agent import events as ev
+from tui.messages import AgentEvent
+from tui.screens.approval import ApprovalScreen
+from tui.widgets.chat_items import AssistantReply, InjectionView, Notice, ToolCallView
+from tui.widgets.status_bar import StatusBar
+
+ANSWER = "The total is computed in **`Cart.total`**, which sums `price_of` for each item.\n"
+
+
+def events_of(messages: list[Message], kind: type) -> list[Any]:
+    """The agent events of `kind`, once each (the hook sees a message at every dispatch)."""
+    unique = {id(m): m for m in messages if isinstance(m, AgentEvent)}
+    return [m.event for m in unique.values() if isinstance(m.event, kind)]
+
+
+async def ask(pilot: Any, request: str) -> None:
+    await pilot.press(*request)
+    await pilot.press("enter")
+
+
+def items(app: Any, kind: type) -> list[Any]:
+    return list(app.screen.query(kind))
+
+
+async def test_reply_streams_into_markdown(make_app: MakeApp, server: ScriptedServer) -> None:
+    server.add(text(ANSWER))
+    seen: list[Message] = []
+    app = make_app()
+    async with app.run_test(size=(110, 36), message_hook=seen.append) as pilot:
+        await ready(pilot)
+        await ask(pilot, "where is the total computed")
+        reply = await wait_for(pilot, lambda: events_of(seen, ev.TurnFinished)
+                               and items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        deltas = events_of(seen, ev.TextDelta)
+        assert len(deltas) > 5  # it arrived in pieces
+        assert "".join(d.text for d in deltas) == ANSWER
+        assert reply[0].text == ANSWER
+        assert reply[0].source == ANSWER  # the stream was flushed into the Markdown
+        assert server.requests[-1]["stream"] is True
+
+
+async def test_injected_context_indicator_expands_to_the_block(
+        make_app: MakeApp, server: ScriptedServer) -> None:
+    server.add(text("Cart.total adds the prices."))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "how does the cart total add prices")
+        views = await wait_for(pilot, lambda: items(app, InjectionView))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        view = views[0]
+        assert "cart.py" in view.block and view.tokens > 0
+        assert view.collapsed
+        title = str(view.query_one("CollapsibleTitle").render())
+        assert f"{view.tokens} tokens injected" in title and "recall" in title
+        # The block shown is exactly the one the model got (quoted inside the reminder).
+        sent = [m["content"] for m in server.requests[0]["messages"] if m["role"] == "user"]
+        quoted = "\n".join("> " + line if line else ">" for line in view.block.splitlines())
+        assert any(quoted in m for m in sent)
+        await pilot.click(view.query_one("CollapsibleTitle"))
+        await wait_for(pilot, lambda: not view.collapsed)
+        body = view.query_one(".block", Static)
+        assert body.region.height > 0 and "cart.py" in str(body.render())
+        bar = app.screen.query_one(StatusBar)
+        assert bar.turn_tokens == view.tokens == bar.total_tokens
+        assert bar.recall_ms is not None
+
+
+async def test_tool_call_is_compact_and_expands(make_app: MakeApp, server: ScriptedServer
+                                                ) -> None:
+    server.add(tool("read", {"path": "pricing.py"}), text("price_of returns the price."))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "read pricing")
+        await wait_for(pilot, lambda: items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        view = items(app, ToolCallView)[0]
+        title = str(view.query_one("CollapsibleTitle").render())
+        assert "read pricing.py ✓" in title
+        assert view.collapsed
+        await pilot.click(view.query_one("CollapsibleTitle"))
+        await wait_for(pilot, lambda: not view.collapsed)
+        assert '"path": "pricing.py"' in str(view.query_one(".tool-args", Static).render())
+        assert "def price_of" in str(view.query_one(".tool-result", Static).render())
+
+
+async def test_edit_approved_changes_the_file(make_app: MakeApp, server: ScriptedServer,
+                                              repo: Path) -> None:
+    server.add(tool("edit", {"path": "pricing.py", "old_string": 'return item["price"]',
+                             "new_string": 'return item["price"] * 2'}),
+               text("Doubled."))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "double the price")
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
+                               and app.screen)
+        await pilot.pause()
+        shown = modal.query_one("#approval-body", Static).content
+        assert '+    return item["price"] * 2' in shown.code  # the diff, highlighted
+        assert "pricing.py" in modal.request.summary
+        await pilot.press("y")
+        await wait_for(pilot, lambda: items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert 'item["price"] * 2' in (repo / "pricing.py").read_text()
+        notices = [str(n.render()) for n in items(app, Notice)]
+        assert any(n.startswith("approved") for n in notices)
+
+
+async def test_shell_refused_runs_nothing(make_app: MakeApp, server: ScriptedServer,
+                                          repo: Path) -> None:
+    server.add(tool("shell", {"command": "touch ran.txt"}), text("Not run."))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "make a file")
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
+                               and app.screen)
+        assert modal.request.kind == "shell" and modal.request.detail == "touch ran.txt"
+        await pilot.press("n")
+        await wait_for(pilot, lambda: items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not (repo / "ran.txt").exists()
+        view = items(app, ToolCallView)[0]
+        assert view.has_class("-error")
+        assert "not approved" in str(view.query_one(".tool-result", Static).render())
+        # The model was told.
+        assert "not approved" in server.requests[-1]["messages"][-1]["content"]
+
+
+async def test_slash_commands(make_app: MakeApp, server: ScriptedServer) -> None:
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "/model")
+        await wait_for(pilot, lambda: items(app, Notice))
+        assert "test-model" in str(items(app, Notice)[-1].render())
+        await ask(pilot, "/recall price of an item")
+        await wait_for(pilot, lambda: app.screen.query("RecallView"))
+        await ask(pilot, "/clear")
+        await wait_for(pilot, lambda: not app.screen.query("#log > *"))
+        await ask(pilot, "/graph price")
+        await wait_for(pilot, lambda: app.current_mode == "graph")
+        await pilot.press("f2")
+        await ask(pilot, "/nonsense")
+        await wait_for(pilot, lambda: items(app, Notice))
+        assert "unknown command" in str(items(app, Notice)[-1].render())
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "HelpScreen")
+        await pilot.press("escape")
+        assert server.requests == []  # no slash command reached the model
+
+
+async def test_history_walks_back(make_app: MakeApp, server: ScriptedServer) -> None:
+    app = make_app(model=False)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "first")
+        await ask(pilot, "second")
+        prompt = app.screen.query_one("#prompt")
+        await pilot.press("up")
+        assert prompt.text == "second"
+        await pilot.press("up")
+        assert prompt.text == "first"
+        await pilot.press("down", "down")
+        assert prompt.text == ""
+        await pilot.press(*"two", "ctrl+j", *"lines")
+        assert prompt.text == "two\nlines"
+
+
+async def test_expand_all_collapsibles_are_collapsible(make_app: MakeApp) -> None:
+    """Every chat entry that hides detail is a Collapsible (keyboard and mouse expand it)."""
+    assert issubclass(ToolCallView, Collapsible) and issubclass(InjectionView, Collapsible)
