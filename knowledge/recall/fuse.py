@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -59,21 +60,18 @@ def file_scores(match: Match, content: dict[str, float]) -> dict[str, float]:
 def lexical_scores(graph: Graph, match: Match, content: dict[str, float]) -> dict[str, float]:
     """Node score: its own label match blended with its file's score."""
     files = file_scores(match, content)
+    paths = match.paths
     out: dict[str, float] = {}
     for key, own in match.nodes.items():
-        node = graph.get(key)
-        if node is None:
-            continue
-        file_score = files.get(node.path, own) if node.path else own
-        out[key] = NODE_SHARE * own + (1.0 - NODE_SHARE) * max(file_score, own)
+        path = paths.get(key, "")
+        file_score = files.get(path, own) if path else own
+        score = NODE_SHARE * own + (1.0 - NODE_SHARE) * max(file_score, own)
+        out[key] = score * TEST_FACTOR if path and is_test(path) else score
     for path, score in files.items():
         key = keys.file_key(path)
-        if key not in out and key in graph:
-            out[key] = (1.0 - NODE_SHARE) * score  # found by its content alone
-    for key, score in out.items():
-        node = graph.get(key)
-        if node is not None and node.path and is_test(node.path):
-            out[key] = score * TEST_FACTOR
+        if key not in out and key in graph:  # found by its content alone
+            score *= 1.0 - NODE_SHARE
+            out[key] = score * TEST_FACTOR if is_test(path) else score
     return out
 
 
@@ -101,7 +99,7 @@ def fuse(
 ) -> list[Scored]:
     """Rank lexical candidates; `content` maps paths to their content score."""
     lexical = lexical_scores(graph, match, content)
-    pool = sorted(lexical.items(), key=lambda kv: -kv[1])[:POOL]
+    pool = heapq.nlargest(POOL, lexical.items(), key=lambda kv: kv[1])
     if not pool:
         return []
     nodes = [(n, lex) for key, lex in pool if (n := graph.get(key)) is not None]

@@ -13,7 +13,9 @@ nodes) explains, each term counted at the weight of the field it matched.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -28,7 +30,8 @@ W_SUMMARY = 0.45
 W_TEXT = 0.8  # memory and episode text: the text is all they have
 STEM_FACTOR = 0.6  # parsing ~ parser: a weaker match than the exact word
 # A term held by more nodes than this only boosts nodes some rarer term already found.
-COMMON_POSTINGS = 1500
+COMMON_POSTINGS = 400
+COMMON_SHARE = 40  # ... or than this fraction (1/40) of all nodes, whichever is larger
 _MAX_TEXT = 1500
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 
@@ -50,6 +53,7 @@ class Match:
     nodes: dict[str, float] = field(default_factory=dict)  # key -> score in [0, 1]
     why: dict[str, list[str]] = field(default_factory=dict)  # key -> matched terms
     files: dict[str, float] = field(default_factory=dict)  # path -> score in [0, 1]
+    paths: dict[str, str] = field(default_factory=dict)  # key -> path, for the nodes above
 
 
 def node_terms(node: Node) -> dict[str, float]:
@@ -99,34 +103,60 @@ class LexicalIndex:
     def __init__(self) -> None:
         self.version = -1
         self.docs: dict[str, Doc] = {}
+        self.paths: dict[str, str] = {}  # key -> repo-relative path ("" for memories)
         self.postings: dict[str, dict[str, float]] = {}
         self.stem_postings: dict[str, dict[str, float]] = {}
+        # id() of each indexed Node -> its key. The index holds those objects, so their ids
+        # cannot be reused by new nodes while they are here.
+        self._ids: dict[int, str] = {}
+        self._idset: set[int] = set()
+        # The graph's node slots and payloads at the last sync, for the slot-by-slot compare.
+        self._slots: list[int] = []
+        self._payloads: list[Node] = []
         self.last_sync_changed = 0
 
     # -- keeping up with the graph ---------------------------------------------------------
     def sync(self, graph: Graph) -> int:
-        """Re-index the nodes that changed since the last call; returns how many did."""
+        """Re-index the nodes that changed since the last call; returns how many did.
+
+        `Graph.upsert` stores a new `Node` object for every change, so changed nodes are the
+        payloads that are not the objects we indexed. When the graph's node slots are the same
+        as last time (an edit that keeps a file's symbols, or renames one: rustworkx reuses
+        the freed slot) the payload lists are compared slot by slot in C; otherwise by sets of
+        identities. Only changed nodes are tokenised again.
+        """
         if graph.version == self.version:
             return 0
         with graph.lock:
-            docs = self.docs
-            changed = [n for n in graph.rx.nodes() if (d := docs.get(n.key)) is None
-                       or d.node is not n]
+            indices = list(graph.rx.node_indices())
+            nodes = graph.rx.nodes()
+            if indices == self._slots:
+                flags = list(map(operator.is_not, nodes, self._payloads))
+                changed = list(itertools.compress(nodes, flags))
+                # A reused slot held another node: its key is gone (or re-added elsewhere).
+                stale = [old.key for old in itertools.compress(self._payloads, flags)]
+            else:
+                current = set(map(id, nodes))
+                fresh = current - self._idset
+                stale = [self._ids[ident] for ident in self._idset - current]
+                changed = [n for n in nodes if id(n) in fresh] if fresh else []
+            for key in stale:
+                self._remove(key)
             for node in changed:
                 self._remove(node.key)
+            for node in changed:
                 self._add(_doc(node))
-            gone: list[str] = []
-            if len(docs) != len(graph):
-                gone = [k for k in docs if k not in graph]
-                for key in gone:
-                    self._remove(key)
+            self._slots, self._payloads = indices, nodes
             self.version = graph.version
-        self.last_sync_changed = len(changed) + len(gone)
+        self.last_sync_changed = len(changed) + len({*stale} - {n.key for n in changed})
         return self.last_sync_changed
 
     def _add(self, doc: Doc) -> None:
         key = doc.node.key
         self.docs[key] = doc
+        self.paths[key] = doc.node.path
+        self._ids[id(doc.node)] = key
+        self._idset.add(id(doc.node))
         for term, weight in doc.terms.items():
             self.postings.setdefault(term, {})[key] = weight
         for term, weight in doc.stems.items():
@@ -136,6 +166,9 @@ class LexicalIndex:
         doc = self.docs.pop(key, None)
         if doc is None:
             return
+        del self.paths[key]
+        self._ids.pop(id(doc.node), None)
+        self._idset.discard(id(doc.node))
         for table, words in ((self.postings, doc.terms), (self.stem_postings, doc.stems)):
             for term in words:
                 posting = table.get(term)
@@ -159,39 +192,40 @@ class LexicalIndex:
             return match
         raw: dict[str, float] = {}
         why: dict[str, list[str]] = {}
-        per_file: dict[str, dict[str, float]] = {}
-        docs = self.docs
+        per_file: dict[tuple[str, str], float] = {}  # (path, term) -> best weight
+        paths = self.paths
+        common = max(COMMON_POSTINGS, len(self.docs) // COMMON_SHARE)
         # Rarest first, so common terms can be limited to nodes already found.
         for term in sorted(query, key=lambda t: -idf[t]):
             weight_idf = idf[term]
             exact = self.postings.get(term, {})
             loose = self.stem_postings.get(stem(term), {})
-            hits: dict[str, float] = {}
-            if len(exact) + len(loose) > COMMON_POSTINGS and raw:
-                for key in raw:
-                    w = exact.get(key) or loose.get(key, 0.0) * STEM_FACTOR
-                    if w:
-                        hits[key] = w
+            if len(exact) + len(loose) > common:
+                if raw:  # a common word only adds to what rarer words found
+                    hits = {k: w for k in raw
+                            if (w := exact.get(k) or loose.get(k, 0.0) * STEM_FACTOR)}
+                else:  # every word is common: start from nodes *named* by the rarest one
+                    named = (k for k, w in exact.items() if w >= W_NAME)
+                    hits = dict.fromkeys(itertools.islice(named, common), W_NAME)
             else:
-                for key, w in loose.items():
-                    hits[key] = w * STEM_FACTOR
-                for key, w in exact.items():
-                    if w > hits.get(key, 0.0):
-                        hits[key] = w
+                hits = {k: w * STEM_FACTOR for k, w in loose.items()}
+                hits.update(exact)  # an exact match replaces a loose one
             for key, w in hits.items():
-                doc = docs[key]
-                path = doc.node.path
+                path = paths[key]
                 if path_prefix and not path.startswith(path_prefix):
                     continue
                 raw[key] = raw.get(key, 0.0) + weight_idf * w
-                why.setdefault(key, []).append(term)
-                if path:
-                    terms_seen = per_file.setdefault(path, {})
-                    if w > terms_seen.get(term, 0.0):
-                        terms_seen[term] = w
+                if key in why:
+                    why[key].append(term)
+                else:
+                    why[key] = [term]
+                if path and per_file.get((path, term), 0.0) < w:
+                    per_file[(path, term)] = w
         match.nodes = {k: v / total for k, v in raw.items()}
         match.why = why
-        match.files = {
-            p: sum(idf[t] * w for t, w in seen.items()) / total for p, seen in per_file.items()
-        }
+        files: dict[str, float] = {}
+        for (path, term), w in per_file.items():
+            files[path] = files.get(path, 0.0) + idf[term] * w
+        match.files = {p: v / total for p, v in files.items()}
+        match.paths = {k: paths[k] for k in raw}
         return match

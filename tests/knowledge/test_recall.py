@@ -175,3 +175,40 @@ def test_a_failing_reranker_fails_open(tmp_path: Path) -> None:
     result = recaller.recall("cart total")
     assert result.hits[0].key == "sym:src/cart.py#cart_total"
     assert any("re-rank skipped" in n for n in result.notes)
+
+
+def test_incremental_index_equals_a_fresh_build_after_random_edits() -> None:
+    import random
+
+    from knowledge.graph import Edge, Graph
+    from knowledge.recall.lexical import LexicalIndex
+
+    rng = random.Random(5)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
+    graph = Graph()
+
+    def write(rel: str) -> None:
+        names = {rng.choice(words) + "_" + rng.choice(words) for _ in range(rng.randint(0, 4))}
+        nodes = [Node(f"file:{rel}", "file", rel, rel)]
+        nodes += [Node(f"sym:{rel}#{n}", "symbol", n, rel, summary=rng.choice(words))
+                  for n in names]
+        graph.replace_owner(rel, nodes, [Edge(f"file:{rel}", n.key, "defines")
+                                         for n in nodes[1:]])
+
+    rels = [f"m/{i}.py" for i in range(12)]
+    for rel in rels:
+        write(rel)
+    live = LexicalIndex()
+    live.sync(graph)
+    for _ in range(60):
+        rel = rng.choice(rels)
+        if rng.random() < 0.2:
+            graph.remove_owner(rel)
+        else:
+            write(rel)
+        live.sync(graph)
+        fresh = LexicalIndex()
+        fresh.sync(graph)
+        assert live.postings == fresh.postings
+        assert live.stem_postings == fresh.stem_postings
+        assert live.docs.keys() == fresh.docs.keys()
