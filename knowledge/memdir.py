@@ -483,15 +483,18 @@ def sync(project: Project, caps: Caps = DEFAULT_CAPS) -> SyncReport:
     try:
         mdir.ensure()
         with project.lock, mdir.lock():
-            _export_pending(project, mdir, report)
-            _sync_locked(project, mdir, report)
+            with project.graph.lock:  # one scan of the graph: it can hold 100k nodes
+                present = list(project.graph.nodes("memory"))
+            _export_pending(mdir, present, report)
+            _sync_locked(project, mdir, report, present)
     except OSError as exc:
         report.warnings.append(f"memory directory {mdir.path} unusable: {exc}")
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _sync_locked(project: Project, mdir: MemoryDir, report: SyncReport) -> None:
+def _sync_locked(project: Project, mdir: MemoryDir, report: SyncReport,
+                 present: list[Node] | None = None) -> None:
     index = mdir.read()
     report.entries, report.not_loaded = len(index.entries), len(index.not_loaded)
     report.warnings.extend(index.warnings())
@@ -499,7 +502,7 @@ def _sync_locked(project: Project, mdir: MemoryDir, report: SyncReport) -> None:
     mentions = Mentions(graph)
     with graph.lock:
         wanted = {e.key for e in index.entries}
-        for node in list(graph.nodes("memory")):
+        for node in present if present is not None else list(graph.nodes("memory")):
             if node.key not in wanted and _bridged(node):
                 graph.remove_node(node.key)
                 report.removed.append(node.key)
@@ -519,12 +522,9 @@ def _bridged(node: Node) -> bool:
     return node.source == "memdir" or (node.source == "graph" and bool(node.data.get("topic")))
 
 
-def _export_pending(project: Project, mdir: MemoryDir, report: SyncReport) -> None:
+def _export_pending(mdir: MemoryDir, present: list[Node], report: SyncReport) -> None:
     """Memories saved in the graph while the bridge was off or the index was full."""
-    graph = project.graph
-    with graph.lock:
-        pending = [n for n in graph.nodes("memory")
-                   if n.source == "graph" and not n.data.get("topic")]
+    pending = [n for n in present if n.source == "graph" and not n.data.get("topic")]
     if not pending:
         return
     index = mdir.read()
