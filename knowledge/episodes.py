@@ -160,7 +160,8 @@ class EpisodeStore:
         try:
             self._write(episode, when.strftime("%Y-%m-%d"))
         except OSError as exc:
-            return self._failed(f"episode file not written: {exc}")
+            self._failed(f"episode file not written: {exc}")
+            return None
         with self.project.lock:
             if not self._loaded:  # a store rebuilt since start gets its history back first
                 self.load()
@@ -169,6 +170,7 @@ class EpisodeStore:
                 self.project.save()
             except StoreError as exc:  # the node stays in the graph; the next save retries
                 self._failed(str(exc))
+                return episode
         _last_error.pop(str(self.project.root), None)
         return episode
 
