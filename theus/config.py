@@ -33,7 +33,6 @@ class ModelSettings:
     timeout_s: float = 120.0
     max_retries: int = 4
     retry_base_s: float = 0.5
-    context_tokens: int = 128_000
 
 
 def _env(name: str) -> str:
@@ -87,7 +86,6 @@ def load_model_settings(model_override: str | None = None) -> ModelSettings | No
         timeout_s=_float_env("THEUS_TIMEOUT", 120.0),
         max_retries=int(_float_env("THEUS_MAX_RETRIES", 4)),
         retry_base_s=_float_env("THEUS_RETRY_BASE", 0.5),
-        context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
     )
 
 

@@ -159,6 +159,12 @@ class Agent:
         except ModelError as exc:
             self._emit(Error(str(exc), fatal=True))
             return self._finish("", turn, steps, "error", str(exc))
+        except asyncio.CancelledError:
+            # The user stopped the turn (Esc in the chat app): answer every pending tool call
+            # so the conversation stays valid for the next request, then let it unwind.
+            self._answer_pending("cancelled by the user before it finished")
+            self._finish("", turn, steps, "cancelled", "cancelled")
+            raise
 
     run = run_turn
 
@@ -255,6 +261,16 @@ class Agent:
         self._append({"role": "tool", "tool_call_id": call.id, "content": result})
         took = (time.perf_counter() - start) * 1000
         self._emit(ToolCallFinished(call.id, call.name, result, is_error, took))
+
+    def _answer_pending(self, why: str) -> None:
+        answered = {m.get("tool_call_id") for m in self.messages if m.get("role") == "tool"}
+        last = _last_assistant(self.messages)
+        if last >= len(self.messages):
+            return
+        for call in self.messages[last].get("tool_calls") or ():
+            if call["id"] not in answered:
+                self._append({"role": "tool", "tool_call_id": call["id"],
+                              "content": f"error: {why}"})
 
     def _finish(self, text: str, turn: Usage, steps: int, stop: str,
                 error: str | None = None) -> TurnResult:

@@ -1,0 +1,68 @@
+"""Cancelling a turn keeps the conversation valid; the memory ports fail open."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.scripted_server import ScriptedServer, text, tool
+from tests.theus.conftest import MakeAgent
+from theus.agent.events import ToolCallStarted, TurnFinished
+from theus.agent.ports import open_memory
+
+
+async def test_cancel_during_a_tool_kills_it_and_keeps_the_history_valid(
+        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
+    server.add(tool("shell", {"command": "sleep 30; touch late"}), text("next answer"))
+    agent, rec = make_agent()
+    started = asyncio.Event()
+    inner = agent.sink
+
+    def sink(event: object) -> None:
+        inner(event)
+        if isinstance(event, ToolCallStarted):
+            started.set()
+
+    agent.sink = sink
+    task = asyncio.create_task(agent.run_turn("run something slow"))
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert rec.of(TurnFinished)[-1].stop == "cancelled"
+    result = await agent.run_turn("never mind")
+    assert result.text == "next answer"
+    body = server.requests[-1]["messages"]
+    call_id = body[-3]["tool_calls"][0]["id"]
+    assert body[-2] == {"role": "tool", "tool_call_id": call_id,
+                        "content": "error: cancelled by the user before it finished"}
+    assert not (repo / "late").exists()
+
+
+def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import knowledge.episodes
+    import knowledge.watch
+
+    def boom(*args: object, **kw: object) -> None:
+        raise RuntimeError("layer broken")
+
+    monkeypatch.setattr(knowledge.watch, "maybe_start", boom)
+    monkeypatch.setattr(knowledge.episodes, "episode_sink", boom)
+    memory = open_memory(repo)
+    assert memory.project is not None and memory.watcher is None and memory.episodes is None
+    memory.close()
+    monkeypatch.setattr("knowledge.project.Project", boom)
+    memory = open_memory(repo)
+    assert memory.project is None
+    with pytest.raises(RuntimeError):
+        memory.recaller()
+
+
+def test_open_memory_honours_kill_switches(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    monkeypatch.setenv("THEUS_NO_EPISODES", "1")
+    memory = open_memory(repo)
+    assert memory.watcher is None and memory.episodes is None
+    memory.close()
