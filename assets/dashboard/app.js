@@ -179,7 +179,9 @@ function worldRadius(n) {
   return (n.kind === "file" ? 4.5 : n.kind === "table" ? 4 : 2.6) + 7 * n.w;
 }
 function screenRadius(n) {
-  return Math.max(1.1, Math.min(28, worldRadius(n) * Math.pow(state.cam.scale, 0.85)));
+  // Zoomed out, important nodes keep a visible size; zoomed in, size follows the world.
+  const floor = 0.9 + 3.2 * n.w + (n.kind === "file" || n.kind === "table" ? 0.6 : 0);
+  return Math.min(28, Math.max(floor, worldRadius(n) * Math.pow(state.cam.scale, 0.85)));
 }
 
 function buildGrid() {
@@ -246,23 +248,36 @@ function draw() {
   const margin = 40;
   const visible = (x, y) => x > -margin && y > -margin && x < w + margin && y < h + margin;
 
-  // Edges, batched by kind; curved slightly so parallel bundles read as fibres.
-  const byKind = {};
-  for (const e of state.edges) (byKind[e[2]] || (byKind[e[2]] = [])).push(e);
+  // Edges, batched by kind and screen length; curved slightly so bundles read as fibres. The
+  // more edges on screen, the fainter each one, and long edges fainter than short ones, so a
+  // big graph shows its structure instead of a solid wash.
+  const buckets = {};
+  let onScreen = 0;
+  for (const e of state.edges) {
+    const a = state.byId.get(e[0]), b = state.byId.get(e[1]);
+    if (!a || !b) continue;
+    const [ax, ay] = toScreen(a.x, a.y), [bx, by] = toScreen(b.x, b.y);
+    if (!visible(ax, ay) && !visible(bx, by)) continue;
+    const len = Math.abs(bx - ax) + Math.abs(by - ay);
+    const band = len < 60 ? 0 : len < 240 ? 1 : 2;
+    const key = e[2] + "|" + band;
+    (buckets[key] || (buckets[key] = [])).push(ax, ay, bx, by);
+    onScreen++;
+  }
+  const density = Math.min(1, Math.sqrt(4000 / Math.max(1, onScreen)));
+  const bandAlpha = [1, 0.55, 0.22];
   ctx.lineWidth = 1;
-  for (const kind of Object.keys(byKind)) {
+  for (const key of Object.keys(buckets)) {
+    const [kind, band] = key.split("|");
     const rgb = EDGE_COLOURS[kind] || "148,163,184";
-    const alpha = (EDGE_ALPHA[kind] || 0.2) * (focus ? 0.35 : 1);
-    ctx.strokeStyle = `rgba(${rgb},${alpha})`;
+    const alpha = (EDGE_ALPHA[kind] || 0.2) * density * bandAlpha[band] * (focus ? 0.4 : 1);
+    ctx.strokeStyle = `rgba(${rgb},${Math.max(0.012, alpha).toFixed(3)})`;
     ctx.beginPath();
-    for (const [s, d] of byKind[kind]) {
-      const a = state.byId.get(s), b = state.byId.get(d);
-      if (!a || !b) continue;
-      const [ax, ay] = toScreen(a.x, a.y), [bx, by] = toScreen(b.x, b.y);
-      if (!visible(ax, ay) && !visible(bx, by)) continue;
+    const pts = buckets[key];
+    for (let i = 0; i < pts.length; i += 4) {
+      const ax = pts[i], ay = pts[i + 1], bx = pts[i + 2], by = pts[i + 3];
       ctx.moveTo(ax, ay);
-      const mx = (ax + bx) / 2 - (by - ay) * 0.12, my = (ay + by) / 2 + (bx - ax) * 0.12;
-      ctx.quadraticCurveTo(mx, my, bx, by);
+      ctx.quadraticCurveTo((ax + bx) / 2 - (by - ay) * 0.12, (ay + by) / 2 + (bx - ax) * 0.12, bx, by);
     }
     ctx.stroke();
   }
@@ -336,10 +351,8 @@ function drawLabels(w, h, visible) {
   if (state.hover && state.hover !== state.selected) wanted.push(state.hover);
   for (const id of state.neighbourIds) { const n = state.byId.get(id); if (n) wanted.push(n); }
   const budget = 160;
-  const candidates = state.nodes
-    .filter((n) => screenRadius(n) > 4.5)
-    .sort((a, b) => b.w - a.w)
-    .slice(0, 600);
+  const ranked = state.nodes.slice().sort((a, b) => b.w - a.w);
+  const candidates = [...ranked.slice(0, 14), ...ranked.slice(14, 600).filter((n) => screenRadius(n) > 4.5)];
   ctx.font = "12px ui-sans-serif, system-ui, sans-serif";
   ctx.textBaseline = "middle";
   ctx.lineJoin = "round";
@@ -465,8 +478,24 @@ async function selectKey(key, { move = true } = {}) {
   state.neighbourIds = new Set(page.focus.neighbours.map((nb) => nb.id));
   showDetails(page.focus);
   updateLoaded();
-  if (node && move) animateTo(node.x, node.y, Math.max(state.cam.scale, 1.4));
+  if (node && move) frameNeighbourhood(node);
   else render();
+}
+
+function frameNeighbourhood(node) {
+  // Fit the node and its neighbours into the part of the stage the details panel leaves free.
+  const around = [node, ...[...state.neighbourIds].map((id) => state.byId.get(id)).filter(Boolean)];
+  let minX = node.x, maxX = node.x, minY = node.y, maxY = node.y;
+  for (const n of around) {
+    minX = Math.min(minX, n.x); maxX = Math.max(maxX, n.x);
+    minY = Math.min(minY, n.y); maxY = Math.max(maxY, n.y);
+  }
+  const panel = $("details").hidden ? 0 : 360;
+  const w = canvas.width / dpr - panel, h = canvas.height / dpr;
+  const span = Math.max((maxX - minX) / Math.max(w, 200), (maxY - minY) / h, 1e-6);
+  const scale = Math.max(0.02, Math.min(2.5, 0.8 / span));
+  // Shift the centre right by half the panel so the neighbourhood sits in the free area.
+  animateTo((minX + maxX) / 2 + panel / 2 / scale, (minY + maxY) / 2, scale);
 }
 
 function clearSelection() {
@@ -499,10 +528,17 @@ function showDetails(f) {
   }
   body.append(el("h3", "", `Neighbours (${fmt(f.neighbour_count)})`));
   const list = el("ul", "neighbours");
+  // One row per neighbour: a file both contains and defines its symbols.
+  const rows = new Map();
   for (const nb of f.neighbours) {
+    const row = rows.get(nb.key);
+    const edge = (nb.dir === "out" ? "→ " : "← ") + nb.edge;
+    if (row) row.edges.push(edge); else rows.set(nb.key, { ...nb, edges: [edge] });
+  }
+  for (const nb of rows.values()) {
     const li = el("li");
     const d = el("span", "dot"); d.style.color = colourOf(nb.kind);
-    li.append(d, el("span", "l", nb.label), el("span", "e", (nb.dir === "out" ? "→ " : "← ") + nb.edge));
+    li.append(d, el("span", "l", nb.label), el("span", "e", nb.edges.join(", ")));
     li.title = nb.key;
     li.addEventListener("click", () => selectKey(nb.key));
     list.append(li);
@@ -694,6 +730,11 @@ async function loadStatus() {
   tiles.append(tile("nodes", st.nodes), tile("edges", st.edges));
   for (const [kind, n] of Object.entries(st.counts)) tiles.append(tile(kind, n, colourOf(kind)));
   box.append(tiles);
+  const edgeTiles = el("div", "tiles");
+  for (const [kind, n] of Object.entries(st.edge_counts)) {
+    edgeTiles.append(tile(kind, n, `rgb(${EDGE_COLOURS[kind] || "148,163,184"})`));
+  }
+  box.append(edgeTiles);
   const sections = el("div", "sections");
   for (const [name, values] of Object.entries(st.sections || {})) {
     const card = el("div", "card");

@@ -12,6 +12,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
@@ -283,7 +284,9 @@ def project_status(project: Project) -> dict[str, Any]:
                 "root": str(project.root),
                 "indexed": project.has_index,
                 "skipped": dict(sorted(project.skipped_counts().items())),
-                "last_index": project.last_index or None,
+                "last_index": time.strftime(
+                    "%Y-%m-%d %H:%M:%S", time.localtime(project.last_index)
+                ) if project.last_index else None,
             }}
         except RuntimeError:
             continue
