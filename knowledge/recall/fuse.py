@@ -115,11 +115,14 @@ def fuse(
     seeds = {s.key: s.score for s in ranked[:SEEDS] if s.score >= SEED_FLOOR * best}
     for key in seeds:
         scored[key].layer = "HOT"
+    floor = min(seeds.values())
     for key, reached in spread(graph, seeds).items():
         known = scored.get(key)
         if known is not None:
             known.score = min(1.0, known.score + SUPPORT * reached.score)
             known.why += f"; {reached.via}"
+            if known.score >= floor:  # a keyword match lifted by its neighbours joins HOT
+                known.layer = "HOT"
         else:
             layer = "WARM" if reached.hop == 1 else "COLD"
             scored[key] = Scored(key, reached.score, layer, reached.via)

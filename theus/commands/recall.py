@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_plain(result: Recall, block: str, tokens: int) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from knowledge.context import THRESHOLD
 
@@ -89,14 +90,17 @@ def _print_plain(result: Recall, block: str, tokens: int) -> None:
         console.print(f"Nothing recalled for {result.query!r} ({result.took_ms:.1f} ms).")
         return
     table = Table(title=f"Recall for {result.query!r} — {result.took_ms:.1f} ms",
-                  title_justify="left")
-    for name, justify in (("#", "right"), ("score", "right"), ("layer", "left"),
-                          ("where", "left"), ("name", "left"), ("why", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+                  title_justify="left", expand=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("layer", no_wrap=True)
+    table.add_column("where", no_wrap=True, overflow="ellipsis", max_width=40)
+    table.add_column("name / why", overflow="fold")
     for i, hit in enumerate(result.hits, 1):
         where = f"{hit.path}:{hit.line}" if hit.path and hit.line else hit.path or hit.kind
-        table.add_row(str(i), f"{hit.score:.2f}", hit.layer, _plain(where), _plain(hit.name),
-                      _plain(hit.why))
+        name = Text(hit.name)
+        name.append("\n" + hit.why, style="dim")
+        table.add_row(str(i), f"{hit.score:.2f}", hit.layer, Text(where), name)
     console.print(table)
     if block:
         console.print(f"\nContext block ({tokens} tokens):", style="bold")
@@ -107,8 +111,3 @@ def _print_plain(result: Recall, block: str, tokens: int) -> None:
     for note in result.notes:
         console.print(f"note: {note}", markup=False)
 
-
-def _plain(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
