@@ -117,8 +117,11 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
             return
         graph = self.app.engine.project.graph  # type: ignore[attr-defined]
         parts = graph_view.children(graph, value)
+        owner = graph.get(value)
+        prefix = f"{owner.label}." if owner is not None and owner.kind == "symbol" else ""
         for part in parts:
-            label = f"{part.label} :{part.line}" if part.line else part.label
+            name = part.label.removeprefix(prefix)  # Cart.total under Cart shows as total
+            label = f"{name} :{part.line}" if part.line else name
             node.add(label, data=("node", part.key))
         if not parts:
             node.allow_expand = False
