@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,7 +206,6 @@ class Entry:
     text: str  # the memory: the entry itself, or the topic file's body
     topic: str = ""  # topic file name, for pointer lines
     origin: str = "memdir"  # "graph" for topic files the bridge wrote
-    loaded: bool = True
 
     def node(self) -> Node:
         first = first_line(self.text)
@@ -216,7 +216,6 @@ class Entry:
             key=self.key, kind="memory", label=self.title, summary=shorten(first, 200),
             source="graph" if self.origin == "graph" else "memdir", data=data,
         )
-
 
 
 @dataclass(slots=True)
@@ -269,7 +268,7 @@ class MemoryDir:
         self.path.mkdir(parents=True, exist_ok=True)
         atomic.clean_orphans(self.path)
 
-    def lock(self) -> Any:
+    def lock(self) -> AbstractContextManager[None]:
         return atomic.locked(self.path / LOCK_NAME)
 
     def read_index_text(self) -> str:
@@ -325,16 +324,14 @@ class MemoryDir:
             problems.append(Problem(INDEX_NAME, number, "empty entry; skipped"))
             return None
         if not _LINK_START.match(body):
-            return Entry(number, body, keys.memory_key(body), shorten(body, 80), body,
-                         loaded=loaded)
+            return Entry(number, body, keys.memory_key(body), shorten(body, 80), body)
         pointer = _POINTER_RE.match(body)
         if pointer is None:
             problems.append(Problem(INDEX_NAME, number, f"broken link in entry {body!r}; skipped"))
             return None
         target = pointer["target"]
         if _SCHEME_RE.match(target):  # a link to the web is a plain memory that has a link
-            return Entry(number, body, keys.memory_key(body), shorten(body, 80), body,
-                         loaded=loaded)
+            return Entry(number, body, keys.memory_key(body), shorten(body, 80), body)
         return self._pointer(number, body, pointer["title"].strip(), target,
                              (pointer["hook"] or "").strip(), problems, loaded)
 
@@ -347,8 +344,7 @@ class MemoryDir:
                 INDEX_NAME, number, f"topic {target!r} must be a .md file in the memory folder"))
             return None
         if not loaded:  # past the cap: reported by key, its topic file is not read
-            return Entry(number, body, keys.memory_key(body), title, hook or title, target,
-                         loaded=False)
+            return Entry(number, body, keys.memory_key(body), title, hook or title, target)
         try:
             raw = topic.read_bytes().decode("utf-8", errors="replace")
         except OSError:
