@@ -231,6 +231,15 @@ function glow(kind) {
   return (glowSprites[kind] = c);
 }
 
+// While the user drags or zooms a big graph, frames skip curves, glows and labels so the
+// motion stays fluid; one full frame follows when the motion stops.
+let interactingUntil = 0;
+function interacting() {
+  interactingUntil = performance.now() + 160;
+  setTimeout(render, 180);
+}
+const fastFrame = () => state.nodes.length > 6000 && performance.now() < interactingUntil;
+
 let pending = false;
 function render() {
   if (pending) return;
@@ -245,6 +254,7 @@ function draw() {
   if (!state.nodes.length) return;
   const focus = state.selected;
   const lit = state.neighbourIds;
+  const fast = fastFrame();
   const margin = 40;
   const visible = (x, y) => x > -margin && y > -margin && x < w + margin && y < h + margin;
 
@@ -277,7 +287,8 @@ function draw() {
     for (let i = 0; i < pts.length; i += 4) {
       const ax = pts[i], ay = pts[i + 1], bx = pts[i + 2], by = pts[i + 3];
       ctx.moveTo(ax, ay);
-      ctx.quadraticCurveTo((ax + bx) / 2 - (by - ay) * 0.12, (ay + by) / 2 + (bx - ax) * 0.12, bx, by);
+      if (fast) ctx.lineTo(bx, by);
+      else ctx.quadraticCurveTo((ax + bx) / 2 - (by - ay) * 0.12, (ay + by) / 2 + (bx - ax) * 0.12, bx, by);
     }
     ctx.stroke();
   }
@@ -306,7 +317,7 @@ function draw() {
     const r = screenRadius(n);
     const dim = focus && n !== focus && !lit.has(n.id);
     (cores[n.kind] || (cores[n.kind] = [])).push([x, y, r, dim]);
-    if (!dim && r > 2.2 && glows < 4000) {
+    if (!fast && !dim && r > 3 && glows < 1200) {
       glows++;
       const g = r * 4.2;
       ctx.drawImage(glow(n.kind), x - g / 2, y - g / 2, g, g);
@@ -337,7 +348,7 @@ function draw() {
     ctx.arc(x, y, r, 0, Math.PI * 2);
     ctx.stroke();
   }
-  drawLabels(w, h, visible);
+  if (!fast) drawLabels(w, h, visible);
   if (window.__theus.firstRender === null) {
     window.__theus.firstRender = performance.now();
     window.__theus.ready = true;
@@ -405,6 +416,7 @@ window.addEventListener("mousemove", (ev) => {
     if (Math.abs(dx) + Math.abs(dy) > 3) { drag.moved = true; canvas.classList.add("dragging"); }
     state.cam.x = drag.cx - dx / state.cam.scale;
     state.cam.y = drag.cy - dy / state.cam.scale;
+    interacting();
     render();
     return;
   }
@@ -429,6 +441,7 @@ canvas.addEventListener("wheel", (ev) => {
   const [nx, ny] = toWorld(sx, sy);
   state.cam.x += wx - nx;
   state.cam.y += wy - ny;
+  interacting();
   render();
 }, { passive: false });
 
@@ -533,7 +546,8 @@ function showDetails(f) {
   for (const nb of f.neighbours) {
     const row = rows.get(nb.key);
     const edge = (nb.dir === "out" ? "→ " : "← ") + nb.edge;
-    if (row) row.edges.push(edge); else rows.set(nb.key, { ...nb, edges: [edge] });
+    if (!row) rows.set(nb.key, { ...nb, edges: [edge] });
+    else if (!row.edges.includes(edge)) row.edges.push(edge);
   }
   for (const nb of rows.values()) {
     const li = el("li");
@@ -778,10 +792,16 @@ async function refreshStatus() {
   return st;
 }
 
+// A graph that changes continuously (a branch switch re-indexing) reloads at most this often.
+const RELOAD_EVERY_MS = 10000;
+let lastReload = 0;
+
 async function poll() {
   try {
     const st = await api("/api/status", { sections: 0 });
-    if (st.version !== state.version && !state.loading && !drag) {
+    const quiet = performance.now() - lastReload > RELOAD_EVERY_MS;
+    if (st.version !== state.version && !state.loading && !drag && quiet) {
+      lastReload = performance.now();
       await refreshStatus();
       await loadGraph({ keepCamera: true });
       const active = document.querySelector(".tab.active");
