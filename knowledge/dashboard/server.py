@@ -301,9 +301,19 @@ def start_dashboard(
     unsafe_host: bool = False,
     status_provider: StatusProvider | None = None,
 ) -> tuple[str, Callable[[], None]]:
-    """Serve ``project``'s live graph from a background thread. Returns (url, stop)."""
+    """Serve ``project``'s live graph from a background thread. Returns (url, stop).
+
+    The graph is the project's own (live while it is indexed or watched); when nothing has
+    loaded it yet, the first request loads the persisted store, once.
+    """
+    loading = threading.Lock()
+
+    def graph() -> Graph:
+        with loading:  # `Project.graph` loads lazily: two first requests must not both load
+            return project.graph
+
     dashboard = Dashboard(
-        lambda: project.graph, host=host, port=port, unsafe_host=unsafe_host,
+        graph, host=host, port=port, unsafe_host=unsafe_host,
         status=status_provider or (lambda: project_status(project)), title=project.root.name,
     ).start()
     return dashboard.url, dashboard.stop

@@ -304,6 +304,30 @@ def test_secrets_never_appear_in_any_answer(served: tuple[Client, Project]) -> N
     assert leaky["summary"] == "Uses [redacted] to call out."
 
 
+def test_a_fresh_process_serves_the_persisted_store(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", FILES)
+    indexer = Project(root)
+    indexer.index()
+    expected = len(indexer.graph)
+    indexer.close()
+    project = Project(root)  # as `theus dashboard` run on its own: nothing loaded yet
+    url, stop = start_dashboard(project)
+    try:
+        port, token = int(url.split(":")[2].split("/")[0]), url.split("token=")[1]
+        client = Client(port, token)
+        results: list[int] = []
+        threads = [threading.Thread(target=lambda: results.append(
+            client.json("/api/status?sections=0")["nodes"])) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == [expected] * 4
+    finally:
+        stop()
+        project.close()
+
+
 # -- live graph -------------------------------------------------------------------------------
 def test_server_keeps_answering_while_the_graph_is_reindexed(
     served: tuple[Client, Project],
