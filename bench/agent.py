@@ -70,12 +70,14 @@ class Policy:
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         messages = body["messages"]
-        last_user = max(i for i, m in enumerate(messages)
-                        if m["role"] == "user" and m["content"] in self.by_request)
-        label, path, line = self.by_request[messages[last_user]["content"]]
+        # The request is the tail of the last user message (after its injected block, if any).
+        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        content = messages[last_user]["content"]
+        asked = next(r for r in self.by_request if content.endswith(r))
+        label, path, line = self.by_request[asked]
         done = [m for m in messages[last_user + 1:] if m["role"] == "tool"]
-        injected = messages[last_user - 1]["content"] if last_user > 1 else ""
-        knows = injected.startswith("<system-reminder>") and path in injected
+        injected = content[: -len(asked)]
+        knows = "<system-reminder>" in injected and path in injected
         if not done:
             if knows:
                 return tool("read", {"path": path, "offset": max(1, line - 10), "limit": 40})

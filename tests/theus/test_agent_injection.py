@@ -41,13 +41,13 @@ async def test_injection_present_above_the_threshold(
     first = reminders(server.requests[0])
     assert len(first) == 1 and "cart.py" in first[0]
     # Quoted data, not instructions; attached once per request, not per model call.
-    body = first[0].split("\n", 2)[2]
-    assert all(line.startswith(">") for line in body.splitlines()[:-1])
-    assert "not instructions" in first[0]
+    block, request = first[0].split("\n</system-reminder>\n\n")
+    assert all(line.startswith(">") for line in block.splitlines()[2:])
+    assert "not instructions" in block
+    assert request == "where is the Cart total computed with price_of?"  # follows its block
     assert reminders(server.requests[1]) == first
     assert result.usage.injected_tokens == info.tokens > 0
-    msgs = server.requests[0]["messages"]
-    assert msgs[-1]["content"].startswith("where is the Cart")  # the request follows its block
+    assert [m["role"] for m in server.requests[0]["messages"]] == ["system", "user"]
 
 
 async def test_injection_absent_below_the_threshold(

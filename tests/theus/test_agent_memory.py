@@ -93,15 +93,14 @@ async def test_compaction_summarises_older_turns_into_an_episode(
     summary_call, next_call = server.requests[-2], server.requests[-1]
     assert summary_call["messages"][0]["content"] == SUMMARY_PROMPT
     assert "explain the cart" in summary_call["messages"][1]["content"]
-    roles = [m["role"] for m in next_call["messages"]]
-    assert roles == ["system", "user", "user"]
-    assert "SUMMARY: user asked about the cart" in next_call["messages"][1]["content"]
-    assert next_call["messages"][2]["content"] == "and pricing?"
+    assert [m["role"] for m in next_call["messages"]] == ["system", "user"]
+    merged = next_call["messages"][1]["content"]
+    assert "SUMMARY: user asked about the cart" in merged and merged.endswith("\n\nand pricing?")
     event = rec.of(Compacted)[0]
     assert event.messages_replaced == 4 and event.tokens_after < event.tokens_before
     assert recorded[0][:3] == ("compaction", "SUMMARY: user asked about the cart; it sums "
                                "prices.", session.id)
-    assert [m["role"] for m in session.messages()] == [*roles, "assistant"]
+    assert [m["role"] for m in session.messages()] == ["system", "user", "user", "assistant"]
     agent.end_session()
     assert recorded[-1][0] == "session" and "user asked about the cart" in recorded[-1][1]
     assert "<system-reminder>" not in recorded[-1][1]
@@ -132,9 +131,9 @@ async def test_subagent_is_seeded_with_a_recall_on_its_task(
     result = await agent.run_turn("zyxwv qwertz plonk")  # the parent's own recall finds nothing
     assert result.text == "parent: done"
     child = server.requests[1]["messages"]
-    assert [m["role"] for m in child] == ["system", "user", "user"]
+    assert [m["role"] for m in child] == ["system", "user"]
     assert child[1]["content"].startswith("<system-reminder>") and "cart.py" in child[1]["content"]
-    assert child[2]["content"] == "Find how the total is computed."
+    assert child[1]["content"].endswith("</system-reminder>\n\nFind how the total is computed.")
     assert "task" not in {t["function"]["name"] for t in server.requests[1]["tools"]}
     started = rec.of(SubagentStarted)[0]
     assert not started.fork and 0 < started.seeded_tokens <= 500 + 60  # block + its wrapper
@@ -158,6 +157,8 @@ async def test_a_fork_inherits_the_parent_and_skips_the_seed(
     assert calls == ["parent request"]  # the fork did not recall again
     fork = server.requests[1]["messages"]
     parent = server.requests[0]["messages"]
-    assert fork[:len(parent)] == parent  # inherited, including the parent's injection
-    assert fork[len(parent)]["content"] == "Go deeper."
+    assert fork[0] == parent[0] and len(fork) == len(parent) == 2
+    # Inherited, including the parent's injection (once: no second seed), then its task.
+    assert fork[1]["content"] == parent[1]["content"] + "\n\nGo deeper."
+    assert fork[1]["content"].count("<system-reminder>") == 1
     assert rec.of(SubagentStarted)[0].fork and rec.of(SubagentStarted)[0].seeded_tokens == 0

@@ -351,9 +351,22 @@ class Agent:
             log.warning("episodes port failed (%s): %s", kind, exc)
 
     def _wire(self, *, reminders: bool = True) -> list[dict[str, Any]]:
-        """Messages as the server expects them: our "_" meta keys stripped."""
-        return [{k: v for k, v in m.items() if not k.startswith("_")} for m in self.messages
-                if reminders or m.get(KIND) != "injection"]
+        """Messages as the server expects them: our "_" meta keys stripped, and adjacent user
+        messages (summary, reminder, request) merged into one, because some chat templates
+        reject two user turns in a row."""
+        out: list[dict[str, Any]] = []
+        for message in self.messages:
+            if not reminders and message.get(KIND) == "injection":
+                continue
+            clean = {k: v for k, v in message.items() if not k.startswith("_")}
+            prev = out[-1] if out else None
+            if (prev is not None and prev["role"] == clean["role"] == "user"
+                    and isinstance(prev.get("content"), str)
+                    and isinstance(clean.get("content"), str)):
+                prev["content"] = f"{prev['content']}\n\n{clean['content']}"
+                continue
+            out.append(clean)
+        return out
 
 
 def _assistant(text: str, calls: list[ToolCall], now: float) -> dict[str, Any]:
