@@ -26,7 +26,7 @@ _SKIP_SUBJECT = re.compile(
 _PREFIX = re.compile(r"^\s*[a-z]+(\([^)]*\))?!?:\s*", re.IGNORECASE)  # "fix(jsx): "
 _PR = re.compile(r"\s*\((#|gh-)?\d+\)\s*$|\s*#\d+\s*$")
 _TEST_PART = re.compile(r"(^|/)(tests?|__tests__|testing|spec|e2e|benchmarks?|examples?|docs?)/")
-_TEST_NAME = re.compile(r"(^test_|_test\.|\.test\.|\.spec\.|_spec\.|^conftest\.py$)")
+_TEST_NAME = re.compile(r"(^test_|_test\.|[._-](test|spec)[.-]|_spec\.|^conftest\.py$)")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ about a third of the request's informative words were found together.
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +33,10 @@ from knowledge.recall.tokens import query_terms
 PER_FILE = 3
 EVIDENCE_SCALE = 8.0  # IDF mass (about two rare words) worth 1 - 1/e of the absolute half
 CONTENT_CATCH_UP_S = 0.04  # per call, reading files the content index has not seen yet
+WARM_SLICE_S = 0.05  # the background reader holds the content index's lock this long at most
 RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when it is on)
 __all__ = ["Hit", "Recall", "Recaller", "Reranker"]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -75,6 +79,7 @@ class Recaller:
         self.index = LexicalIndex()
         self._hashes = HashCache()
         self.content = ContentIndex(self.root)
+        self._warmer: threading.Thread | None = None
 
     def warm(self, budget_s: float | None = None) -> bool:
         """Bring both indexes up to date (e.g. from a background thread at start); file
@@ -83,6 +88,22 @@ class Recaller:
         with self.graph.lock:
             self.index.sync(self.graph)
         return self.content.sync(self.graph, deadline)
+
+    def _warm_in_background(self) -> None:
+        """Finish reading file contents on a daemon thread, in short slices so that recalls
+        (which need the content index's lock) wait at most one slice."""
+        if self._warmer is not None and self._warmer.is_alive():
+            return
+
+        def run() -> None:
+            try:
+                while not self.content.sync(self.graph, time.perf_counter() + WARM_SLICE_S):
+                    time.sleep(0.001)
+            except Exception:  # the content signal is optional: recall goes on without it
+                log.exception("reading file contents for recall failed")
+
+        self._warmer = threading.Thread(target=run, name="theus-recall-warm", daemon=True)
+        self._warmer.start()
 
     def recall(self, query: str, top: int = 10, path_prefix: str | None = None) -> Recall:
         start = time.perf_counter()
@@ -95,6 +116,7 @@ class Recaller:
             self.index.sync(graph)
             if not self.content.sync(graph, time.perf_counter() + CONTENT_CATCH_UP_S):
                 notes.append("file contents not fully read yet")
+                self._warm_in_background()
             match = self.index.search(words, path_prefix)
             content = self.content.search(words, path_prefix)
             ranked = fuse(graph, query, match, self._hashes, content)

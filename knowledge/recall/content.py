@@ -13,6 +13,7 @@ deadline (or `Recaller.warm`) reads everything.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -50,27 +51,33 @@ class ContentIndex:
         self._files: dict[str, _File] = {}
         self._postings: dict[str, dict[str, int]] = {}
         self._total_length = 0
+        self.lock = threading.Lock()
 
     def sync(self, graph: Graph, deadline: float | None = None) -> bool:
-        """Read new or changed files until `deadline` (perf_counter); True when caught up."""
+        """Read new or changed files until `deadline` (perf_counter); True when caught up.
+
+        Safe from several threads. The graph's lock is released before ours is taken, so a
+        recall (graph lock, then ours) and a background warm-up never wait on each other.
+        """
         if graph.version == self.version and self.complete:
             return True
         with graph.lock:
             version = graph.version
             nodes = {n.path: n for n in graph.nodes("file")}
-        for path in [p for p in self._files if p not in nodes]:
-            self._drop(path)
-        complete = True
-        for path, node in nodes.items():
-            known = self._files.get(path)
-            if known is not None and known.node is node:
-                continue
-            if deadline is not None and time.perf_counter() > deadline:
-                complete = False
-                break
-            self._drop(path)
-            self._add(path, node)
-        self.version, self.complete = version, complete
+        with self.lock:
+            for path in [p for p in self._files if p not in nodes]:
+                self._drop(path)
+            complete = True
+            for path, node in nodes.items():
+                known = self._files.get(path)
+                if known is not None and known.node is node:
+                    continue
+                if deadline is not None and time.perf_counter() > deadline:
+                    complete = False
+                    break
+                self._drop(path)
+                self._add(path, node)
+            self.version, self.complete = version, complete
         return complete
 
     def _add(self, path: str, node: Node) -> None:
@@ -112,6 +119,10 @@ class ContentIndex:
 
     def search(self, query: list[str], path_prefix: str | None = None) -> dict[str, float]:
         """path -> BM25 score divided by its maximum for this query, so in [0, 1]."""
+        with self.lock:
+            return self._search(query, path_prefix)
+
+    def _search(self, query: list[str], path_prefix: str | None) -> dict[str, float]:
         n = len(self._files)
         if not n or not query:
             return {}

@@ -22,12 +22,16 @@ from knowledge.recall.traverse import spread
 
 NODE_SHARE = 0.4  # of a candidate's lexical score from the node itself; the rest from its file
 CONTENT_SHARE = 1.0  # a file's content (BM25) counts a bit less than its labels
-# Tests repeat the words of the code they test; the code itself is what a request is about.
+# Tests repeat the words of the code they test, and changelogs mention every feature; the code
+# itself is what a request is about.
 TEST_FACTOR = 0.8
 _TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec|e2e)/|(^|/)test_[^/]*$|[._-](test|spec)\.[a-z]+$|_test\.go$"
+    r"(^|/)(tests?|__tests__|spec|e2e)/|(^|/)test_[^/]*$|[._-](test|spec)[.-][^/]*$|_test\.go$"
+    r"|(^|/)(changelog|changes|history|news)([-_][^/]*)?(\.(md|rst|txt))?$",
+    re.IGNORECASE,
 )
 POOL = 150  # lexical candidates kept for the hash tie-break and traversal
+MAX_CACHED = 50_000  # hash vectors kept (1 KiB each)
 SEEDS = 8
 SEED_FLOOR = 0.5  # a seed scores at least this share of the best
 SUPPORT = 0.25  # bonus share of a traversal score for a node that is also a lexical match
@@ -88,7 +92,7 @@ class HashCache:
         text = " ".join((node.path, node.label, node.signature, node.summary,
                          str(node.data.get("text", ""))[:1500]))
         vec = embed(text)
-        if len(self._vecs) > 200_000:
+        if len(self._vecs) > MAX_CACHED:
             self._vecs.clear()
         self._vecs[node.key] = (node, vec)
         return vec

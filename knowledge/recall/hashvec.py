@@ -14,7 +14,7 @@ import numpy as np
 
 from knowledge.recall.tokens import fold, split_words
 
-DIM = 512
+DIM = 256
 HASH_WEIGHT = 0.2
 
 Vector = np.ndarray

@@ -212,3 +212,22 @@ def test_incremental_index_equals_a_fresh_build_after_random_edits() -> None:
         assert live.postings == fresh.postings
         assert live.stem_postings == fresh.stem_postings
         assert live.docs.keys() == fresh.docs.keys()
+
+
+def test_file_contents_finish_reading_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import knowledge.recall as recall_module
+
+    files = {f"src/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(40)}
+    files["src/z.py"] = "x = 'thunderclap'\n"
+    project = make_repo(tmp_path / "repo", files)
+    monkeypatch.setattr(recall_module, "CONTENT_CATCH_UP_S", 0.0)
+    recaller = Recaller(project.graph, project.root)
+    first = recaller.recall("thunderclap")
+    assert "file contents not fully read yet" in first.notes
+    deadline = time.monotonic() + 10
+    while not recaller.content.complete and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert recaller.content.complete
+    assert paths(recaller.recall("thunderclap").hits) == ["src/z.py"]
