@@ -104,3 +104,42 @@ def check_readable(root: Path, last: int) -> None:
         assert leftovers == []  # load and sync at start clean the dead writer's temp files
     finally:
         project.close()
+
+
+def adder(root: str, name: str, count: int) -> None:
+    project = Project(Path(root))
+    project.graph  # noqa: B018 - loaded before the start line, so both writers overlap
+    print("ready", flush=True)
+    sys.stdin.readline()
+    for i in range(count):
+        memdir.add_memory(project, f"{name} remembers thing {i}")
+    project.close()
+
+
+def test_two_processes_adding_at_once_lose_no_line(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("THEUS_NO_MEMDIR", None)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", "from tests.knowledge.test_memdir_crash import adder; "
+             f"adder({str(root)!r}, {name!r}, 12)"],
+            cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for name in ("shell", "app")
+    ]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    for proc in procs:  # start both at once
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    project = Project(root)
+    try:
+        index = MemoryDir(project.paths.memory).read()
+        assert index.problems == [] and len(index.entries) == 24
+        assert memdir.sync(project).entries == 24
+        assert project.counts()["memory"] == 24
+    finally:
+        project.close()
