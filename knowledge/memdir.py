@@ -745,7 +745,11 @@ class MemdirWatcher:
     def start(self) -> bool:
         if disabled() or self._thread is not None:
             return False
-        memory_dir(self.project, self.caps).ensure()
+        try:
+            memory_dir(self.project, self.caps).ensure()
+        except OSError as exc:  # fail open: no watching, the session goes on
+            log.warning("memory directory not watched: %s", exc)
+            return False
         self._thread = threading.Thread(target=self._run, name="theus-memdir", daemon=True)
         self._thread.start()
         return True
