@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from knowledge import atomic
 from knowledge.paths import config_home
 
 log = logging.getLogger(__name__)
@@ -51,31 +50,7 @@ def save_credentials(credentials: ChatCredentials, path: Path | None = None) -> 
     path = path or credentials_path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     payload = json.dumps(asdict(credentials), indent=2).encode("utf-8")
-    # mkstemp creates the file with O_EXCL and mode 0600 in the target directory, so the final
-    # os.replace is a same-filesystem rename.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{FILE_NAME}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            os.fchmod(tmp.fileno(), 0o600)
-            tmp.write(payload)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    # The temp file is created 0600 (mkstemp) and renamed over the target: the key is never
+    # readable by others, not even for the instant before a chmod.
+    atomic.write_bytes(path, payload, mode=0o600)
     return path
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable; some platforms cannot open a directory, which only
-    # costs durability across a power cut, so that is not an error.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
