@@ -1,17 +1,21 @@
 """Hybrid recall: request text in, ranked graph nodes with a score and a reason out.
 
-Signals (see the modules): IDF-weighted keywords over labels/paths/signatures/summaries
-(`lexical`), a hash-embedding tie-break (`hashvec`), spreading along edges (`traverse`), a
-content scan when no label matches well (`content`), then an optional semantic re-ranker
-(`Reranker`, filled by the embedding layer). Pure over the graph except the content fallback,
-which reads indexed files under the root.
+Signals (see the modules): IDF-weighted keywords over labels, paths, signatures, summaries and
+memory text (`lexical`); BM25 over the indexed files' contents (`content`), which is also the
+fallback when no label matches; a hash-embedding tie-break (`hashvec`); spreading along edges
+(`traverse`); `fuse` combines them; then an optional semantic re-ranker (`Reranker`, filled by
+the embedding layer). Pure over the graph except `content`, which reads indexed files only.
 
-Score scale: every `Hit.score` is in [0, 1]. For a lexical hit it is roughly the share of the
-request's IDF-weighted words the node and its file explain (a word in a name counts fully, in
-a signature or docstring about half), blended 80/20 with the hash-embedding similarity. A
-reached neighbour gets its source's score times edge weight and hop decay (0.6), so it is
-always below the hit that brought it in. 0.35 ("real signal", the injection threshold) means
-about a third of the request's informative words were found together.
+Score scale: every `Hit.score` is in [0, 1] and comparable across requests. Internally a
+candidate's score is a *share*: how much of the request's IDF-weighted words the node and its
+file explain (a word in a name counts fully, in a signature or docstring about half, in the
+file's text through BM25), blended 80/20 with the hash-embedding similarity; a neighbour
+reached by traversal gets its source's share times the edge weight and a 0.6 decay per hop.
+`calibrate` then reports half that share plus half a saturating function of the IDF mass it
+stands for (1 - e^(-mass/8), about two rare words), so a long request whose rare words all
+point at one place still scores well. The injection threshold 0.35 needs about a third of
+the request's informative words found together in one place (a one-word request that names a
+symbol passes; "fix the bug in the thing" finds nothing to match).
 """
 
 from __future__ import annotations
