@@ -181,7 +181,7 @@ def _symbol_text(node: Node) -> str:
 
 def _summary(node: Node) -> str:
     text = " ".join(node.summary.split())
-    if not text:
+    if not text or text.startswith("@"):  # a bare doc tag such as "@module" says nothing
         return ""
     if len(text) > SUMMARY_CHARS:
         text = text[: SUMMARY_CHARS - 1] + "…"

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be at least 1, got {args.top}")
     root = project_root(args.project_path or getattr(args, "path", None))
 
-    from knowledge.context import build_block, count_tokens
+    from knowledge.context import INJECT_TOP, build_block, count_tokens
     from knowledge.project import Project
     from knowledge.recall import Recaller
     from knowledge.store import StoreError
@@ -54,8 +54,11 @@ def run(args: argparse.Namespace) -> int:
                 sys.stderr.write(f"theus: {exc}; recalling from the unsaved index\n")
         recaller = Recaller(project.graph, project.root)
         recaller.warm(WARM_BUDGET_S)
-        result = recaller.recall(query, top=args.top, path_prefix=args.under)
+        # The block is built exactly as injection builds it (from INJECT_TOP hits); the list
+        # shows the first --top of the same ranking.
+        result = recaller.recall(query, top=max(args.top, INJECT_TOP), path_prefix=args.under)
         block = build_block(result, project.graph)
+        result.hits = result.hits[: args.top]
     finally:
         project.close()
     tokens = count_tokens(block)
