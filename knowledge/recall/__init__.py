@@ -125,6 +125,8 @@ class Recaller:
             content = self.content.search(words, path_prefix)
             ranked = fuse(graph, query, match, self._hashes, content)
             hits = _diverse(graph, ranked, max(top, 1) * 2, match.total)
+        if path_prefix:  # traversal may have stepped outside the prefix
+            hits = [h for h in hits if h.path.startswith(path_prefix)]
         if self.reranker is not None and hits:
             hits = self._rerank(self.reranker, query, hits, notes)
         hits = hits[:top]

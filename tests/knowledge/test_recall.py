@@ -150,7 +150,8 @@ def test_memory_nodes_are_recalled_like_anything_else(tmp_path: Path) -> None:
 def test_path_prefix_filters_results(tmp_path: Path) -> None:
     project = make_repo(tmp_path / "repo", {
         "api/orders.py": "def list_orders():\n    pass\n",
-        "web/orders.py": "def render_orders():\n    pass\n",
+        "web/orders.py": "from api import orders\n\ndef render_orders():\n    pass\n",
+        "api/__init__.py": "",
     })
     result = recaller_for(project).recall("orders", path_prefix="web/")
     assert paths(result.hits) == ["web/orders.py"]
