@@ -73,15 +73,16 @@ def build_block(
     memories = [h for h in recall.hits if h.kind in _TEXT_KINDS][:MAX_MEMORIES]
     lines: list[str] = []
     shown: set[str] = set()
-    if code:
-        lines.append(f"Project index — code related to the request "
-                     f"(recalled, score {recall.best_score:.2f}):")
-        lines += _hot(code, graph, shown)
-        lines += _warm(code, graph, shown)
-        also = _also(code, shown)
-        if also:
-            lines.append(also)
-    memo = _memories(memories, graph)[: max_lines // 2]
+    with graph.lock:  # the watcher may be changing the graph on another thread
+        if code:
+            lines.append(f"Project index — code related to the request "
+                         f"(recalled, score {recall.best_score:.2f}):")
+            lines += _hot(code, graph, shown)
+            lines += _warm(code, graph, shown)
+            also = _also(code, shown)
+            if also:
+                lines.append(also)
+        memo = _memories(memories, graph)[: max_lines // 2]
     lines = [_clip(line) for line in lines[: max_lines - len(memo)]] + memo
     return "\n".join(lines)
 
