@@ -104,7 +104,7 @@ class ContentIndex:
 
     def _read(self, node: Node) -> str:
         name = node.path.rsplit("/", 1)[-1].lower()
-        if node.status != "ok" or name in _LOCKFILES:
+        if node.status == "skipped" or name in _LOCKFILES:  # too large, minified, binary
             return ""
         if int(node.data.get("size", 0) or 0) > MAX_FILE_BYTES:
             return ""
