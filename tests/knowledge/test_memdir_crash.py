@@ -28,24 +28,34 @@ RUNS = 20
 TEMP_SEEN: list[str] = []  # temp files found after a kill: evidence kills land mid-write
 
 
-def child(root: str, start: int) -> None:
-    """Write forever; print `ack N` once memory N and episode N are durable."""
-    project = Project(Path(root))
-    episodes = EpisodeStore(project)
-    i = start
-    while True:
-        text = f"memory number {i}: deploys need the VPN, see `src/app.py`"
-        memdir.add_memory(project, text)
-        if i % 3 == 0:  # rewrites too, so replace_line runs under fire as well
-            memdir.delete_memory(project, keys.memory_key(text))
-            memdir.add_memory(project, text)
-        if i > start and i % 4 == 0:
-            memdir.delete_memory(
-                project, keys.memory_key(f"memory number {i - 2}: deploys need the VPN, "
-                                         "see `src/app.py`"))
-        episodes.record("manual", f"Episode {i}\n" + "what happened " * 50, "crash")
-        print(f"ack {i}", flush=True)
-        i += 1
+# Children run as `python -c` source, not by importing this module: importing pytest would
+# cost each of the twenty children more than half a second.
+WRITER = """
+import sys
+from pathlib import Path
+from knowledge import keys, memdir
+from knowledge.episodes import EpisodeStore
+from knowledge.project import Project
+
+root, i = sys.argv[1], int(sys.argv[2])
+start = i
+project = Project(Path(root))
+episodes = EpisodeStore(project)
+
+def text(n):
+    return f"memory number {n}: deploys need the VPN, see `src/app.py`"
+
+while True:  # print `ack N` once memory N and episode N are durable
+    memdir.add_memory(project, text(i))
+    if i % 3 == 0:  # rewrites too, so replace_line runs under fire as well
+        memdir.delete_memory(project, keys.memory_key(text(i)))
+        memdir.add_memory(project, text(i))
+    if i > start and i % 4 == 0:
+        memdir.delete_memory(project, keys.memory_key(text(i - 2)))
+    episodes.record("manual", f"Episode {i}\\n" + "what happened " * 50, "crash")
+    print(f"ack {i}", flush=True)
+    i += 1
+"""
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
@@ -61,8 +71,7 @@ def test_sigkill_during_writes_leaves_readable_files(tmp_path: Path) -> None:
     kills = 0
     for _ in range(RUNS):
         proc = subprocess.Popen(
-            [sys.executable, "-c", f"from tests.knowledge.test_memdir_crash import child; "
-             f"child({str(root)!r}, {start})"],
+            [sys.executable, "-c", WRITER, str(root), str(start)],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -106,14 +115,21 @@ def check_readable(root: Path, last: int) -> None:
         project.close()
 
 
-def adder(root: str, name: str, count: int) -> None:
-    project = Project(Path(root))
-    project.graph  # noqa: B018 - loaded before the start line, so both writers overlap
-    print("ready", flush=True)
-    sys.stdin.readline()
-    for i in range(count):
-        memdir.add_memory(project, f"{name} remembers thing {i}")
-    project.close()
+ADDER = """
+import sys
+from pathlib import Path
+from knowledge import memdir
+from knowledge.project import Project
+
+root, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+project = Project(Path(root))
+project.graph  # loaded before the start line, so both writers overlap
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(count):
+    memdir.add_memory(project, f"{name} remembers thing {i}")
+project.close()
+"""
 
 
 def test_two_processes_adding_at_once_lose_no_line(tmp_path: Path) -> None:
@@ -123,8 +139,7 @@ def test_two_processes_adding_at_once_lose_no_line(tmp_path: Path) -> None:
     env.pop("THEUS_NO_MEMDIR", None)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", "from tests.knowledge.test_memdir_crash import adder; "
-             f"adder({str(root)!r}, {name!r}, 12)"],
+            [sys.executable, "-c", ADDER, str(root), name, "12"],
             cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for name in ("shell", "app")
     ]
