@@ -75,7 +75,7 @@ class TheusApp(App[int]):
         self.resume = resume
         self.resume_session = session
         self.status: dict[str, Any] = {
-            "model": model_settings.model if model_settings else "no model: recall mode",
+            "model": model_settings.model if model_settings else "no model",
             "counts": {}, "loading": True, "watcher": "", "recall_ms": None,
             "turn_tokens": 0, "total_tokens": 0, "off": (),
         }

@@ -212,7 +212,7 @@ async def test_status_bar(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) ->
         await pilot.pause()
         line = str(bar.render())
         assert line.startswith("test-model │ 3 files 3 sym")
-        assert "recall –" in line and "ctx 0 turn/0 total tok" in line
+        assert "recall –" in line and "ctx 0 tok (0 total)" in line
         assert "off: embeddings,episodes" in line
         await pilot.press(*"price of", "enter")  # the model is not asked: no script needed
         await wait_for(pilot, lambda: bar.recall_ms is not None)

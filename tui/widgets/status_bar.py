@@ -56,7 +56,7 @@ tokens injected this turn / in total · memory layers switched off (THEUS_NO_*).
         if self.watcher:
             parts.append(self.watcher)
         parts.append("recall " + (fmt.ms(self.recall_ms) if self.recall_ms is not None else "–"))
-        parts.append(f"ctx {self.turn_tokens} turn/{self.total_tokens} total tok")
+        parts.append(f"ctx {self.turn_tokens} tok ({self.total_tokens} total)")
         if self.off:
             parts.append("off: " + ",".join(self.off))
         return " │ ".join(parts)
