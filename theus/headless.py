@@ -32,7 +32,7 @@ from theus.agent.events import (
     Usage,
 )
 from theus.commands.common import UsageError, project_root
-from theus.config import MISSING_MODEL_HELP, AgentSettings, load_model_settings
+from theus.config import MISSING_MODEL_HELP, load_model_settings
 
 log = logging.getLogger("theus")
 WARM_WAIT_S = 3.0
@@ -155,28 +155,19 @@ def run_headless(args: argparse.Namespace) -> int:
 def _open_session(root: Path, args: argparse.Namespace, model: str) -> tuple[Any, list[Any]]:
     from theus.sessions import SessionNotFound, SessionStore
 
-    store = SessionStore(root)
     try:
-        if getattr(args, "resume", None):
-            session = store.open(args.resume)
-            return session, session.messages()
-        if getattr(args, "continue_last", False):
-            session = store.last()
-            if session is None:
-                raise UsageError("no earlier session in this project to continue "
-                                 "(drop -c to start one)")
-            return session, session.messages()
+        session = SessionStore(root).choose(
+            resume=getattr(args, "resume", None),
+            continue_last=getattr(args, "continue_last", False),
+            root=str(root), model=model, headless=True)
     except SessionNotFound as exc:
         raise UsageError(str(exc)) from None
-    return store.create(root=str(root), model=model, headless=True), []
+    return session, session.messages()
 
 
 async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any, session: Any,
                messages: list[Any], printer: Printer, started: float) -> int:
-    from theus.agent.injection import Injector
-    from theus.agent.loop import Agent
-    from theus.agent.ports import open_memory
-    from theus.model import ModelClient
+    from theus.agent.setup import start_agent
 
     allow = {"edit": bool(args.allow_edits), "shell": bool(args.allow_shell)}
 
@@ -186,19 +177,14 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     if printer.fmt == "stream-json":
         printer.line({"type": "system", "subtype": "init", "session_id": session.id,
                       "model": settings.model, "cwd": str(root)})
-    memory = await asyncio.to_thread(open_memory, root)
-    agent_settings = AgentSettings.from_env()
-    injector = Injector(root, agent_settings, recaller_factory=memory.recaller)
+    runtime = await asyncio.to_thread(
+        start_agent, root, settings, session, sink=printer, approver=approve,
+        messages=messages, max_turns=args.max_turns, headless=True,
+        denied_hint=HEADLESS_DENIED)
+    agent = runtime.agent
     # One-shot: there is no typing time to hide the graph load behind, so wait for it once
     # (bounded); the 150 ms deadline then applies to the recall itself.
-    injector.warm()
-    await injector.wait_ready(WARM_WAIT_S)
-    model = ModelClient(settings)
-    agent = Agent(
-        model, root, sink=printer, approver=approve, settings=agent_settings,
-        injector=injector, session=session, episodes=memory.episodes,
-        max_turns=args.max_turns, refuse_protected=True, denied_hint=HEADLESS_DENIED,
-        messages=messages or None)
+    await agent.injector.wait_ready(WARM_WAIT_S)
     try:
         result = await agent.run_turn(prompt)
         text, stop, error = result.text, result.stop, result.error
@@ -206,9 +192,7 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         log.exception("the run failed")
         text, stop, error = "", "error", f"internal error: {exc!r}"
     finally:
-        agent.end_session()
-        memory.close()
-        await model.close()
+        await runtime.close()
     subtype = {"end": "success", "max_turns": "error_max_turns"}.get(stop,
                                                                         "error_during_execution")
     payload = result_payload(subtype=subtype, text=text, session_id=session.id,

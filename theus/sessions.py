@@ -100,6 +100,19 @@ class SessionStore:
                                   "(see `theus sessions`)")
         return Session(session_id, path)
 
+    def choose(self, *, resume: str | None = None, continue_last: bool = False,
+               **meta: Any) -> Session:
+        """What `-r ID` / `-c` / neither mean: the given session, the latest, or a new one."""
+        if resume:
+            return self.open(resume)
+        if continue_last:
+            session = self.last()
+            if session is None:
+                raise SessionNotFound("no earlier session in this project to continue "
+                                      "(drop -c to start one)")
+            return session
+        return self.create(**meta)
+
     def last(self) -> Session | None:
         infos = self.list()
         return self.open(infos[0].id) if infos else None

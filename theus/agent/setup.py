@@ -1,0 +1,57 @@
+"""Everything an agent needs, wired once, for both front ends (chat app and `theus -p`):
+the model client, the shared project memory (recall, watcher, episodes) and the session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from theus.agent.events import Sink, null_sink
+from theus.agent.injection import Injector
+from theus.agent.loop import Agent
+from theus.agent.ports import Memory, open_memory
+from theus.config import AgentSettings, ModelSettings
+from theus.model import ModelClient
+from theus.sessions import Session
+from theus.tools.base import Approver
+
+
+@dataclass
+class Runtime:
+    agent: Agent
+    memory: Memory
+    model: ModelClient
+
+    async def close(self) -> None:
+        """End of the conversation: the session episode, the watcher, the HTTP client."""
+        self.agent.end_session()
+        self.memory.close()
+        await self.model.close()
+
+
+def start_agent(
+    root: Path,
+    model_settings: ModelSettings,
+    session: Session | None,
+    *,
+    sink: Sink = null_sink,
+    approver: Approver | None = None,
+    settings: AgentSettings | None = None,
+    messages: list[dict[str, Any]] | None = None,
+    max_turns: int | None = None,
+    headless: bool = False,
+    denied_hint: str = "the user declined",
+) -> Runtime:
+    """Blocking (opens the project store): call it from a worker thread in an async app.
+    `approver=None` means: emit ApprovalRequest events and wait for their futures."""
+    settings = settings or AgentSettings.from_env()
+    memory = open_memory(root)
+    injector = Injector(root, settings, recaller_factory=memory.recaller)
+    injector.warm()
+    model = ModelClient(model_settings)
+    agent = Agent(
+        model, root, sink=sink, approver=approver, settings=settings, injector=injector,
+        session=session, episodes=memory.episodes, max_turns=max_turns,
+        refuse_protected=headless, denied_hint=denied_hint, messages=messages or None)
+    return Runtime(agent, memory, model)
