@@ -1,0 +1,101 @@
+"""Smoke test: the real `theus` command in a real terminal (tmux), a request typed on the
+keyboard, the answer read back from the screen. The model is the scripted server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_tree
+from tests.scripted_server import ScriptedServer, text
+
+ANSWER = "SMOKE-ANSWER: price_of returns the unit price."
+
+
+def _tmux() -> str:
+    found = shutil.which("tmux")
+    if found is None and hasattr(os, "geteuid") and os.geteuid() == 0:
+        # CI runs as root on a fresh image: install it once.
+        subprocess.run(["apt-get", "install", "-y", "-q", "tmux"], capture_output=True,
+                       timeout=300, check=False)
+        found = shutil.which("tmux")
+    if found is None:
+        pytest.skip("tmux is not installed")
+    return found
+
+
+def _theus() -> list[str]:
+    script = Path(sys.executable).with_name("theus")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "theus.cli"]
+
+
+class Terminal:
+    def __init__(self, tmux: str, socket: str) -> None:
+        self.tmux = tmux
+        self.socket = socket
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run([self.tmux, "-L", self.socket, *args], capture_output=True,
+                              text=True, timeout=30)
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "theus")
+
+    def wait_for(self, needle: str, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            shown = self.screen()
+            if needle in shown:
+                return shown
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needle!r} never appeared; the screen:\n{shown}")
+            time.sleep(0.1)  # polling the pane: there is no event to wait on
+
+    def alive(self) -> bool:
+        return subprocess.run([self.tmux, "-L", self.socket, "has-session", "-t", "theus"],
+                              capture_output=True, timeout=30).returncode == 0
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    term = Terminal(_tmux(), f"theus-smoke-{os.getpid()}-{tmp_path.name}")
+    try:
+        yield term
+    finally:
+        subprocess.run([term.tmux, "-L", term.socket, "kill-server"], capture_output=True,
+                       timeout=30)
+
+
+def test_theus_answers_in_a_real_terminal(terminal: Terminal, tmp_path: Path,
+                                          theus_home: Path) -> None:
+    repo = write_tree(tmp_path / "shop", {
+        "pricing.py": 'def price_of(item):\n    """Unit price."""\n    return item["price"]\n',
+    })
+    with ScriptedServer([text(ANSWER)]) as server:
+        env = {**os.environ, "THEUS_HOME": str(theus_home), "THEUS_BASE_URL": server.url,
+               "THEUS_API_KEY": "k", "THEUS_MODEL": "test-model", "THEUS_NO_WATCH": "1",
+               "TERM": "xterm-256color"}
+        command = " ".join([*_theus(), "--path", str(repo)])
+        subprocess.run([terminal.tmux, "-L", terminal.socket, "new-session", "-d", "-s",
+                        "theus", "-x", "120", "-y", "36", command], env=env, check=True,
+                       timeout=30)
+        terminal.wait_for("Ask, or type / for commands")
+        terminal.wait_for("test-model")
+        terminal.run("send-keys", "-t", "theus", "-l", "what does price_of do")
+        terminal.run("send-keys", "-t", "theus", "Enter")
+        shown = terminal.wait_for(ANSWER)
+        assert "what does price_of do" in shown
+        assert server.requests and server.requests[0]["model"] == "test-model"
+        terminal.run("send-keys", "-t", "theus", "C-q")
+        deadline = time.monotonic() + 30
+        while terminal.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not terminal.alive()
