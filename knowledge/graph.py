@@ -61,6 +61,7 @@ class Graph:
         self._index: dict[str, int] = {}
         self._owned: dict[str, set[str]] = {}
         self._owner_of: dict[str, str] = {}
+        self._by_kind: dict[str, set[str]] = {}
         self.version = 0
         self.dirty_owners: set[str] = set()
         self.lock = threading.RLock()
@@ -77,9 +78,14 @@ class Graph:
         return None if idx is None else self._g[idx]
 
     def nodes(self, kind: str | None = None) -> Iterator[Node]:
-        for node in list(self._g.nodes()):
-            if kind is None or node.kind == kind:
-                yield node
+        if kind is None:
+            yield from list(self._g.nodes())
+            return
+        g, index = self._g, self._index
+        for key in list(self._by_kind.get(kind, ())):
+            idx = index.get(key)
+            if idx is not None:
+                yield g[idx]
 
     def keys(self) -> list[str]:
         return list(self._index)
@@ -137,9 +143,7 @@ class Graph:
         return 0 if idx is None else self._g.in_degree(idx) + self._g.out_degree(idx)
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for node in self._g.nodes():
-            out[node.kind] = out.get(node.kind, 0) + 1
+        out = {kind: len(keys) for kind, keys in self._by_kind.items() if keys}
         out["edges"] = self._g.num_edges()
         return out
 
@@ -160,11 +164,15 @@ class Graph:
             if idx is None:
                 self._index[node.key] = self._g.add_node(node)
             else:
+                previous_kind = self._g[idx].kind
+                if previous_kind != node.kind:
+                    self._by_kind[previous_kind].discard(node.key)
                 self._g[idx] = node
                 previous = self._owner_of.get(node.key)
                 if previous is not None and previous != owner:
                     self._owned[previous].discard(node.key)
                     self.dirty_owners.add(previous)
+            self._by_kind.setdefault(node.kind, set()).add(node.key)
             self._owned.setdefault(owner, set()).add(node.key)
             self._owner_of[node.key] = owner
             self._touch(owner)
@@ -189,6 +197,7 @@ class Graph:
             # Edges arriving here belong to other owners: their stored rows must go too.
             for a, _, _ in self._g.in_edges(idx):
                 self.dirty_owners.add(self._owner_of[self._g[a].key])
+            self._by_kind[self._g[idx].kind].discard(key)
             self._g.remove_node(idx)
             owner = self._owner_of.pop(key)
             keys = self._owned.get(owner)
@@ -241,6 +250,7 @@ class Graph:
             indices = self._g.add_nodes_from([n for n, _ in pairs])
             for (node, owner), idx in zip(pairs, indices, strict=True):
                 self._index[node.key] = idx
+                self._by_kind.setdefault(node.kind, set()).add(node.key)
                 self._owned.setdefault(owner, set()).add(node.key)
                 self._owner_of[node.key] = owner
             index = self._index

@@ -45,6 +45,21 @@ def is_temp(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in _TEMP_PATTERNS)
 
 
+def _spec(lines: list[str]) -> pathspec.GitIgnoreSpec | None:
+    """Compile ignore lines; a line git would reject (a lone `!`) is skipped, as git does."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    except ValueError:
+        valid = []
+        for line in lines:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except ValueError:
+                continue
+            valid.append(line)
+        return pathspec.GitIgnoreSpec.from_lines(valid) if valid else None
+
+
 def _read_lines(path: Path) -> list[str]:
     try:
         return path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -62,13 +77,12 @@ class IgnoreRules:
     def __init__(self, root: Path) -> None:
         self.root = root
         top = _read_lines(root / ".git" / "info" / "exclude") + _read_lines(root / ".theusignore")
-        self._top = pathspec.GitIgnoreSpec.from_lines(top) if top else None
+        self._top = _spec(top)
         self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
 
     def _spec_for(self, rel_dir: str) -> pathspec.GitIgnoreSpec | None:
         if rel_dir not in self._specs:
-            lines = _read_lines(self.root / rel_dir / ".gitignore")
-            self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            self._specs[rel_dir] = _spec(_read_lines(self.root / rel_dir / ".gitignore"))
         return self._specs[rel_dir]
 
     def forget(self, rel_dir: str) -> None:

@@ -74,3 +74,8 @@ def test_ignored_path_checks_every_parent(tmp_path: Path) -> None:
     assert rules.ignored_path("a/node_modules/b/c.js", False)
     assert rules.ignored_path("src/.x.py.swp", False)
     assert not rules.ignored_path("src/x.py", False)
+
+
+def test_invalid_ignore_lines_are_skipped_like_git(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".gitignore": "!\n*.log\n", "a.log": "x", "b.py": "x = 1\n"})
+    assert rels(tmp_path) == [".gitignore", "b.py"]

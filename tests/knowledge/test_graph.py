@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from knowledge.graph import Edge, Graph, Node
+
+KINDS = ("file", "symbol", "memory")
+
+
+def state(graph: Graph) -> tuple[object, ...]:
+    nodes = sorted((n.key, n.kind, n.label) for n in graph.nodes())
+    return tuple(nodes), frozenset(graph.edges())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["upsert", "remove", "replace"]),
+                          st.integers(0, 12), st.sampled_from(KINDS), st.integers(0, 3))))
+def test_kind_index_owners_and_edges_stay_consistent(ops) -> None:  # type: ignore[no-untyped-def]
+    graph = Graph()
+    version, content = graph.version, state(graph)
+    for op, n, kind, owner in ops:
+        key = f"k{n}"
+        if op == "upsert":
+            graph.upsert(Node(key, kind, key), owner=f"o{owner}")
+        elif op == "remove":
+            graph.remove_node(key)
+        else:
+            nodes = [Node(f"k{n}", kind, "a"), Node(f"k{n + 1}", kind, "b")]
+            graph.replace_owner(f"o{owner}", nodes, [Edge(f"k{n}", f"k{n + 1}", "contains")])
+        # Derived data memoizes on the version: it must move whenever the content did.
+        if state(graph) != content:
+            assert graph.version > version
+        assert graph.version >= version
+        version, content = graph.version, state(graph)
+        for k in KINDS:
+            assert sorted(x.key for x in graph.nodes(k)) == sorted(
+                x.key for x in graph.nodes() if x.kind == k)
+        assert sum(v for k, v in graph.counts().items() if k != "edges") == len(graph)
+        owned = [key for o in graph.owners() for key in graph.owned(o)]
+        assert sorted(owned) == sorted(graph.keys())
+        for edge in graph.edges():
+            assert edge.src in graph and edge.dst in graph
+
+
+def test_keys_survive_index_reuse() -> None:
+    graph = Graph()
+    graph.upsert(Node("a", "file", "a"))
+    graph.upsert(Node("b", "file", "b"))
+    graph.remove_node("a")
+    graph.upsert(Node("c", "file", "c"))  # rustworkx reuses a's index here
+    graph.add_edge("c", "b", "imports")
+    assert graph.get("a") is None and graph.get("c").label == "c"
+    assert graph.out_edges("c") == [Edge("c", "b", "imports")]
+    assert not graph.add_edge("c", "b", "imports"), "edges are added once"
+    assert not graph.add_edge("c", "missing", "imports")
