@@ -223,8 +223,8 @@ function glow(kind) {
   c.width = c.height = 64;
   const g = c.getContext("2d");
   const grad = g.createRadialGradient(32, 32, 0, 32, 32, 32);
-  grad.addColorStop(0, colourOf(kind) + "cc");
-  grad.addColorStop(0.25, colourOf(kind) + "55");
+  grad.addColorStop(0, colourOf(kind) + "99");
+  grad.addColorStop(0.25, colourOf(kind) + "3a");
   grad.addColorStop(1, colourOf(kind) + "00");
   g.fillStyle = grad;
   g.fillRect(0, 0, 64, 64);
@@ -315,7 +315,7 @@ function draw() {
     const [x, y] = toScreen(n.x, n.y);
     if (!visible(x, y)) continue;
     const r = screenRadius(n);
-    const dim = focus && n !== focus && !lit.has(n.id);
+    const dim = Boolean(focus) && n !== focus && !lit.has(n.id);
     (cores[n.kind] || (cores[n.kind] = [])).push([x, y, r, dim]);
     if (!fast && !dim && r > 3 && glows < 1200) {
       glows++;

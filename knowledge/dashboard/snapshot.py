@@ -153,10 +153,15 @@ class SnapshotCache:
         self._keep = keep
         self._by_version: OrderedDict[int, Snapshot] = OrderedDict()
         self._build = threading.Lock()
+        self._graph: Graph | None = None
 
     def current(self, graph: Graph) -> Snapshot:
         """The snapshot of the graph as it is now, or the latest one if a writer holds the
         graph's lock for longer than ``BUSY_WAIT`` (a re-index in progress)."""
+        if graph is not self._graph:  # the host swapped graphs: versions start over
+            with self._build:
+                self._by_version.clear()
+                self._graph = graph
         snap = self._by_version.get(graph.version)
         if snap is not None:
             return snap

@@ -41,7 +41,7 @@ def find_chromium() -> str:
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update"], check=True, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+        subprocess.run(["apt-get", "install", "-y", "chromium"],
                        check=True, env=env, capture_output=True)
         found = shutil.which("chromium")
         if found:

@@ -401,6 +401,22 @@ def test_a_writer_holding_the_lock_does_not_stall_requests(
     assert client.json("/api/graph?limit=1")["version"] == graph.version
 
 
+def test_a_swapped_graph_is_served_even_at_the_same_version() -> None:
+    first, second = Graph(), Graph()
+    first.upsert(Node("file:old.py", "file", "old.py", path="old.py"))
+    second.upsert(Node("file:new.py", "file", "new.py", path="new.py"))
+    assert first.version == second.version
+    current = {"graph": first}
+    dash = Dashboard(lambda: current["graph"]).start()
+    try:
+        client = Client(dash.port, dash.token)
+        assert client.json("/api/graph")["nodes"][0]["key"] == "file:old.py"
+        current["graph"] = second  # e.g. a full rescan built a fresh graph
+        assert client.json("/api/graph")["nodes"][0]["key"] == "file:new.py"
+    finally:
+        dash.stop()
+
+
 def test_snapshot_copes_with_a_contains_cycle() -> None:
     graph = Graph()
     for name in ("A", "B"):
@@ -479,3 +495,33 @@ def test_ids_survive_rustworkx_index_reuse() -> None:
         assert Edge("file:c.py", "file:b.py", "imports") in list(graph.edges())
     finally:
         dash.stop()
+
+
+def test_layout_keeps_symbols_by_their_file_and_files_by_their_folder() -> None:
+    graph = Graph()
+    for folder in ("api", "db", "ui"):
+        for f in range(6):
+            path = f"{folder}/m{f}.py"
+            graph.upsert(Node(f"file:{path}", "file", f"m{f}.py", path=path), owner=path)
+            for s in range(5):
+                key = f"sym:{path}#fn{s}"
+                graph.upsert(Node(key, "symbol", f"fn{s}", path=path), owner=path)
+                graph.add_edge(f"file:{path}", key, "contains")
+    dash = Dashboard(lambda: graph).start()
+    try:
+        nodes = Client(dash.port, dash.token).json("/api/graph?limit=20000")["nodes"]
+    finally:
+        dash.stop()
+    files = [n for n in nodes if n["kind"] == "file"]
+
+    def nearest(n: dict[str, Any], among: list[dict[str, Any]]) -> dict[str, Any]:
+        return min(among, key=lambda m: (m["x"] - n["x"]) ** 2 + (m["y"] - n["y"]) ** 2)
+
+    for sym in (n for n in nodes if n["kind"] == "symbol"):
+        assert nearest(sym, files)["path"] == sym["path"]
+    for folder in ("api", "db", "ui"):
+        mine = [f for f in files if f["path"].startswith(folder + "/")]
+        cx = sum(f["x"] for f in mine) / len(mine)
+        cy = sum(f["y"] for f in mine) / len(mine)
+        centre = {"x": cx, "y": cy}
+        assert nearest(centre, files)["path"].startswith(folder + "/")
