@@ -42,6 +42,7 @@ async def test_cancel_during_a_tool_kills_it_and_keeps_the_history_valid(
 
 
 def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import knowledge.embed.layer
     import knowledge.episodes
     import knowledge.watch
 
@@ -50,8 +51,10 @@ def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(knowledge.watch, "maybe_start", boom)
     monkeypatch.setattr(knowledge.episodes, "episode_sink", boom)
+    monkeypatch.setattr(knowledge.embed.layer, "SemanticLayer", boom)
     memory = open_memory(repo)
     assert memory.project is not None and memory.watcher is None and memory.episodes is None
+    assert memory.semantic is None and not memory.semantic_on
     memory.close()
     monkeypatch.setattr("knowledge.project.Project", boom)
     memory = open_memory(repo)
@@ -61,8 +64,30 @@ def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_open_memory_honours_kill_switches(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THEUS_NO_WATCH", "1")
-    monkeypatch.setenv("THEUS_NO_EPISODES", "1")
+    for name in ("WATCH", "EPISODES", "EMBEDDINGS"):
+        monkeypatch.setenv(f"THEUS_NO_{name}", "1")
     memory = open_memory(repo)
-    assert memory.watcher is None and memory.episodes is None
+    assert memory.watcher is None and memory.episodes is None and memory.semantic is None
     memory.close()
+
+
+async def test_semantic_layer_on_extends_the_injection_deadline(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.theus.conftest import model_settings
+    from theus.agent.setup import start_agent
+
+    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    monkeypatch.setenv("THEUS_EMBEDDINGS_URL", "http://127.0.0.1:9/v1")  # configured, unused
+    runtime = start_agent(repo, model_settings("http://127.0.0.1:9/v1"), None, headless=True)
+    try:
+        assert runtime.memory.semantic_on
+        assert runtime.agent.settings.injection_deadline_ms == 150 + 800
+    finally:
+        await runtime.close()
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    runtime = start_agent(repo, model_settings("http://127.0.0.1:9/v1"), None, headless=True)
+    try:
+        assert runtime.memory.semantic is None
+        assert runtime.agent.settings.injection_deadline_ms == 150
+    finally:
+        await runtime.close()

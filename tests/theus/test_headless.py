@@ -181,7 +181,7 @@ def test_the_headless_path_never_imports_textual(server: ScriptedServer, repo: P
               "assert 'textual' not in sys.modules, 'textual imported'\n"
               "import theus.headless\nprint('clean')\n")
     env = {**os.environ, "THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model",
-           "THEUS_NO_WATCH": "1"}
+           "THEUS_NO_WATCH": "1", "THEUS_NO_EMBEDDINGS": "1"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr

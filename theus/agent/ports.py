@@ -20,6 +20,16 @@ class Memory:
     project: Any | None = None
     watcher: Any | None = None
     episodes: Any | None = None
+    semantic: Any | None = None  # knowledge.embed.layer.SemanticLayer
+
+    @property
+    def semantic_on(self) -> bool:
+        """Whether the semantic re-ranker is configured: it earns recall its extra 800 ms."""
+        try:
+            return bool(self.semantic is not None and self.semantic.on)
+        except Exception as exc:
+            log.warning("semantic layer state unknown, treating it as off: %s", exc)
+            return False
 
     def recaller(self) -> Any:
         """Recaller factory for the Injector (runs on a worker thread, may be slow once)."""
@@ -27,9 +37,23 @@ class Memory:
             raise RuntimeError("the project memory could not be opened")
         from knowledge.recall import Recaller
 
-        return Recaller(self.project.graph, self.project.root)
+        reranker = self.semantic.reranker if self.semantic is not None else None
+        return Recaller(self.project.graph, self.project.root, reranker=reranker)
+
+    def on_update(self, update: Any) -> None:
+        """Watcher callback: re-embed what changed first."""
+        if self.semantic is not None:
+            try:
+                self.semantic.notify_changed(getattr(update, "changed", ()))
+            except Exception as exc:
+                log.warning("semantic layer missed an update: %s", exc)
 
     def close(self) -> None:
+        if self.semantic is not None:
+            try:
+                self.semantic.stop()
+            except Exception as exc:
+                log.warning("semantic layer did not stop cleanly: %s", exc)
         if self.watcher is not None:
             try:
                 self.watcher.stop()
@@ -42,7 +66,10 @@ class Memory:
                 log.warning("project store did not close cleanly: %s", exc)
 
 
-def open_memory(root: Path, *, watch: bool = True) -> Memory:
+def open_memory(root: Path, *, embed_in_background: bool = True) -> Memory:
+    """`embed_in_background=False` for one-shot runs: the re-ranker still works (it embeds
+    what it needs within its deadline), but the whole project is not embedded for a run that
+    ends in seconds; `theus index` and the chat app do that."""
     memory = Memory()
     try:
         from knowledge.project import Project
@@ -51,11 +78,21 @@ def open_memory(root: Path, *, watch: bool = True) -> Memory:
     except Exception as exc:
         log.warning("project memory unavailable, continuing without it: %s", exc)
         return memory
-    if watch and not switched_off("watch"):
+    if not switched_off("embeddings"):
+        try:
+            from knowledge.embed.layer import SemanticLayer
+
+            memory.semantic = SemanticLayer(memory.project)
+            if embed_in_background:
+                memory.semantic.start_background()
+        except Exception as exc:
+            log.warning("semantic layer unavailable: %s", exc)
+            memory.semantic = None
+    if not switched_off("watch"):
         try:
             from knowledge.watch import maybe_start
 
-            memory.watcher = maybe_start(memory.project)
+            memory.watcher = maybe_start(memory.project, on_update=memory.on_update)
         except Exception as exc:
             log.warning("watcher not started: %s", exc)
     if not switched_off("episodes"):

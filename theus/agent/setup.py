@@ -45,8 +45,8 @@ def start_agent(
 ) -> Runtime:
     """Blocking (opens the project store): call it from a worker thread in an async app.
     `approver=None` means: emit ApprovalRequest events and wait for their futures."""
-    settings = settings or AgentSettings.from_env()
-    memory = open_memory(root)
+    memory = open_memory(root, embed_in_background=not headless)
+    settings = settings or AgentSettings.from_env(semantic_on=memory.semantic_on)
     injector = Injector(root, settings, recaller_factory=memory.recaller)
     injector.warm()
     model = ModelClient(model_settings)
