@@ -42,6 +42,27 @@ PAINTED = """(() => {
 })()"""
 
 
+# Opaque pixels in the file colour (#60a5fa): node cores, not just their glow.
+FILE_CORES = """(() => {
+  const c = document.getElementById('graph');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i + 3] > 230 && Math.abs(d[i] - 96) < 24 && Math.abs(d[i + 1] - 165) < 24
+        && Math.abs(d[i + 2] - 250) < 24) n++;
+  }
+  return n;
+})()"""
+
+# Where a node is on the page, in CSS pixels.
+WHERE = """((key) => {
+  const n = window.__theus.state.byKey.get(key);
+  const [x, y] = toScreen(n.x, n.y);
+  const r = canvas.getBoundingClientRect();
+  return [x + r.left, y + r.top];
+})"""
+
+
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[tuple[Browser, str]]:
     project = Project(write_tree(tmp_path / "repo", FILES))
@@ -63,6 +84,14 @@ def test_page_renders_searches_and_lists_tables(page: tuple[Browser, str]) -> No
     browser.wait_for("window.__theus && window.__theus.ready && window.__theus.state.nodes.length")
     assert browser.evaluate("location.search") == ""  # the token left the address bar
     assert browser.evaluate(PAINTED) > 500
+    assert browser.evaluate(FILE_CORES) > 20
+
+    # Clicking a node on the canvas selects it.
+    x, y = browser.evaluate(f"{WHERE}('file:src/util/text.py')")
+    browser.click(x, y)
+    browser.wait_for("window.__theus.state.selected && "
+                     "window.__theus.state.selected.key === 'file:src/util/text.py'")
+    browser.wait_for("document.getElementById('details-body').textContent.includes('text.py')")
     total = browser.evaluate("window.__theus.state.total")
     assert browser.evaluate("window.__theus.state.nodes.length") == total
 
