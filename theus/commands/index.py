@@ -27,20 +27,52 @@ def run(args: argparse.Namespace) -> int:
     if project.store.recovered_from:
         sys.stderr.write(f"theus: the index was unreadable; kept it at "
                          f"{project.store.recovered_from} and rebuilt it\n")
+    show_progress = not args.json and sys.stderr.isatty()
     try:
-        report = _run_index(project, show_progress=not args.json and sys.stderr.isatty())
+        report = _run_index(project, show_progress)
+        embedded, embed_seconds = (0, 0.0) if args.no_embed else _embed(project, show_progress)
     except StoreError as exc:
         sys.stderr.write(f"theus: {exc}; the previous index is unchanged\n")
         return 1
     finally:
         project.close()
     if args.json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "embedded": embedded,
+                    "embed_seconds": round(embed_seconds, 3)})
     else:
         skipped = ", ".join(f"{n} {r}" for r, n in sorted(report.skipped.items())) or "none"
         print(f"Indexed {report.files} files, {report.symbols} symbols, {report.edges} edges "
-              f"in {report.seconds:.2f}s ({report.parsed} parsed; skipped: {skipped})")
+              f"in {report.seconds:.2f}s ({report.parsed} parsed; skipped: {skipped}); "
+              f"embedded {embedded} in {embed_seconds:.2f}s")
     return 0
+
+
+def _embed(project, show_progress: bool) -> tuple[int, float]:  # type: ignore[no-untyped-def]
+    """The semantic layer's pass over new or changed nodes; fails open (status shows why)."""
+    from knowledge.embed.layer import SemanticLayer
+
+    layer = SemanticLayer(project, threads=None)  # foreground: every core
+    if layer.killed:
+        return 0, 0.0
+    try:
+        if not show_progress:
+            report = layer.embed_all()
+        else:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            with Progress("[progress.description]{task.description}", BarColumn(),
+                          MofNCompleteColumn(), TimeElapsedColumn(), transient=True) as bar:
+                task = bar.add_task("Embedding", total=None)
+                report = layer.embed_all(progress=lambda done, total: bar.update(
+                    task, completed=done, total=total or None))
+    finally:
+        layer.stop()
+    if report is None:
+        return 0, 0.0
+    if report.failed:
+        sys.stderr.write(f"theus: embeddings incomplete ({report.failed} failed: "
+                         f"{report.errors[-1]}); recall works without them\n")
+    return report.embedded, report.seconds
 
 
 def _run_index(project, show_progress: bool):  # type: ignore[no-untyped-def]

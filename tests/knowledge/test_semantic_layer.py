@@ -1,0 +1,240 @@
+"""SemanticLayer end to end: the cascade's effect, the hosted path through the re-ranker against
+a scripted /embeddings server on 127.0.0.1 (including one that errors, hangs or changes its
+dimension), the dimension check on the vector cache, and the kill switch."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from knowledge.embed.cache import VectorCache, text_key
+from knowledge.embed.hosted import hosted_model_id
+from knowledge.embed.layer import SemanticLayer
+from knowledge.embed.status import cached_keys, status_section
+from knowledge.project import Project
+from knowledge.recall import Recaller
+from tests.conftest import write_tree
+
+FILES = {
+    "shop/cart.py": '"""Shopping cart."""\n\n\ndef cart_total(items):\n'
+                    '    """Sum of line prices."""\n    return sum(items)\n',
+    "shop/pricing.py": 'def price_of(item):\n    """Unit price with discounts."""\n'
+                       '    return item.price\n',
+    "mail/smtp.py": 'def send_message(to, body):\n    """Deliver a message over SMTP."""\n'
+                    '    return to, body\n',
+}
+DIM = 32
+
+
+def _bag(text: str, dim: int) -> list[float]:
+    """A deterministic bag-of-words vector: texts sharing words are close."""
+    vec = [0.0] * dim
+    for word in re.findall(r"[a-z]+", text.lower()):
+        vec[zlib.crc32(word.encode()) % dim] += 1.0
+    vec[0] += 0.01  # never all zero
+    return vec
+
+
+@dataclass
+class Script:
+    mode: str = "ok"  # ok | error | hang
+    dim: int = DIM
+    inputs: list[str] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, Script]]:
+    script = Script()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            script.inputs.extend(body["input"])
+            if script.mode == "hang":
+                script.release.wait(10)
+                return
+            if script.mode == "error":
+                self._send(500, {"error": {"message": "boom", "type": "server_error"}})
+                return
+            data = [{"object": "embedding", "index": i, "embedding": _bag(t, script.dim)}
+                    for i, t in enumerate(body["input"])]
+            self._send(200, {"object": "list", "data": data, "model": body["model"]})
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            raw = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", script
+    script.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    project = Project(write_tree(tmp_path / "repo", FILES))
+    project.index()
+    yield project
+    project.close()
+
+
+def hosted_env(url: str) -> dict[str, str]:
+    return {"THEUS_EMBEDDINGS_URL": url, "THEUS_EMBEDDINGS_MODEL": "bag"}
+
+
+def layer_for(project: Project, env: dict[str, str]) -> SemanticLayer:
+    return SemanticLayer(project, env=env, credentials=None, timeout=2.0)
+
+
+def test_hosted_embeds_the_graph_and_reranks(project: Project,
+                                             server: tuple[str, Script]) -> None:
+    url, script = server
+    layer = layer_for(project, hosted_env(url))
+    assert layer.on and layer.reranker is not None
+    layer.start_background()
+    try:
+        assert layer.wait_idle(10)
+        embedded = set(script.inputs)
+        assert any("cart_total" in t for t in embedded)
+        result = Recaller(project.graph, project.root, reranker=layer.reranker).recall(
+            "cart total prices")
+    finally:
+        layer.stop()
+    assert result.hits[0].path == "shop/cart.py"
+    assert all(0.0 <= h.score <= 1.0 for h in result.hits)
+    assert "cart total prices" in script.inputs
+    assert layer.stats.used == 1 and layer.stats.failed == 0
+    section = status_section(project, env=hosted_env(url))
+    assert section["provider"] == "hosted"
+    assert section["nodes_pending"] == 0 and section["vectors_cached"] > 0
+    assert section["reranks_used"] == 1
+
+
+def test_notify_changed_embeds_the_new_nodes(project: Project,
+                                             server: tuple[str, Script]) -> None:
+    url, script = server
+    layer = layer_for(project, hosted_env(url))
+    layer.start_background()
+    try:
+        assert layer.wait_idle(10)
+        (project.root / "shop" / "refunds.py").write_text(
+            'def issue_refund(order):\n    """Give the money back."""\n', encoding="utf-8")
+        project.update(["shop/refunds.py"])
+        layer.notify_changed(["shop/refunds.py"])
+        assert layer.wait_idle(10)
+    finally:
+        layer.stop()
+    assert any("issue_refund" in t for t in script.inputs)
+
+
+@pytest.mark.parametrize("mode", ["error", "hang", "dimension"])
+def test_a_failing_endpoint_leaves_lexical_recall(project: Project, server: tuple[str, Script],
+                                                  mode: str) -> None:
+    url, script = server
+    layer = layer_for(project, hosted_env(url))
+    assert layer.prepare() is not None  # healthy at start: the dimension is learned
+    lexical = Recaller(project.graph, project.root).recall("cart total prices")
+    if mode == "dimension":
+        script.dim = DIM * 2
+    else:
+        script.mode = mode
+    recaller = Recaller(project.graph, project.root, reranker=layer.reranker)
+    start = time.perf_counter()
+    result = recaller.recall("cart total prices")
+    took = time.perf_counter() - start
+    layer.stop()
+    assert [h.key for h in result.hits] == [h.key for h in lexical.hits]
+    assert [h.score for h in result.hits] == [h.score for h in lexical.hits]
+    assert took < 2.0  # the 0.8 s budget, not the endpoint's timeout
+    # The client's one retry on HTTP 500 may run past the deadline: late or failed, not used.
+    assert layer.stats.late + layer.stats.failed == 1 and layer.stats.used == 0
+    if mode != "error":
+        assert (layer.stats.late if mode == "hang" else layer.stats.failed) == 1
+
+
+def test_an_endpoint_down_at_start_leaves_lexical_recall(project: Project,
+                                                         server: tuple[str, Script]) -> None:
+    url, script = server
+    script.mode = "error"
+    layer = layer_for(project, hosted_env(url))
+    layer.start_background()
+    result = Recaller(project.graph, project.root, reranker=layer.reranker).recall("cart total")
+    layer.stop()
+    assert result.hits[0].path == "shop/cart.py"
+    assert layer.stats.skipped == 1
+    assert "HTTP 500" in status_section(project, env=hosted_env(url))["reason"]
+
+
+def test_a_cache_of_another_dimension_is_refused_not_used(project: Project,
+                                                          server: tuple[str, Script]) -> None:
+    url, _ = server
+    model_id = hosted_model_id(url, "bag")
+    with VectorCache(project.paths.vectors, model_id, DIM * 2) as stale:
+        stale.put_many(["old"], np.ones((1, DIM * 2), dtype=np.float32) / 8.0)
+    layer = layer_for(project, hosted_env(url))
+    layer.start_background()
+    try:
+        assert layer.wait_idle(10)
+        result = Recaller(project.graph, project.root, reranker=layer.reranker).recall(
+            "cart total prices")
+    finally:
+        layer.stop()
+    assert result.hits[0].path == "shop/cart.py" and layer.stats.used == 1
+    assert "expected 64-d vectors, got 32-d" in layer.cache_error
+    section = status_section(project, env=hosted_env(url))
+    assert section["cache"].startswith("refused")
+    assert cached_keys(project.paths.vectors, model_id) == (DIM * 2, {text_key("old")})
+
+
+def test_kill_switch_imports_and_loads_nothing(project: Project) -> None:
+    script = f"""
+import sys
+from pathlib import Path
+from knowledge.embed.layer import SemanticLayer
+from knowledge.embed.status import cached_keys, status_section
+from knowledge.project import Project
+from knowledge.recall import Recaller
+project = Project(Path({str(project.root)!r}))
+layer = SemanticLayer(project)
+layer.start_background()
+assert not layer.on and layer.reranker is None
+assert layer.embed_all() is None and layer.prepare() is None
+hits = Recaller(project.graph, project.root, reranker=layer.reranker).recall("cart total").hits
+assert hits[0].path == "shop/cart.py"
+assert status_section(project)["provider"] == "off"
+layer.stop()
+loaded = sorted(m for m in ("onnxruntime", "tokenizers", "openai") if m in sys.modules)
+print("loaded:", loaded)
+"""
+    env = {**os.environ, "THEUS_NO_EMBEDDINGS": "1",
+           "THEUS_EMBEDDINGS_URL": "http://127.0.0.1:9/v1"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "loaded: []"

@@ -1,0 +1,52 @@
+"""`theus index` embeds what changed with the local model; `--no-embed` and the kill switch skip
+it. Through the real console script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from knowledge.embed.local import MODEL_ID
+from knowledge.embed.status import cached_keys
+from knowledge.paths import ProjectPaths
+from tests.conftest import write_tree
+from tests.theus.test_cli_index import theus
+
+FILES = {
+    "cart.py": 'def cart_total(items):\n    """Sum of line prices."""\n    return sum(items)\n',
+    "mail.py": 'def send_message(to):\n    """Deliver over SMTP."""\n    return to\n',
+}
+
+
+def index_json(repo: Path, *flags: str) -> dict[str, object]:
+    out = theus("index", "--json", *flags, str(repo), cwd=repo)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_index_embeds_what_changed_and_only_that(tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    first = index_json(repo)
+    assert first["embedded"] == 4 and first["embed_seconds"] > 0  # 2 files, 2 functions
+    assert {"files", "symbols", "edges", "skipped", "seconds"} <= first.keys()
+    assert index_json(repo)["embedded"] == 0
+    (repo / "cart.py").write_text(FILES["cart.py"] + "\n\ndef cart_count(items):\n"
+                                  '    """How many lines."""\n    return len(items)\n')
+    assert index_json(repo)["embedded"] == 2  # the file's text (new symbol) and cart_count
+    vectors = ProjectPaths.for_root(repo).vectors
+    assert len(cached_keys(vectors, MODEL_ID)[1]) == 6
+
+
+def test_no_embed_and_the_kill_switch_skip_it(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = write_tree(tmp_path / "repo", FILES)
+    skipped = index_json(repo, "--no-embed")
+    assert (skipped["embedded"], skipped["embed_seconds"]) == (0, 0.0)
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    killed = index_json(repo)
+    assert killed["embedded"] == 0
+    assert not ProjectPaths.for_root(repo).vectors.exists()
+    plain = theus("index", "--no-embed", str(repo), cwd=repo)
+    assert plain.stdout.startswith("Indexed 2 files") and "embedded 0" in plain.stdout
