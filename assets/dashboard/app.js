@@ -134,6 +134,8 @@ async function loadMore() {
 }
 
 function updateLoaded() {
+  $("empty").hidden = state.total > 0 || state.loading;
+  if (state.total === 0 && (state.kinds.size || state.folder)) $("empty").textContent = "No nodes match these filters.";
   $("loaded-text").textContent = `Showing ${fmt(state.nodes.length)} of ${fmt(state.total)} nodes · ${fmt(state.edges.length)} edges`;
   $("load-more").hidden = !state.cursor;
 }

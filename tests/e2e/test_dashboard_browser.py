@@ -111,6 +111,18 @@ def test_page_renders_searches_and_lists_tables(page: tuple[Browser, str]) -> No
     selected = browser.evaluate("window.__theus.state.selected.key")
     assert selected == "sym:src/shop/cart.py#ShoppingCart"
 
+    # Kind and folder filters reload the view from the server.
+    browser.evaluate("[...document.querySelectorAll('#kinds .chip')]"
+                     ".find(c => c.textContent.startsWith('symbol')).click()")
+    browser.wait_for("!window.__theus.state.loading && window.__theus.state.kinds.size > 0 && "
+                     "window.__theus.state.nodes.every(n => n.kind !== 'symbol')")
+    browser.evaluate("const f = document.getElementById('folder'); f.value = 'src/shop';"
+                     " f.dispatchEvent(new Event('change'))")
+    browser.wait_for("!window.__theus.state.loading && window.__theus.state.nodes.length > 0 && "
+                     "window.__theus.state.nodes.every(n => n.path.startsWith('src/shop/'))")
+    kinds = browser.evaluate("[...new Set(window.__theus.state.nodes.map(n => n.kind))]")
+    assert kinds == ["file"]
+
     # Database tab: the fixture's Prisma models and the foreign key between them.
     browser.evaluate("document.querySelector('[data-tab=database]').click()")
     tables = browser.wait_for(
