@@ -105,6 +105,10 @@ class Watcher:
         self._skip = _data_dir_inside(project)
         self._stop = threading.Event()
         self._ready = threading.Event()
+        # Set when the background thread ends. Waited on instead of Thread.join: a join cut
+        # short by Ctrl-C can report the thread dead while it still runs (CPython gh-90882),
+        # and the final save would then race the project's close.
+        self._done = threading.Event()
         self._busy = False
         self._rewatch_wanted = False
         self._failure: BaseException | None = None
@@ -153,7 +157,11 @@ class Watcher:
         self._stop.set()
         self._poke()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+            self._done.wait(timeout)
+
+    def wait_stopped(self, timeout: float | None = None) -> bool:
+        """Wait for the background thread to end; True once it has."""
+        return self._thread is None or self._done.wait(timeout)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """True once watches are placed and the catch-up rescan is done."""
@@ -161,7 +169,7 @@ class Watcher:
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._thread is not None and not self._done.is_set()
 
     @property
     def idle(self) -> bool:
@@ -189,6 +197,8 @@ class Watcher:
         except Exception:  # fail open: the product goes on without a live graph
             log.exception("the file watcher stopped")
             self.warnings["watch"] = "the file watcher stopped; see the log"
+        finally:
+            self._done.set()
 
     def _poke(self) -> None:
         loop, wake = self._loop, self._wake

@@ -1,0 +1,74 @@
+"""`theus watch`: keep the project's graph in step with the disk, one line per update."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from collections.abc import Iterable
+
+from theus.commands.common import add_path_argument, project_root
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("watch", help="keep the knowledge graph up to date while files change",
+                       description="Watch PATH (default: the current folder) in the foreground "
+                       "and re-index what changes, printing one line per update. Ctrl-C stops "
+                       "after a final save.")
+    add_path_argument(p)
+    p.add_argument("--polling", action="store_true",
+                   help="poll the disk instead of using native file events (network drives)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from knowledge.project import Project
+    from knowledge.watch import Update, Watcher, switched_off
+
+    root = project_root(args.path)
+    if switched_off():
+        sys.stderr.write("theus: watching is switched off (THEUS_NO_WATCH=1); unset it to watch\n")
+        return 1
+
+    def show(update: Update) -> None:
+        print(f"{time.strftime('%H:%M:%S')}  {update.line()}", flush=True)
+
+    project = Project(root)
+    watcher = Watcher(project, on_update=show, force_polling=args.polling)
+    shown: set[str] = set()
+    # `kill` (SIGTERM) stops as cleanly as Ctrl-C: a final save, then exit.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if not project.has_index:
+            print(f"Indexing {root} first…", flush=True)
+        watcher.start_in_thread()
+        while not watcher.wait_ready(0.2):
+            pass
+        print(f"Watching {root}: {len(watcher.watched)} folders, {watcher.mode} mode. "
+              "Ctrl-C to stop.", flush=True)
+        while watcher.alive:
+            _warn(watcher.warnings.values(), shown)
+            watcher.wait_stopped(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        watcher.stop()
+        project.close()
+        signal.signal(signal.SIGTERM, previous)
+    _warn(watcher.warnings.values(), shown)
+    if "store" in watcher.warnings:
+        return 1
+    print("Stopped; the graph is saved.", flush=True)
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _warn(messages: Iterable[str], shown: set[str]) -> None:
+    for message in list(messages):
+        if message not in shown:
+            shown.add(message)
+            sys.stderr.write(f"theus: {message}\n")
