@@ -182,7 +182,7 @@ function worldRadius(n) {
 }
 function screenRadius(n) {
   // Zoomed out, important nodes keep a visible size; zoomed in, size follows the world.
-  const floor = 0.9 + 3.2 * n.w + (n.kind === "file" || n.kind === "table" ? 0.6 : 0);
+  const floor = 0.7 + 2.6 * n.w + (n.kind === "file" || n.kind === "table" ? 0.6 : 0);
   return Math.min(28, Math.max(floor, worldRadius(n) * Math.pow(state.cam.scale, 0.85)));
 }
 
@@ -329,7 +329,7 @@ function draw() {
   for (const kind of Object.keys(cores)) {
     for (const dimPass of [true, false]) {
       ctx.fillStyle = colourOf(kind);
-      ctx.globalAlpha = dimPass ? 0.22 : 0.95;
+      ctx.globalAlpha = dimPass ? 0.22 : 0.9;
       ctx.beginPath();
       for (const [x, y, r, dim] of cores[kind]) {
         if (dim !== dimPass) continue;
