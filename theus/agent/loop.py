@@ -229,7 +229,8 @@ class Agent:
         after = compaction.conversation_tokens(self.messages)
         self._record({"type": "compaction", "summary": summary, "messages": self.messages})
         self._emit(Compacted(summary, len(older), before, after))
-        self._to_episodes("compaction", summary)
+        # Writing an episode saves the project store: off the event loop.
+        await asyncio.to_thread(self._to_episodes, "compaction", summary)
 
     async def _run_tool(self, call: ToolCall) -> None:
         start = time.perf_counter()

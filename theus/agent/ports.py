@@ -56,7 +56,8 @@ class Memory:
                 log.warning("semantic layer did not stop cleanly: %s", exc)
         if self.watcher is not None:
             try:
-                self.watcher.stop()
+                # Bounded: an exit must not hang on a catch-up rescan; saves are atomic anyway.
+                self.watcher.stop(timeout=5.0)
             except Exception as exc:
                 log.warning("watcher did not stop cleanly: %s", exc)
         if self.project is not None:
