@@ -103,9 +103,6 @@ class Dashboard:
         self._thread.start()
         return self
 
-    def serve_forever(self) -> None:
-        self.httpd.serve_forever(poll_interval=0.2)
-
     def stop(self) -> None:
         if self._thread is not None:
             self.httpd.shutdown()
