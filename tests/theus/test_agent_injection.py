@@ -83,7 +83,7 @@ async def test_a_slow_recall_is_dropped_within_the_deadline(
     slow.released.set()
     info = rec.of(InjectionInfo)[0]
     assert info.dropped and info.block == ""
-    assert info.took_ms < 150 + 100  # the deadline plus scheduling slack on a busy machine
+    assert info.took_ms < 150 + 250  # the deadline plus scheduling slack on a busy machine
     assert result.text == "answered anyway" and elapsed < 2.0
     assert reminders(server.requests[0]) == []
 
