@@ -188,13 +188,15 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     try:
         result = await agent.run_turn(prompt)
         text, stop, error = result.text, result.stop, result.error
+    except asyncio.CancelledError:  # Ctrl-C: still end with a result event (exit 130)
+        text, stop, error = "", "cancelled", "interrupted"
     except Exception as exc:  # a bug must still end with a result event and exit 1
         log.exception("the run failed")
         text, stop, error = "", "error", f"internal error: {exc!r}"
     finally:
         await runtime.close()
-    subtype = {"end": "success", "max_turns": "error_max_turns"}.get(stop,
-                                                                        "error_during_execution")
+    subtype = {"end": "success", "max_turns": "error_max_turns",
+               "cancelled": "error_interrupted"}.get(stop, "error_during_execution")
     payload = result_payload(subtype=subtype, text=text, session_id=session.id,
                              num_turns=agent.num_turns, usage=agent.usage, started=started,
                              error=error)
@@ -203,4 +205,7 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
             printer.out.write(text.rstrip("\n") + "\n")
     else:
         printer.line(payload)
+    if stop == "cancelled":
+        sys.stderr.write("theus: interrupted\n")
+        return 130
     return 0 if subtype == "success" else 1

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +222,27 @@ def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
     episodes = list(ProjectPaths.for_root(repo).episodes.glob("*.md"))
     assert len(episodes) == 1
     assert "how does Cart.total use price_of?" in episodes[0].read_text()
+
+
+def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Path) -> None:
+    import signal
+
+    server.add(text("too late", delay_s=20))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
+    env.update({"THEUS_HOME": os.environ["THEUS_HOME"], "THEUS_NO_WATCH": "1",
+                "THEUS_NO_EMBEDDINGS": "1", "THEUS_BASE_URL": server.url,
+                "THEUS_MODEL": "test-model"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "theus.cli", "--path", str(repo), "-p", "q", "--output-format",
+         "stream-json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert json.loads(first)["type"] == "system"
+    deadline = time.monotonic() + 20
+    while not server.requests and time.monotonic() < deadline:  # the model call is in flight
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    events = lines(out)
+    assert proc.returncode == 130, err
+    assert events[-1]["type"] == "result" and events[-1]["subtype"] == "error_interrupted"
