@@ -170,3 +170,12 @@ async def test_read_ranges_and_binary(project: Path) -> None:
     (project / "blob.bin").write_bytes(b"\x00\x01\x02")
     with pytest.raises(ToolError, match="binary"):
         await read_file({"path": "blob.bin"}, c)
+
+
+async def test_write_to_a_hard_link_is_refused(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "victim.txt"
+    outside.write_text("keep\n")
+    os.link(outside, project / "linked.txt")
+    with pytest.raises(JailError, match="hard-linked"):
+        await write_file({"path": "linked.txt", "content": "pwned"}, ctx(project))
+    assert outside.read_text() == "keep\n"

@@ -80,6 +80,10 @@ class Jail:
         except OSError as exc:
             raise JailError(f"{raw}: cannot open for writing ({exc.strerror})") from None
         self._verify(fd, resolved, raw)
+        if os.fstat(fd).st_nlink > 1:
+            # A hard link can point anywhere on the same filesystem; the path cannot tell.
+            os.close(fd)
+            raise JailError(f"{raw}: hard-linked file (a write would change another file too)")
         return fd, resolved
 
     def _verify(self, fd: int, resolved: Path, raw: str) -> None:
