@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from knowledge import atomic, keys
+from knowledge.frontmatter import Problem, first_line, parse_frontmatter, render_frontmatter
+from knowledge.frontmatter import shorten as _shorten
 from knowledge.graph import Node
-from knowledge.memdir import Mentions, Problem, first_line, parse_frontmatter, render_frontmatter
-from knowledge.memdir import shorten as _shorten
+from knowledge.mentions import Mentions
 from knowledge.project import Project
 from knowledge.store import StoreError
 

@@ -16,20 +16,27 @@ A person editing MEMORY.md by hand is the normal case: the file is the truth, th
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from knowledge import atomic, keys
-from knowledge.graph import Graph, Node
+from knowledge.frontmatter import (
+    Problem,
+    first_line,
+    parse_frontmatter,
+    render_frontmatter,
+    shorten,
+)
+from knowledge.graph import Node
+from knowledge.mentions import Mentions
 from knowledge.project import Project
 from knowledge.store import StoreError
 
@@ -46,9 +53,6 @@ _POINTER_RE = re.compile(
     r"^\[(?P<title>[^\]]+)\]\((?P<target>[^)\s]+)\)\s*(?:(?:—|–|-|:)\s*(?P<hook>.*))?$"
 )
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-_BACKTICK_RE = re.compile(r"`([^`\n]{2,200})`")
-_LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
-_PLAIN_VALUE = re.compile(r"^[^\s\"'\[\]{}#&*!|>%@`,?:-][^\n#]*$")
 
 
 def disabled() -> bool:
@@ -67,131 +71,6 @@ class Caps:
 
 
 DEFAULT_CAPS = Caps()
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """A malformed line or frontmatter: reported with where it is, then skipped."""
-
-    file: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}"
-
-
-# -- frontmatter (a small YAML subset: `key: value`, values plain, JSON-quoted or [lists]) ----
-def render_frontmatter(meta: dict[str, Any]) -> str:
-    lines = ["---"]
-    for name, value in meta.items():
-        if isinstance(value, list | tuple):
-            text = json.dumps([str(v) for v in value], ensure_ascii=False)
-        else:
-            text = str(value)
-            if not _PLAIN_VALUE.match(text) or text != text.strip() or ": " in text:
-                text = json.dumps(text, ensure_ascii=False)
-        lines.append(f"{name}: {text}")
-    lines.append("---")
-    return "\n".join(lines) + "\n"
-
-
-def parse_frontmatter(text: str, file: str) -> tuple[dict[str, Any], str, list[Problem]]:
-    """Split `---` frontmatter from the body. A file without frontmatter is all body."""
-    lines = text.split("\n")
-    if not lines or lines[0].strip() != "---":
-        return {}, text, []
-    meta: dict[str, Any] = {}
-    problems: list[Problem] = []
-    for number, line in enumerate(lines[1:], start=2):
-        if line.strip() == "---":
-            body = "\n".join(lines[number:])
-            return meta, body, problems
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        name, sep, raw = line.partition(":")
-        if not sep or not name.strip() or " " in name.strip():
-            problems.append(
-                Problem(file, number, f"frontmatter line is not `key: value`: {line!r}"))
-            continue
-        try:
-            meta[name.strip()] = _parse_value(raw.strip())
-        except ValueError as exc:
-            problems.append(Problem(file, number, f"bad value for {name.strip()}: {exc}"))
-    return meta, "", [*problems, Problem(file, 1, "frontmatter opened here is never closed")]
-
-
-def _parse_value(raw: str) -> Any:
-    if raw.startswith('"'):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"unterminated or invalid quoted string {raw!r}") from exc
-    if raw.startswith("'"):
-        if len(raw) < 2 or not raw.endswith("'"):
-            raise ValueError(f"unterminated quoted string {raw!r}")
-        return raw[1:-1].replace("''", "'")
-    if raw.startswith("["):
-        if not raw.endswith("]"):
-            raise ValueError(f"unterminated list {raw!r}")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:  # a hand-written YAML flow list: [a.py, b.py]
-            value = [p.strip().strip("'\"") for p in raw[1:-1].split(",") if p.strip()]
-        if not isinstance(value, list):
-            raise ValueError(f"not a list {raw!r}")
-        return [str(v) for v in value]
-    return raw
-
-
-# -- mentions: derived-from edges to the files and symbols a text names ----------------------
-class Mentions:
-    """Resolve backticked paths and identifiers in a text to keys that exist in the graph."""
-
-    def __init__(self, graph: Graph) -> None:
-        self.graph = graph
-        self._by_name: dict[str, list[str]] | None = None
-
-    def keys_for(self, text: str, files: Iterable[str] = ()) -> list[str]:
-        found: list[str] = []
-        for token in [*files, *_BACKTICK_RE.findall(text)]:
-            # `f(x)` names f; `src/app.py:12` names the file
-            key = self._resolve(_LINE_SUFFIX.sub("", token.strip().split("(", 1)[0]))
-            if key and key not in found:
-                found.append(key)
-        return found
-
-    def link(self, src: str, text: str, files: Iterable[str] = ()) -> None:
-        for dst in self.keys_for(text, files):
-            self.graph.add_edge(src, dst, "derived-from")
-
-    def _resolve(self, token: str) -> str | None:
-        if not token or " " in token:
-            return None
-        graph = self.graph
-        path, _, symbol = token.partition("#")
-        path = path.removeprefix("./")
-        if symbol:
-            key = keys.symbol_key(path, symbol)
-            if key in graph:
-                return key
-        if path and keys.file_key(path) in graph:
-            return keys.file_key(path)
-        if symbol or "/" in token:
-            return None
-        candidates = self._names().get(token, [])
-        return candidates[0] if len(candidates) == 1 else None
-
-    def _names(self) -> dict[str, list[str]]:
-        if self._by_name is None:  # built once per sync, only when a bare identifier shows up
-            names: dict[str, list[str]] = {}
-            for node in self.graph.nodes("symbol"):
-                names.setdefault(node.label, []).append(node.key)
-                short = node.label.rsplit(".", 1)[-1]
-                if short != node.label:
-                    names.setdefault(short, []).append(node.key)
-            self._by_name = names
-        return self._by_name
 
 
 # -- the files ---------------------------------------------------------------------------------
@@ -814,22 +693,3 @@ def status_section(project: Project) -> dict[str, Any]:
         "graph_memories": counts.get("memory", 0),
         "warnings": index.warnings(),
     }
-
-
-def shorten(text: str, limit: int) -> str:
-    """One line of at most `limit` characters, cut at a word boundary when there is one."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:.-") + "…"
-
-
-def first_line(text: str) -> str:
-    """The first non-empty line, without Markdown heading marks."""
-    for line in text.strip().split("\n"):
-        line = line.strip().lstrip("#").strip()
-        if line:
-            return line
-    return ""

@@ -1,0 +1,65 @@
+"""Mentions: the files and symbols a free text names, as derived-from edges.
+
+Memories and episodes point at what they are about through backticked paths and identifiers
+(`src/app.py`, `Cart.total`, `src/app.py#Cart.total`, `f(x)`, `src/app.py:12`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from knowledge import keys
+from knowledge.graph import Graph
+
+_BACKTICK_RE = re.compile(r"`([^`\n]{2,200})`")
+_LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
+
+
+class Mentions:
+    """Resolve backticked paths and identifiers in a text to keys that exist in the graph."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self._by_name: dict[str, list[str]] | None = None
+
+    def keys_for(self, text: str, files: Iterable[str] = ()) -> list[str]:
+        found: list[str] = []
+        for token in [*files, *_BACKTICK_RE.findall(text)]:
+            # `f(x)` names f; `src/app.py:12` names the file
+            key = self._resolve(_LINE_SUFFIX.sub("", token.strip().split("(", 1)[0]))
+            if key and key not in found:
+                found.append(key)
+        return found
+
+    def link(self, src: str, text: str, files: Iterable[str] = ()) -> None:
+        for dst in self.keys_for(text, files):
+            self.graph.add_edge(src, dst, "derived-from")
+
+    def _resolve(self, token: str) -> str | None:
+        if not token or " " in token:
+            return None
+        graph = self.graph
+        path, _, symbol = token.partition("#")
+        path = path.removeprefix("./")
+        if symbol:
+            key = keys.symbol_key(path, symbol)
+            if key in graph:
+                return key
+        if path and keys.file_key(path) in graph:
+            return keys.file_key(path)
+        if symbol or "/" in token:
+            return None
+        candidates = self._names().get(token, [])
+        return candidates[0] if len(candidates) == 1 else None
+
+    def _names(self) -> dict[str, list[str]]:
+        if self._by_name is None:  # built once per sync, only when a bare identifier shows up
+            names: dict[str, list[str]] = {}
+            for node in self.graph.nodes("symbol"):
+                names.setdefault(node.label, []).append(node.key)
+                short = node.label.rsplit(".", 1)[-1]
+                if short != node.label:
+                    names.setdefault(short, []).append(node.key)
+            self._by_name = names
+        return self._by_name
