@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge import keys, memdir
+from knowledge import frontmatter, keys, memdir
 from knowledge.memdir import Caps, MemoryDir, SyncReport
 from knowledge.project import Project
 from tests.conftest import write_tree
@@ -342,8 +342,8 @@ def test_a_bom_from_a_windows_editor_is_not_a_malformed_line(project: Project) -
                        st.text() | st.lists(st.text(), max_size=4), max_size=6),
        st.text())
 def test_frontmatter_round_trips_any_values(meta: dict[str, object], body: str) -> None:
-    text = memdir.render_frontmatter(meta) + body
-    parsed, rest, problems = memdir.parse_frontmatter(text, "x.md")
+    text = frontmatter.render_frontmatter(meta) + body
+    parsed, rest, problems = frontmatter.parse_frontmatter(text, "x.md")
     assert problems == [] and parsed == meta and rest == body
 
 
