@@ -8,6 +8,7 @@ or the process exit), and any exception becomes one log line and an empty block.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -115,11 +116,15 @@ class Injector:
         future: asyncio.Future[Any] = loop.create_future()
 
         def work() -> None:
+            outcome: Any = None
+            error: BaseException | None = None
             try:
-                outcome: Any = self._inject(self.recaller(), query, deadline_ms=deadline_ms)
-                loop.call_soon_threadsafe(_settle, future, outcome, None)
+                outcome = self._inject(self.recaller(), query, deadline_ms=deadline_ms)
             except BaseException as exc:
-                loop.call_soon_threadsafe(_settle, future, None, exc)
+                error = exc
+            # A late recall may finish after the loop is gone (the run ended): nothing to tell.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, future, outcome, error)
 
         threading.Thread(target=work, daemon=True, name="theus-recall").start()
         try:
