@@ -28,3 +28,15 @@ def print_json(payload: Any) -> None:
 def add_path_argument(parser: Any) -> None:
     parser.add_argument("path", nargs="?", default=".", metavar="PATH",
                         help="project folder (default: current folder)")
+
+
+def add_project_options(parser: Any, default: Any) -> None:
+    """`--project PATH` and `--json` for a command with actions (`theus memory add …`).
+
+    Added to the command and to each action, so the flags may come after the action;
+    actions pass `argparse.SUPPRESS` as default so they keep the command's value.
+    """
+    parser.add_argument("--project", metavar="PATH", default=default,
+                        help="project folder (default: current folder)")
+    parser.add_argument("--json", action="store_true",
+                        default=False if default is None else default, help="print JSON")

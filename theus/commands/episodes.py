@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from theus.commands.common import UsageError, print_json, project_root
+from theus.commands.common import UsageError, add_project_options, print_json, project_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,22 +17,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Episodes are the summaries of compactions and session ends, kept as "
         "Markdown files. `list` (the default) shows them newest first; `show ID` prints one. "
         "ID is the episode's id, a unique prefix of it, or its number in the list (1 = newest).")
-    _options(p, None)
+    add_project_options(p, None)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
-    _options(actions.add_parser("list", help="list episodes, newest first (default)"),
+    add_project_options(actions.add_parser("list", help="list episodes, newest first (default)"),
              argparse.SUPPRESS)
     show = actions.add_parser("show", help="print one episode")
     show.add_argument("id", metavar="ID")
-    _options(show, argparse.SUPPRESS)
+    add_project_options(show, argparse.SUPPRESS)
     p.set_defaults(func=run)
-
-
-def _options(parser: argparse.ArgumentParser, default: Any) -> None:
-    # On the sub-actions too, so `--json` may come after them; SUPPRESS keeps the parent's value.
-    parser.add_argument("--project", metavar="PATH", default=default,
-                        help="project folder (default: current folder)")
-    parser.add_argument("--json", action="store_true",
-                        default=False if default is None else default, help="print JSON")
 
 
 def run(args: argparse.Namespace) -> int:

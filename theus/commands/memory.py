@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from theus.commands.common import UsageError, print_json, project_root
+from theus.commands.common import UsageError, add_project_options, print_json, project_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,9 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Memories live in MEMORY.md (one per line, or a pointer to a topic file) "
         "in the project's memory folder, and as memory nodes in its graph. `list` is the "
         "default. Text starting with '-' goes after `--`.")
-    _options(p, None)
+    add_project_options(p, None)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
-    _options(actions.add_parser("list", help="list memories (default)"), argparse.SUPPRESS)
+    listing = actions.add_parser("list", help="list memories (default)")
+    add_project_options(listing, argparse.SUPPRESS)
     add = actions.add_parser("add", help="save a memory: a topic file and its MEMORY.md line")
     add.add_argument("text", nargs="+", metavar="TEXT")
     edit = actions.add_parser("edit", help="replace a memory's text")
@@ -31,16 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     rm = actions.add_parser("rm", help="remove a memory")
     rm.add_argument("key", metavar="KEY")
     for child in (add, edit, rm):
-        _options(child, argparse.SUPPRESS)
+        add_project_options(child, argparse.SUPPRESS)
     p.set_defaults(func=run)
-
-
-def _options(parser: argparse.ArgumentParser, default: Any) -> None:
-    # On the sub-actions too, so `--json` may come after them; SUPPRESS keeps the parent's value.
-    parser.add_argument("--project", metavar="PATH", default=default,
-                        help="project folder (default: current folder)")
-    parser.add_argument("--json", action="store_true",
-                        default=False if default is None else default, help="print JSON")
 
 
 def run(args: argparse.Namespace) -> int:
