@@ -53,6 +53,7 @@ class ModelClient:
             timeout=settings.timeout_s,
             max_retries=0,
         )
+        self._usage_in_stream = True
 
     @property
     def model(self) -> str:
@@ -79,6 +80,13 @@ class ModelClient:
 
             try:
                 return await self._stream(messages, tools, relay)
+            except openai.BadRequestError as exc:
+                if self._usage_in_stream and "stream_options" in _short(exc):
+                    # Some compatible servers reject stream_options: go on without usage.
+                    log.info("server refused stream_options; token usage will read 0")
+                    self._usage_in_stream = False
+                    continue
+                raise self._classify(exc) from exc
             except openai.APIError as exc:
                 error = self._classify(exc)
                 retryable = error.kind in ("rate_limit", "server", "network", "timeout")
@@ -97,8 +105,9 @@ class ModelClient:
             "model": self.settings.model,
             "messages": messages,
             "stream": True,
-            "stream_options": {"include_usage": True},
         }
+        if self._usage_in_stream:
+            kwargs["stream_options"] = {"include_usage": True}
         if tools:
             kwargs["tools"] = tools
         stream = await self._client.chat.completions.create(**kwargs)

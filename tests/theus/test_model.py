@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from tests.scripted_server import ScriptedServer, error, text, tool
+from tests.scripted_server import Reply, ScriptedServer, error, text, tool
 from tests.theus.conftest import model_settings
 from theus.model import ModelClient, ModelError
 
@@ -92,3 +92,17 @@ async def test_non_streaming_endpoint_and_models_list() -> None:
         call = reply.choices[0].message.tool_calls[0]
         assert call.function.name == "grep" and reply.choices[0].finish_reason == "tool_calls"
         assert server.requests[0]["model"] == "m1"
+
+
+async def test_a_server_without_stream_options_still_works() -> None:
+    def picky(body: dict) -> Reply:
+        if "stream_options" in body:
+            return error(400, "Unrecognized request argument supplied: stream_options",
+                         repeat=True)
+        return text("fine", repeat=True)
+
+    with ScriptedServer([picky]) as server:
+        client = ModelClient(model_settings(server.url))
+        assert (await client.complete(MESSAGES)).text == "fine"
+        assert (await client.complete(MESSAGES)).text == "fine"
+        assert ["stream_options" in r for r in server.requests] == [True, False, False]
