@@ -37,7 +37,7 @@ _Generation = tuple["asyncio.Task[BaseException | None]", threading.Event]
 
 _IGNORE_FILES = (".gitignore", ".theusignore")
 _GROUP_MS = 200  # watchfiles groups a stream of events at most this long before yielding
-_STEP_MS = 50  # ...and yields once nothing new arrived for this long
+_STEP_MS = 20  # ...and yields once nothing new arrived for this long
 _STOP_GRACE = 2.0
 
 # Watchers running in this process, by project root, for `status_section`.
@@ -247,6 +247,13 @@ class Watcher:
     def _note(self, changes: set[tuple[Change, str]]) -> None:
         root = self.project.root
         self.pending.add({relpath(root, path) for _, path in changes}, time.monotonic())
+        if self.pending.storm and not self._rewatch_wanted:
+            # A checkout creating folders: watch them now, so their files' events keep the
+            # storm open until it is really over, and one rescan sees everything.
+            self._rewatch_wanted = any(
+                change == Change.added and relpath(root, path) not in self.watched
+                and os.path.isdir(path) for change, path in changes
+            )
         if self._wake is not None:
             self._wake.set()
 
