@@ -282,7 +282,8 @@ class Watcher:
                 continue  # its files have their own events (or get listed below if new)
             if rel in self.watched:  # a watched folder is gone: drop everything under it
                 folders_moved = True
-                rels.update(p for p in self.project.files if p.startswith(rel + "/"))
+                known = list(self.project.files)  # a copy: other writers may add files
+                rels.update(p for p in known if p.startswith(rel + "/"))
             rels.add(rel)
         if folders_moved:
             # Watch the new folders first, then list them: a file created in between is seen.
@@ -306,6 +307,8 @@ class Watcher:
         except StoreError as exc:  # the graph is updated; the save is retried later
             self._store_failed(exc)
             report = None
+        if self.mode != "rescan":
+            await self._rewatch()  # index() reloaded the ignore rules: folders may come or go
         if counted:
             self.rescans += 1
         if report is not None:

@@ -383,19 +383,34 @@ def test_a_locked_store_is_one_warning_and_the_watcher_goes_on(tmp_path: Path, s
     lock = sqlite3.connect(project.paths.store, isolation_level=None)
     lock.execute("BEGIN EXCLUSIVE")
     try:
-        # Each save waits out SQLite's busy timeout, so "idle" is not waited on here.
+        # A save waits out SQLite's busy timeout, so "idle" is not waited on here.
         (project.root / "app.py").write_text("def during_lock():\n    pass\n")
         wait_for(has(project, "sym:app.py#during_lock"))
         wait_for(lambda: "could not save" in (status_section(project)["warning"] or ""))
-        (project.root / "b.py").write_text("def still_watching():\n    pass\n")
-        wait_for(has(project, "sym:b.py#still_watching"))
-        assert list(watcher.warnings) == ["store"]
+        assert list(watcher.warnings) == ["store"] and watcher.alive
     finally:
         lock.execute("ROLLBACK")
         lock.close()
+    (project.root / "b.py").write_text("def still_watching():\n    pass\n")
+    settled(watcher, has(project, "sym:b.py#still_watching"))
     wait_for(lambda: status_section(project)["warning"] is None and not project.unsaved)
     watcher.stop()
-    assert "sym:b.py#still_watching" in Project(project.root).graph
+    reloaded = Project(project.root).graph
+    assert "sym:app.py#during_lock" in reloaded and "sym:b.py#still_watching" in reloaded
+
+
+def test_an_ignore_file_change_rescans(tmp_path: Path, start) -> None:
+    project = indexed(tmp_path / "p", {
+        "app.py": "X = 1\n", "gen/out.py": "def generated():\n    pass\n",
+    })
+    watcher = start(project)
+    assert "gen" in watcher.watched
+    (project.root / ".gitignore").write_text("gen/\n")
+    settled(watcher, lacks(project, "file:gen/out.py"))
+    assert "gen" not in watcher.watched and watcher.rescans == 1
+    (project.root / ".gitignore").write_text("")
+    settled(watcher, has(project, "sym:gen/out.py#generated"))
+    assert "gen" in watcher.watched
 
 
 # -- status and switches -----------------------------------------------------------------------
