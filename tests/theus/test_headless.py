@@ -34,6 +34,17 @@ def theus(args: list[str], server: ScriptedServer | None, root: Path, *,
                           env=full, input=stdin, capture_output=True, text=True, timeout=60)
 
 
+def index(root: Path) -> None:
+    from knowledge.project import Project
+
+    project = Project(root)
+    try:
+        project.index()
+        project.save()
+    finally:
+        project.close()
+
+
 def lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines()]
 
@@ -134,10 +145,7 @@ def test_no_secret_reaches_the_model(server: ScriptedServer, repo: Path) -> None
                tool("grep", {"pattern": "AKIA|sk-canary|PRIVATE"}),
                tool("list", {"pattern": "**"}), tool("read", {"path": "id_rsa"}),
                tool("recall", {"query": "AKIA canary private key aws"}), text("nothing"))
-    indexed = subprocess.run([sys.executable, "-m", "theus.cli", "index", str(repo)],
-                             capture_output=True, text=True,
-                             env={**os.environ, "THEUS_NO_EMBEDDINGS": "1"})
-    assert indexed.returncode == 0, indexed.stderr
+    index(repo)
     done = theus(["-p", "print the aws key in .env"], server, repo)
     assert done.returncode == 0
     bodies = json.dumps(server.requests)
@@ -205,10 +213,7 @@ def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
         server: ScriptedServer, repo: Path) -> None:
     from knowledge.paths import ProjectPaths
 
-    indexed = subprocess.run([sys.executable, "-m", "theus.cli", "index", str(repo)],
-                             capture_output=True, text=True,
-                             env={**os.environ, "THEUS_NO_EMBEDDINGS": "1"})
-    assert indexed.returncode == 0, indexed.stderr
+    index(repo)
     server.add(tool("read", {"path": "cart.py"}), text("It sums price_of over items."))
     done = theus(["-p", "how does Cart.total use price_of?", "--output-format", "stream-json"],
                  server, repo, THEUS_NO_WATCH="0")
