@@ -182,10 +182,10 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         messages=messages, max_turns=args.max_turns, headless=True,
         denied_hint=HEADLESS_DENIED)
     agent = runtime.agent
-    # One-shot: there is no typing time to hide the graph load behind, so wait for it once
-    # (bounded); the 150 ms deadline then applies to the recall itself.
-    await agent.injector.wait_ready(WARM_WAIT_S)
     try:
+        # One-shot: there is no typing time to hide the graph load behind, so wait for it
+        # once (bounded); the 150 ms deadline then applies to the recall itself.
+        await agent.injector.wait_ready(WARM_WAIT_S)
         result = await agent.run_turn(prompt)
         text, stop, error = result.text, result.stop, result.error
     except asyncio.CancelledError:  # Ctrl-C: still end with a result event (exit 130)
