@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", default=None, help="e.g. http://localhost:11434/v1")
     p.add_argument("--api-key", default=None,
                    help="API key (prefer the prompt: flags end up in shell history)")
-    p.add_argument("--model", dest="login_model", default=None, help="model name")
+    p.add_argument("--model", dest="login_model", default=None, metavar="MODEL",
+                   help="model name")
     p.set_defaults(func=run)
 
 
