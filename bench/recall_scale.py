@@ -106,7 +106,7 @@ def run(size: int, queries: int, seed: int) -> dict[str, float]:
     graph, rels, words = build(size)
     recaller = Recaller(graph, Path("/nonexistent-theus-bench"))
     start = time.perf_counter()
-    recaller.index.sync(graph)
+    recaller.sync()
     first_build = (time.perf_counter() - start) * 1e3
     recaller.warm()
     rng = random.Random(seed)
@@ -124,7 +124,7 @@ def run(size: int, queries: int, seed: int) -> dict[str, float]:
         nodes, edges = file_nodes(rng, words, rel, salt=f"v{i}")
         graph.replace_owner(rel, nodes, edges)
         start, start_cpu = time.perf_counter(), time.thread_time()
-        recaller.index.sync(graph)
+        recaller.sync()
         updates.append((time.perf_counter() - start) * 1e3)
         update_cpu.append((time.thread_time() - start_cpu) * 1e3)
         start = time.perf_counter()

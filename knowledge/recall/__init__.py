@@ -33,6 +33,7 @@ from knowledge.recall.content import ContentIndex
 from knowledge.recall.fuse import HashCache, Scored, fuse
 from knowledge.recall.lexical import LexicalIndex
 from knowledge.recall.tokens import query_terms
+from knowledge.recall.track import NodeTracker
 
 PER_FILE = 3
 EVIDENCE_SCALE = 8.0  # IDF mass (about two rare words) worth 1 - 1/e of the absolute half
@@ -80,6 +81,7 @@ class Recaller:
         self.graph = graph
         self.root = Path(root)
         self.reranker = reranker
+        self._tracker = NodeTracker()
         self.index = LexicalIndex()
         self._hashes = HashCache()
         self.content = ContentIndex(self.root)
@@ -89,9 +91,18 @@ class Recaller:
         """Bring both indexes up to date (e.g. from a background thread at start); file
         contents are read for at most `budget_s` seconds if given. True when complete."""
         deadline = None if budget_s is None else time.perf_counter() + budget_s
+        self.sync()
+        return self.content.read(deadline)
+
+    def sync(self) -> int:
+        """Bring both indexes in step with the graph (free when its version has not moved);
+        returns how many nodes changed."""
         with self.graph.lock:
-            self.index.sync(self.graph)
-        return self.content.sync(self.graph, deadline)
+            found = self._tracker.changes(self.graph)
+            if found is None:
+                return 0
+            self.content.apply(*found)
+            return self.index.apply(*found)
 
     def _warm_in_background(self) -> None:
         """Finish reading file contents on a daemon thread, in short slices so that recalls
@@ -101,7 +112,7 @@ class Recaller:
 
         def run() -> None:
             try:
-                while not self.content.sync(self.graph, time.perf_counter() + WARM_SLICE_S):
+                while not self.content.read(time.perf_counter() + WARM_SLICE_S):
                     time.sleep(0.001)
             except Exception:  # the content signal is optional: recall goes on without it
                 log.exception("reading file contents for recall failed")
@@ -117,8 +128,8 @@ class Recaller:
             return Recall(query, [], _ms(start), 0.0, notes=["no searchable words"])
         graph = self.graph
         with graph.lock:
-            self.index.sync(graph)
-            if not self.content.sync(graph, time.perf_counter() + CONTENT_CATCH_UP_S):
+            self.sync()
+            if not self.content.read(time.perf_counter() + CONTENT_CATCH_UP_S):
                 notes.append("file contents not fully read yet")
                 self._warm_in_background()
             match = self.index.search(words, path_prefix)

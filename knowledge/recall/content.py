@@ -5,9 +5,9 @@ only in code or comments. This index covers them, and is also the fallback when 
 matches: recall is never empty when the repository plainly contains the words.
 
 Only files the graph holds are read (ignored, secret, binary and oversized files stay unread),
-plus never lockfiles. The index follows file nodes by identity like the lexical index, and
-catches up within a time budget per call, so a cold start never blocks a turn; `sync` with no
-deadline (or `Recaller.warm`) reads everything.
+plus never lockfiles. The index follows the same `NodeTracker` deltas as the lexical index and
+reads pending files within a time budget per call, so a cold start never blocks a turn; `read`
+with no deadline (or `Recaller.warm`) reads everything.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowledge.graph import Graph, Node
+from knowledge.graph import Node
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
 
 MAX_FILE_BYTES = 512 * 1024
@@ -46,39 +46,40 @@ def file_terms(text: str) -> Counter[str]:
 class ContentIndex:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.version = -1
         self.complete = False
+        self._pending: dict[str, Node] = {}  # file nodes whose text is not read yet
         self._files: dict[str, _File] = {}
         self._postings: dict[str, dict[str, int]] = {}
         self._total_length = 0
         self.lock = threading.Lock()
 
-    def sync(self, graph: Graph, deadline: float | None = None) -> bool:
-        """Read new or changed files until `deadline` (perf_counter); True when caught up.
-
-        Safe from several threads. The graph's lock is released before ours is taken, so a
-        recall (graph lock, then ours) and a background warm-up never wait on each other.
-        """
-        if graph.version == self.version and self.complete:
-            return True
-        with graph.lock:
-            version = graph.version
-            nodes = {n.path: n for n in graph.nodes("file")}
+    def apply(self, changed: list[Node], gone: list[Node]) -> None:
+        """Follow a `NodeTracker` delta: changed file nodes wait in `pending` to be read."""
         with self.lock:
-            for path in [p for p in self._files if p not in nodes]:
-                self._drop(path)
-            complete = True
-            for path, node in nodes.items():
-                known = self._files.get(path)
-                if known is not None and known.node is node:
-                    continue
+            for node in gone:
+                if node.kind == "file":
+                    known = self._files.get(node.path)
+                    if known is not None and known.node is node:
+                        self._drop(node.path)
+                    if self._pending.get(node.path) is node:
+                        del self._pending[node.path]
+            for node in changed:
+                if node.kind == "file":
+                    self._pending[node.path] = node
+            self.complete = not self._pending
+
+    def read(self, deadline: float | None = None) -> bool:
+        """Read pending files until `deadline` (perf_counter); True when none is left.
+        Safe from several threads; never needs the graph's lock."""
+        with self.lock:
+            for path, node in list(self._pending.items()):
                 if deadline is not None and time.perf_counter() > deadline:
-                    complete = False
                     break
                 self._drop(path)
                 self._add(path, node)
-            self.version, self.complete = version, complete
-        return complete
+                del self._pending[path]
+            self.complete = not self._pending
+            return self.complete
 
     def _add(self, path: str, node: Node) -> None:
         counts = file_terms(self._read(node))

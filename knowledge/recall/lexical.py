@@ -2,10 +2,8 @@
 
 Each node is a small document: term -> field weight (the best field the term appears in).
 Postings map a term to the nodes holding it, so a query touches only the nodes that share a
-word with it. The index follows the graph by node identity: `Graph.upsert` stores a fresh
-`Node` object for every change, so comparing the payloads against the ones we indexed finds the
-changed nodes without consuming the store's dirty set; a one-file change re-tokenises only that
-file's nodes.
+word with it. The index follows the graph through `NodeTracker` deltas (node identities, no use
+of the store's dirty set): a one-file change re-tokenises only that file's nodes.
 
 Scores are in [0, 1]: the share of the query's IDF mass that a node (or a file, over all its
 nodes) explains, each term counted at the weight of the field it matched.
@@ -15,11 +13,10 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from knowledge.graph import Graph, Node
+from knowledge.graph import Node
 from knowledge.recall.tokens import fold, split_words, stem, terms
 
 # Field weights: a word in a symbol's own name says more than one in its docstring.
@@ -98,65 +95,34 @@ def _doc(node: Node) -> Doc:
 
 
 class LexicalIndex:
-    """Postings kept in step with a graph; call `sync` before searching."""
+    """Postings kept in step with a graph through `apply` (see `Recaller.sync`)."""
 
     def __init__(self) -> None:
-        self.version = -1
         self.docs: dict[str, Doc] = {}
         self.paths: dict[str, str] = {}  # key -> repo-relative path ("" for memories)
         self.postings: dict[str, dict[str, float]] = {}
         self.stem_postings: dict[str, dict[str, float]] = {}
-        # id() of each indexed Node -> its key. The index holds those objects, so their ids
-        # cannot be reused by new nodes while they are here.
-        self._ids: dict[int, str] = {}
-        self._idset: set[int] = set()
-        # The graph's node slots and payloads at the last sync, for the slot-by-slot compare.
-        self._slots: list[int] = []
-        self._payloads: list[Node] = []
         self.last_sync_changed = 0
 
     # -- keeping up with the graph ---------------------------------------------------------
-    def sync(self, graph: Graph) -> int:
-        """Re-index the nodes that changed since the last call; returns how many did.
-
-        `Graph.upsert` stores a new `Node` object for every change, so changed nodes are the
-        payloads that are not the objects we indexed. When the graph's node slots are the same
-        as last time (an edit that keeps a file's symbols, or renames one: rustworkx reuses
-        the freed slot) the payload lists are compared slot by slot in C; otherwise by sets of
-        identities. Only changed nodes are tokenised again.
-        """
-        if graph.version == self.version:
-            return 0
-        with graph.lock:
-            indices = list(graph.rx.node_indices())
-            nodes = graph.rx.nodes()
-            if indices == self._slots:
-                flags = list(map(operator.is_not, nodes, self._payloads))
-                changed = list(itertools.compress(nodes, flags))
-                # A reused slot held another node: its key is gone (or re-added elsewhere).
-                stale = [old.key for old in itertools.compress(self._payloads, flags)]
-            else:
-                current = set(map(id, nodes))
-                fresh = current - self._idset
-                stale = [self._ids[ident] for ident in self._idset - current]
-                changed = [n for n in nodes if id(n) in fresh] if fresh else []
-            for key in stale:
-                self._remove(key)
-            for node in changed:
+    def apply(self, changed: list[Node], gone: list[Node]) -> int:
+        """Follow a `NodeTracker` delta: only changed nodes are tokenised again. Returns how
+        many nodes changed."""
+        for node in gone:
+            doc = self.docs.get(node.key)
+            if doc is not None and doc.node is node:
                 self._remove(node.key)
-            for node in changed:
-                self._add(_doc(node))
-            self._slots, self._payloads = indices, nodes
-            self.version = graph.version
-        self.last_sync_changed = len(changed) + len({*stale} - {n.key for n in changed})
+        for node in changed:
+            self._remove(node.key)
+            self._add(_doc(node))
+        self.last_sync_changed = len(changed) + len({n.key for n in gone} - {
+            n.key for n in changed})
         return self.last_sync_changed
 
     def _add(self, doc: Doc) -> None:
         key = doc.node.key
         self.docs[key] = doc
         self.paths[key] = doc.node.path
-        self._ids[id(doc.node)] = key
-        self._idset.add(id(doc.node))
         for term, weight in doc.terms.items():
             self.postings.setdefault(term, {})[key] = weight
         for term, weight in doc.stems.items():
@@ -167,8 +133,6 @@ class LexicalIndex:
         if doc is None:
             return
         del self.paths[key]
-        self._ids.pop(id(doc.node), None)
-        self._idset.discard(id(doc.node))
         for table, words in ((self.postings, doc.terms), (self.stem_postings, doc.stems)):
             for term in words:
                 posting = table.get(term)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -30,16 +31,15 @@ import numpy.typing as npt
 from knowledge import keys
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
-from knowledge.embed.indexer import NodeVectors, embed_text
+from knowledge.embed.indexer import NodeVectors, embed_texts
 from knowledge.graph import Graph, Node
 from knowledge.recall import Hit
 
-WEIGHT = 0.35
-NODE_SHARE = 0.5  # of a candidate's meaning from its own vector; the rest from its file's best
-LOW, HIGH = 0.15, 0.65  # cosine mapped to 0 and 1 (all-MiniLM: unrelated ~0.1, close ~0.6)
-WEAK = 0.5  # below this best lexical score, nearest files may join the candidates
+WEIGHT = 0.5
+LOW, HIGH = 0.1, 0.5  # cosine mapped to 0 and 1 (all-MiniLM on code: unrelated ~0.1)
+WEAK = 0.35  # below this best lexical score (the injection threshold), nearest files join
 NEIGHBOURS = 10
-EMBED_MISSING = 16  # candidates without a vector embedded per request, time allowing
+EMBED_MISSING = 8  # candidate files without a vector embedded per request, time allowing
 MISSING_COST_S = 0.05  # time kept in hand before embedding missing candidates
 MAX_IN_FLIGHT = 2  # query embeddings still running (a hung endpoint) before we stop asking
 
@@ -48,11 +48,13 @@ Vector = npt.NDArray[np.float32]
 
 @dataclass
 class Ready:
-    """What a re-rank needs: the embedder, the node vectors, and the cache if one is open."""
+    """What a re-rank needs: the embedder, the node vectors, the cache if one is open, and
+    the project root (to read a candidate file the background pass has not reached)."""
 
     embedder: Embedder
     vectors: NodeVectors
     cache: VectorCache | None = None
+    root: Path | None = None
 
 
 @dataclass
@@ -94,9 +96,9 @@ class SemanticReranker:
         self._in_flight = threading.Semaphore(MAX_IN_FLIGHT)
 
     @classmethod
-    def fixed(cls, embedder: Embedder, vectors: NodeVectors,
-              cache: VectorCache | None = None) -> SemanticReranker:
-        state = Ready(embedder, vectors, cache)
+    def fixed(cls, embedder: Embedder, vectors: NodeVectors, cache: VectorCache | None = None,
+              root: Path | None = None) -> SemanticReranker:
+        state = Ready(embedder, vectors, cache, root)
         return cls(lambda _deadline: state)
 
     def rerank(self, query: str, candidates: list[Hit], graph: Graph, deadline: float
@@ -153,92 +155,101 @@ class _Scorer:
         self.graph = graph
         self.deadline = deadline
         self.owner = owner
-        self.node_sim: dict[str, float] = {}
-        self.file_best: dict[str, float] = {}
+        self.node_sim: dict[str, float] = {}  # nodes without a path (memories, episodes)
+        self.file_best: dict[str, float] = {}  # path -> best cosine of its chunks
 
     def score(self, candidates: list[Hit]) -> list[Hit]:
         self._scan_all()
-        with self.graph.lock:
-            nodes = {h.key: n for h in candidates if (n := self.graph.get(h.key)) is not None}
-        self._fill_missing(list(nodes.values()))
+        self._fill_missing(candidates)
         out = [self._blend(h) for h in candidates]
-        best_lexical = max((h.score for h in candidates), default=0.0)
-        if best_lexical < WEAK:
+        if max((h.score for h in candidates), default=0.0) < WEAK:
             out += self._neighbours({h.path for h in candidates})
-        out.sort(key=lambda h: (-h.score, h.key))
+        out.sort(key=lambda h: -h.score)  # stable: ties keep the lexical order
         return out
 
+    def _take(self, node: Node, sims: Iterable[float]) -> None:
+        best = max(sims, default=None)
+        if best is None:
+            return
+        if node.path:
+            if best > self.file_best.get(node.path, -1.0):
+                self.file_best[node.path] = best
+        else:
+            self.node_sim[node.key] = best
+
     def _scan_all(self) -> None:
-        """Cosine of the request with every stored vector; best per file."""
-        nodes, rows = self.state.vectors.matrix()
-        if not nodes:
+        """Cosine of the request with every stored row; best per file."""
+        owners, rows = self.state.vectors.matrix()
+        if not owners:
             return
         sims = (rows @ self.q).tolist()
-        node_sim, file_best = self.node_sim, self.file_best
-        for node, sim in zip(nodes, sims, strict=True):
-            node_sim[node.key] = sim
-            if node.path and sim > file_best.get(node.path, -1.0):
-                file_best[node.path] = sim
+        file_best, node_sim = self.file_best, self.node_sim
+        for node, sim in zip(owners, sims, strict=True):
+            if node.path:
+                if sim > file_best.get(node.path, -1.0):
+                    file_best[node.path] = sim
+            elif sim > node_sim.get(node.key, -1.0):
+                node_sim[node.key] = sim
 
-    def _fill_missing(self, nodes: list[Node]) -> None:
-        missing = [n for n in nodes if n.key not in self.node_sim]
-        if not missing:
+    def _fill_missing(self, candidates: list[Hit]) -> None:
+        """Vectors for candidates the background pass has not reached: from the cache, else
+        embedded (the first chunk of a file only) while time allows."""
+        root = self.state.root
+        graph = self.graph
+        nodes: dict[str, Node] = {}
+        with graph.lock:
+            for hit in candidates:
+                key = keys.file_key(hit.path) if hit.path else hit.key
+                if hit.path in self.file_best or key in self.node_sim or key in nodes:
+                    continue
+                node = graph.get(key)
+                if node is not None:
+                    nodes[key] = node
+        if not nodes or root is None:
             return
-        texts = {n.key: t for n in missing if (t := embed_text(n, self.graph)) is not None}
+        texts = {k: t for k, n in nodes.items() if (t := embed_texts(n, root))}
         cache = self.state.cache
-        found = cache.get_many(texts.values()) if cache is not None and texts else {}
-        todo = [k for k, t in texts.items() if t not in found][:EMBED_MISSING]
+        found = (cache.get_many(x for t in texts.values() for x in t)
+                 if cache is not None else {})
+        todo = [t[0] for t in texts.values() if not any(x in found for x in t)]
+        todo = todo[:EMBED_MISSING]
         if todo and self.deadline - time.perf_counter() > MISSING_COST_S:
             try:
-                rows = self.owner._embed([texts[k] for k in todo], self.state.embedder,
-                                         self.deadline)
+                rows = self.owner._embed(todo, self.state.embedder, self.deadline)
             except (_Late, EmbeddingError):
                 rows = None  # the request's own vector is enough to go on with
             if rows is not None:
-                found.update(zip((texts[k] for k in todo), rows, strict=True))
+                found.update(zip(todo, rows, strict=True))
                 if cache is not None:
-                    _put_quietly(cache, [texts[k] for k in todo], rows)
-        for key, text in texts.items():
-            vec = found.get(text)
-            if vec is not None:
-                sim = float(vec @ self.q)
-                self.node_sim[key] = sim
-                path = self.graph.get(key).path if key in self.graph else ""
-                if path and sim > self.file_best.get(path, -1.0):
-                    self.file_best[path] = sim
+                    _put_quietly(cache, todo, rows)
+        for key, node_texts in texts.items():
+            self._take(nodes[key], (float(found[t] @ self.q) for t in node_texts if t in found))
 
-    def meaning(self, key: str, path: str) -> float | None:
-        own = self.node_sim.get(key)
-        best = self.file_best.get(path) if path else None
-        if own is None and best is None:
+    def meaning(self, hit: Hit) -> float | None:
+        """The hit's closeness to the request in [0, 1]: its file's best chunk (a symbol is
+        as close as the code around it), or its own text for memories and episodes."""
+        sim = self.file_best.get(hit.path) if hit.path else self.node_sim.get(hit.key)
+        if sim is None:
             return None
-        own = own if own is not None else best
-        assert own is not None
-        sim = NODE_SHARE * own + (1.0 - NODE_SHARE) * max(own, best if best is not None else own)
         return min(1.0, max(0.0, (sim - LOW) / (HIGH - LOW)))
 
     def _blend(self, hit: Hit) -> Hit:
-        meaning = self.meaning(hit.key, hit.path)
-        if meaning is None:
-            return replace(hit, score=round((1.0 - WEIGHT) * hit.score, 4))
-        score = (1.0 - WEIGHT) * hit.score + WEIGHT * meaning
+        meaning = self.meaning(hit)
+        score = (1.0 - WEIGHT) * hit.score + WEIGHT * (meaning or 0.0)
         return replace(hit, score=round(min(1.0, max(0.0, score)), 4))
 
     def _neighbours(self, known_paths: set[str]) -> list[Hit]:
         ranked = sorted(self.file_best.items(), key=lambda kv: -kv[1])
         out: list[Hit] = []
-        for path, _sim in ranked:
+        for path, sim in ranked:
             if len(out) >= NEIGHBOURS:
                 break
-            if path in known_paths:
+            node = None if path in known_paths else self.graph.get(keys.file_key(path))
+            if node is None:
                 continue
-            node = self.graph.get(keys.file_key(path))
-            meaning = self.meaning(node.key, path) if node is not None else None
-            if node is None or meaning is None:
-                continue
-            out.append(Hit(key=node.key, kind=node.kind, path=path, name=node.label,
-                           line=node.line, score=round(WEIGHT * meaning, 4),
-                           why=f"close in meaning ({_sim:.2f})", layer="WARM"))
+            hit = Hit(key=node.key, kind=node.kind, path=path, name=node.label, line=node.line,
+                      score=0.0, why=f"close in meaning ({sim:.2f})", layer="WARM")
+            out.append(self._blend(hit))
         return out
 
 

@@ -178,11 +178,10 @@ def test_a_failing_reranker_fails_open(tmp_path: Path) -> None:
     assert any("re-rank skipped" in n for n in result.notes)
 
 
-def test_incremental_index_equals_a_fresh_build_after_random_edits() -> None:
+def test_incremental_index_equals_a_fresh_build_after_random_edits(tmp_path: Path) -> None:
     import random
 
     from knowledge.graph import Edge, Graph
-    from knowledge.recall.lexical import LexicalIndex
 
     rng = random.Random(5)
     words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
@@ -199,20 +198,21 @@ def test_incremental_index_equals_a_fresh_build_after_random_edits() -> None:
     rels = [f"m/{i}.py" for i in range(12)]
     for rel in rels:
         write(rel)
-    live = LexicalIndex()
-    live.sync(graph)
+    live = Recaller(graph, tmp_path)
+    live.sync()
     for _ in range(60):
         rel = rng.choice(rels)
         if rng.random() < 0.2:
             graph.remove_owner(rel)
         else:
             write(rel)
-        live.sync(graph)
-        fresh = LexicalIndex()
-        fresh.sync(graph)
-        assert live.postings == fresh.postings
-        assert live.stem_postings == fresh.stem_postings
-        assert live.docs.keys() == fresh.docs.keys()
+        live.sync()
+        fresh = Recaller(graph, tmp_path)
+        fresh.sync()
+        assert live.index.postings == fresh.index.postings
+        assert live.index.stem_postings == fresh.index.stem_postings
+        assert live.index.docs.keys() == fresh.index.docs.keys()
+        assert live.content._pending.keys() == fresh.content._pending.keys()
 
 
 def test_file_contents_finish_reading_in_the_background(
@@ -232,3 +232,35 @@ def test_file_contents_finish_reading_in_the_background(
         time.sleep(0.01)
     assert recaller.content.complete
     assert paths(recaller.recall("thunderclap").hits) == ["src/z.py"]
+
+
+def test_node_tracker_reports_exactly_what_changed() -> None:
+    import random
+
+    from knowledge.graph import Graph
+    from knowledge.recall.track import NodeTracker
+
+    rng = random.Random(11)
+    graph = Graph()
+    tracker = NodeTracker()
+    seen: dict[str, Node] = {}
+    for step in range(300):
+        owner = f"f{rng.randrange(30)}.py"
+        if rng.random() < 0.25:
+            graph.remove_owner(owner)
+        else:
+            count = rng.randint(1, 6)
+            graph.replace_owner(owner, [Node(f"sym:{owner}#{rng.randrange(8)}-{step % 3}",
+                                             "symbol", "x", owner) for _ in range(count)], [])
+        found = tracker.changes(graph)
+        assert found is not None
+        changed, gone = found
+        for node in gone:
+            if seen.get(node.key) is node:
+                del seen[node.key]
+        for node in changed:
+            seen[node.key] = node
+        current = {n.key: n for n in graph.rx.nodes()}
+        assert seen.keys() == current.keys()
+        assert all(seen[k] is current[k] for k in current)
+    assert tracker.changes(graph) is None
