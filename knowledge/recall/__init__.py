@@ -138,20 +138,28 @@ class Recaller:
             hits = _diverse(graph, ranked, max(top, 1) * 2, match.total)
         if path_prefix:  # traversal may have stepped outside the prefix
             hits = [h for h in hits if h.path.startswith(path_prefix)]
+        late = False
         if self.reranker is not None and hits:
-            hits = self._rerank(self.reranker, query, hits, notes)
+            hits, late = self._rerank(self.reranker, query, hits, notes)
         hits = hits[:top]
         best = max((h.score for h in hits), default=0.0)
-        return Recall(query, hits, _ms(start), best, notes=notes)
+        return Recall(query, hits, _ms(start), best, timed_out=late, notes=notes)
 
     def _rerank(
         self, reranker: Reranker, query: str, hits: list[Hit], notes: list[str]
-    ) -> list[Hit]:
+    ) -> tuple[list[Hit], bool]:
+        """The re-ranked hits, or the keyword order when the layer fails or answers past its
+        deadline (then the second value is True)."""
+        deadline = time.perf_counter() + RERANK_BUDGET_S
         try:
-            return reranker.rerank(query, hits, self.graph, time.perf_counter() + RERANK_BUDGET_S)
+            ranked = reranker.rerank(query, hits, self.graph, deadline)
         except Exception as exc:  # a failing layer must not fail recall
             notes.append(f"semantic re-rank skipped: {type(exc).__name__}")
-            return hits
+            return hits, False
+        if time.perf_counter() > deadline:
+            notes.append("semantic re-rank missed its deadline; keyword order kept")
+            return hits, True
+        return ranked, False
 
 
 def calibrate(share: float, total: float) -> float:

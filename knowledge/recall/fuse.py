@@ -1,7 +1,9 @@
 """Fuse the signals into one ranked list of scored candidates (all scores in [0, 1]).
 
-1. Lexical: a node's own score blended with its file's (the union of the file's matched terms),
-   so a symbol in a file that covers the whole request outranks an isolated name match.
+1. Per file: its labels' coverage of the request (the union of its nodes' matched terms) and
+   its content's BM25, combined by noisy-OR. Per node: 0.4 of its own label match, 0.6 of its
+   file's score, so a symbol in a file that covers the request outranks an isolated name match.
+   Tests and changelogs count 0.8: they repeat the words of the code they are about.
 2. Hash embedding: ``0.8 * lexical + 0.2 * cosine``, only for nodes with lexical signal.
 3. Traversal from the top candidates (HOT): neighbours become WARM (1 hop) or COLD (2 hops);
    a lexical candidate that is also a neighbour gets a small structural bonus.
@@ -21,7 +23,6 @@ from knowledge.recall.lexical import Match
 from knowledge.recall.traverse import spread
 
 NODE_SHARE = 0.4  # of a candidate's lexical score from the node itself; the rest from its file
-CONTENT_SHARE = 1.0  # a file's content (BM25) counts a bit less than its labels
 # Tests repeat the words of the code they test, and changelogs mention every feature; the code
 # itself is what a request is about.
 TEST_FACTOR = 0.8
@@ -51,14 +52,12 @@ def is_test(path: str) -> bool:
 
 
 def file_scores(match: Match, content: dict[str, float]) -> dict[str, float]:
-    """Per file: its labels' coverage of the request blended with its content's."""
+    """Per file: its labels' coverage of the request combined with its content's."""
     paths = match.files.keys() | content.keys()
     # Noisy-OR: either signal alone counts, both together count more; stays in [0, 1].
-    out = {
-        p: 1.0 - (1.0 - match.files.get(p, 0.0)) * (1.0 - CONTENT_SHARE * content.get(p, 0.0))
-        for p in paths
+    return {
+        p: 1.0 - (1.0 - match.files.get(p, 0.0)) * (1.0 - content.get(p, 0.0)) for p in paths
     }
-    return out
 
 
 def lexical_scores(graph: Graph, match: Match, content: dict[str, float]) -> dict[str, float]:

@@ -264,3 +264,25 @@ def test_node_tracker_reports_exactly_what_changed() -> None:
         assert seen.keys() == current.keys()
         assert all(seen[k] is current[k] for k in current)
     assert tracker.changes(graph) is None
+
+
+def test_a_late_reranker_is_ignored_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import knowledge.recall as recall_module
+
+    class Late:
+        def rerank(self, query, candidates, graph, deadline):  # type: ignore[no-untyped-def]
+            while time.perf_counter() <= deadline:
+                time.sleep(0.005)
+            return list(reversed(candidates))
+
+    project = make_repo(tmp_path / "repo", {
+        "src/cart.py": "def cart_total():\n    pass\n",
+        "src/other.py": "def cart_size():\n    pass\n",
+    })
+    monkeypatch.setattr(recall_module, "RERANK_BUDGET_S", 0.05)
+    plain = recaller_for(project).recall("cart total")
+    late = Recaller(project.graph, project.root, reranker=Late()).recall("cart total")
+    assert late.timed_out
+    assert [h.key for h in late.hits] == [h.key for h in plain.hits]
