@@ -9,8 +9,8 @@ subject is the request, the files it changed are the gold set). Columns, in one 
   theus+sem  Theus recall with the layer on (local model; the node vectors computed first,
              the way `theus index` does, and that time is reported)
   bm25       whole-file BM25 (bm25s), as in bench/recall.py
-  dense      dense retrieval over file chunks (CHUNK_LINES lines, path first) with the same
-             local model; a file scores its best chunk
+  dense      dense retrieval over file chunks (CHUNK_LINES lines, path first: the layer's
+             own chunking) with the same local model; a file scores its best chunk
   rrf        reciprocal-rank fusion (k=60) of BM25 and dense, both ranked 100 deep
 Also: query latency of theus+sem (p50/p95, the query embedding included), embedding throughput
 of the index pass and of the chunks, and the seconds the index pass spent embedding.
@@ -36,13 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._tasks import Task
 from bench.recall import SYSTEMS, Repo, Row, _bm25_tokens, prepare, score, summary
 from knowledge.embed.cache import VectorCache
-from knowledge.embed.indexer import NodeVectors, embed_pass
+from knowledge.embed.indexer import NodeVectors, embed_pass, file_chunks
 from knowledge.embed.local import LocalEmbedder
 from knowledge.recall import Recaller
 
 Ranker = Callable[[Task], list[str]]
-CHUNK_LINES = 30
-CHUNK_CHARS = 1500
 DEPTH = 100
 RRF_K = 60
 
@@ -72,19 +70,13 @@ class Shared:
 
 
 def chunks(repo: Repo) -> tuple[list[str], list[str]]:
-    """(path of each chunk, chunk text) over the same files BM25 reads."""
+    """(path of each chunk, chunk text): the layer's own chunking of every indexed file."""
     paths: list[str] = []
     texts: list[str] = []
-    for rel in repo.files():
-        try:
-            lines = (repo.root / rel).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for at in range(0, max(len(lines), 1), CHUNK_LINES):
-            body = "\n".join(lines[at : at + CHUNK_LINES]).strip()
-            if body or at == 0:
-                paths.append(rel)
-                texts.append(f"{rel}\n{body}"[:CHUNK_CHARS])
+    for node in sorted(repo.graph.nodes("file"), key=lambda n: n.path):
+        for text in file_chunks(node, repo.root) if node.status == "ok" else []:
+            paths.append(node.path)
+            texts.append(text)
     return paths, texts
 
 
@@ -142,13 +134,13 @@ def semantic_system(shared: Shared, repo: Repo) -> Ranker:
     from knowledge.recall.semantic import SemanticReranker
 
     store = NodeVectors(shared.embedder.dim)
-    report = embed_pass(repo.graph, shared.embedder, shared.cache, store)
+    report = embed_pass(repo.graph, repo.root, shared.embedder, shared.cache, store)
     if report.embedded:
         shared.figures["index_s"].append(report.embed_seconds)
         shared.figures["index_texts"].append(report.embedded)
     print(f"  (index pass: {report.seen} nodes, {report.cached} cached, {report.embedded} "
           f"embedded in {report.embed_seconds:.1f}s)", flush=True)
-    reranker = SemanticReranker.fixed(shared.embedder, store)
+    reranker = SemanticReranker.fixed(shared.embedder, store, shared.cache, repo.root)
     recaller = Recaller(repo.graph, repo.root, reranker=reranker)
 
     def rank(task: Task) -> list[str]:

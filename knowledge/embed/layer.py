@@ -131,7 +131,7 @@ class SemanticLayer:
             return None
         self.load_error = ""
         vectors = NodeVectors(dim)
-        return Ready(embedder, vectors, self._open_cache(embedder.model_id, dim))
+        return Ready(embedder, vectors, self._open_cache(embedder.model_id, dim), self.project.root)
 
     def _load_local(self) -> Embedder:
         from knowledge.embed.local import load_local
@@ -175,8 +175,9 @@ class SemanticLayer:
         if ready is None:
             return None
         first, self._changed = self._changed, set()
-        report = embed_pass(self.project.graph, ready.embedder, ready.cache, ready.vectors,
-                            progress=progress, cancel=cancel, first=first)
+        report = embed_pass(self.project.graph, self.project.root, ready.embedder,
+                            ready.cache, ready.vectors, progress=progress, cancel=cancel,
+                            first=first)
         if report.failed:
             self.stats.count("failed", report.errors[-1] if report.errors else "")
         self.last_pass = report
@@ -222,16 +223,31 @@ class SemanticLayer:
             self._thread.start()
 
     def _run(self) -> None:
+        done_version, done_embedding = -1, False
         try:
             while not self._stop.is_set():
                 ready = self.prepare()
-                if ready is not None and self._embedding:
+                wait = RETRY_S if ready is None else PERSIST_S
+                graph = self.project.graph
+                due = ready is not None and (graph.version != done_version or bool(self._changed)
+                                             or (self._embedding and not done_embedding))
+                if ready is not None and due:
                     self._wake.clear()
-                    self.embed_all(cancel=self._stop)
+                    version = graph.version
+                    if self._embedding:
+                        report = self.embed_all(cancel=self._stop)
+                        done_embedding = True
+                        if report is not None and report.failed:
+                            version, wait = -1, RETRY_S  # endpoint trouble: later
+                    else:  # what the cache holds, for nearest neighbours; embeds nothing
+                        self._changed.clear()
+                        embed_pass(graph, self.project.root, ready.embedder, ready.cache,
+                                   ready.vectors, compute=False)
+                    done_version = version
                     if self._changed:
                         continue
                 self._idle.set()
-                self._wake.wait(RETRY_S if ready is None else PERSIST_S)
+                self._wake.wait(wait)
                 self._persist()
         except Exception:  # a background failure is logged and recorded, never raised
             log.exception("semantic layer background thread failed")

@@ -40,6 +40,9 @@ class HasGraph(HasPaths, Protocol):
     @property
     def graph(self) -> Graph: ...
 
+    @property
+    def root(self) -> Path: ...
+
 
 def killed(env: Mapping[str, str]) -> bool:
     return env.get("THEUS_NO_EMBEDDINGS", "").strip().lower() in _TRUE
@@ -100,7 +103,7 @@ def cached_keys(path: Path, model_id: str) -> tuple[int | None, set[bytes]]:
 
 
 def status_section(project: HasGraph, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    from knowledge.embed.indexer import embed_text
+    from knowledge.embed.indexer import embed_texts
 
     env = os.environ if env is None else env
     state = read_state(project.paths)
@@ -122,11 +125,12 @@ def status_section(project: HasGraph, env: Mapping[str, str] | None = None) -> d
         out["cache"] = f"refused: stored {dim}-d vectors, the model gives {known_dim}-d"
     elif same and state.get("cache_error"):
         out["cache"] = f"refused: {state['cache_error']}"
-    graph = project.graph
-    with graph.lock:
-        texts = [t for n in graph.nodes() if (t := embed_text(n, graph)) is not None]
+    with project.graph.lock:
+        nodes = list(project.graph.nodes())
     out["vectors_cached"] = len(stored)
-    out["nodes_pending"] = sum(1 for t in texts if text_key(t) not in stored)
+    out["nodes_pending"] = sum(
+        1 for n in nodes if any(text_key(t) not in stored for t in embed_texts(n, project.root))
+    )
     if same:
         stats = state.get("stats", {})
         for name in ("used", "skipped", "late", "failed"):

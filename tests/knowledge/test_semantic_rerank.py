@@ -44,7 +44,7 @@ def test_a_conceptual_request_finds_the_right_file_only_with_the_layer(project: 
 
     layer = SemanticLayer(project, env={}, credentials=None)  # the cascade: local model
     report = layer.embed_all()
-    assert report is not None and report.embedded == len(FILES) * 2  # files and functions
+    assert report is not None and report.embedded == len(FILES)  # one chunk per small file
     assert layer.selection is not None and layer.selection.provider == "local"
     result = Recaller(project.graph, project.root, reranker=layer.reranker).recall(QUERY)
     layer.stop()
@@ -55,7 +55,8 @@ def test_a_conceptual_request_finds_the_right_file_only_with_the_layer(project: 
 
 def test_candidates_without_vectors_are_embedded_within_the_deadline(project: Project) -> None:
     embedder = LocalEmbedder()
-    reranker = SemanticReranker.fixed(embedder, NodeVectors(embedder.dim))  # nothing embedded
+    # Nothing embedded yet: the candidates are read and embedded within the deadline.
+    reranker = SemanticReranker.fixed(embedder, NodeVectors(embedder.dim), root=project.root)
     candidates = Recaller(project.graph, project.root).recall("scale invoice session").hits
     assert len(candidates) >= 3
     embedder.embed(["warm up"])

@@ -29,14 +29,14 @@ def index_json(repo: Path, *flags: str) -> dict[str, object]:
 def test_index_embeds_what_changed_and_only_that(tmp_path: Path) -> None:
     repo = write_tree(tmp_path / "repo", FILES)
     first = index_json(repo)
-    assert first["embedded"] == 4 and first["embed_seconds"] > 0  # 2 files, 2 functions
+    assert first["embedded"] == 2 and first["embed_seconds"] > 0  # one chunk per small file
     assert {"files", "symbols", "edges", "skipped", "seconds"} <= first.keys()
     assert index_json(repo)["embedded"] == 0
     (repo / "cart.py").write_text(FILES["cart.py"] + "\n\ndef cart_count(items):\n"
                                   '    """How many lines."""\n    return len(items)\n')
-    assert index_json(repo)["embedded"] == 2  # the file's text (new symbol) and cart_count
+    assert index_json(repo)["embedded"] == 1  # the changed file's one chunk
     vectors = ProjectPaths.for_root(repo).vectors
-    assert len(cached_keys(vectors, MODEL_ID)[1]) == 6
+    assert len(cached_keys(vectors, MODEL_ID)[1]) == 3
 
 
 def test_no_embed_and_the_kill_switch_skip_it(tmp_path: Path,
