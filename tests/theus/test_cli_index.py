@@ -26,7 +26,7 @@ def test_index_json_contract_and_status(tmp_path: Path) -> None:
     out = theus("index", "--json", str(repo), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert set(report) == {"files", "symbols", "edges", "skipped", "seconds"}
+    assert {"files", "symbols", "edges", "skipped", "seconds"} <= set(report)
     assert (report["files"], report["symbols"]) == (1, 1)
     assert report["skipped"] == {"binary": 1, "secret": 1}
     status = theus("status", "--json", cwd=repo)
