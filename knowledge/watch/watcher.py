@@ -235,10 +235,15 @@ class Watcher:
                 await self._rewatch()
             now = time.monotonic()
             periodic = self.mode != "native" and now - self._last_rescan >= self.rescan_every
-            if periodic or self.pending.storm_ready(now):
-                await self._rescan()
-            elif due := self.pending.due(now):
-                await self._apply(due)
+            try:
+                if periodic or self.pending.storm_ready(now):
+                    await self._rescan()
+                elif due := self.pending.due(now):
+                    await self._apply(due)
+            except Exception as exc:  # an indexer bug must not stop the watcher: fail open
+                log.exception("the watcher could not apply a change")
+                self.warnings["index"] = f"a change could not be indexed ({type(exc).__name__})"
+                self._persist()
             if self.project.unsaved and time.monotonic() - self._last_save >= self.save_every:
                 await asyncio.to_thread(self._save)
         finally:
