@@ -72,3 +72,11 @@ def test_unparsable_source_is_partial_not_fatal() -> None:
                  b"\x00\x00", b"# -*- coding: bogus-codec -*-\nx=1\n"):
         ex = extract(data)
         assert ex.partial.startswith("parse error"), data[:20]
+
+
+def test_comments_after_the_header_are_not_signature() -> None:
+    ex = extract(b"def f(a,  # the first\n      b):  # trailing\n    # notes on the body\n"
+                 b"    return a\n")
+    assert ex.symbols[0].signature == "def f(a, b)"
+    assert extract(b"def g(c='#fff'): pass\n").symbols[0].signature == "def g(c='#fff')"
+    assert extract(b"def h(x): return {1: 2}\n").symbols[0].signature == "def h(x)"

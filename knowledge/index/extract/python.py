@@ -86,16 +86,36 @@ def _symbol(
 
 
 def _header(node: ast.stmt, lines: list[str]) -> str:
-    """The `def`/`class` line(s) up to the body, whitespace collapsed."""
+    """The `def`/`class` line(s) up to the colon that opens the body, without comments,
+    whitespace collapsed."""
     body = getattr(node, "body", None)
     stop = body[0].lineno - 1 if body and body[0].lineno > node.lineno else node.lineno
-    text = " ".join(lines[node.lineno - 1 : max(stop, node.lineno)])
-    text = _SPACE.sub(" ", text).strip()
-    if text.endswith(":"):
-        text = text[:-1]
-    elif ":" in text and body and body[0].lineno == node.lineno:
-        text = text[: text.rfind(":")]
-    return text[:_MAX_SIGNATURE]
+    header = lines[node.lineno - 1 : max(stop, node.lineno)]
+    if body and body[0].lineno == node.lineno and header:  # one-liner: `def f(x): return x`
+        raw = header[0].encode()[: body[0].col_offset].decode(errors="ignore")
+        header = [raw]
+    parts = []
+    for line in header:
+        code = _strip_comment(line).rstrip()
+        if code:
+            parts.append(code)
+        if code.endswith(":"):
+            break
+    text = _SPACE.sub(" ", " ".join(parts)).strip().removesuffix(":")
+    return text.replace("( ", "(")[:_MAX_SIGNATURE]
+
+
+def _strip_comment(line: str) -> str:
+    quote = ""
+    for i, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return line[:i]
+    return line
 
 
 def _constants(stmt: ast.Assign | ast.AnnAssign, lines: list[str]) -> list[Symbol]:
