@@ -4,8 +4,9 @@ Chosen by measurement (bench/recall_semantic.py, real history of five repositori
 embedded as chunks of its content (`CHUNK_LINES` lines, the path first), not as one line of
 names. Per-file retrieval over signature-and-doc-line texts scored MRR 0.46 on click where
 content chunks scored 0.59; symbols add nothing once their file's chunks are there, so they get
-no vectors of their own (a symbol is as close to a request as its file's best chunk).
-Sections, tables, memories and episodes are embedded as their own short text.
+no vectors of their own (a symbol is as close to a request as its file's best chunk); nor do
+Markdown sections and tables (short title texts made documentation outrank code). Memories,
+episodes and entities are embedded as their own text.
 
 The pass keeps `NodeVectors` (key -> rows, in memory) in step with the graph by node identity,
 like the lexical index: `Graph.upsert` stores a fresh `Node` for every change, so a node whose
@@ -35,7 +36,6 @@ BATCH = 32
 CHUNK_LINES = 30
 CHUNK_CHARS = 1500  # past ~256 word pieces the model truncates anyway
 MAX_FILE_BYTES = 512 * 1024
-SHORT_CHARS = 600
 TEXT_CHARS = 1000  # memories and episodes: their text is all they have
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 # Lockfiles are long and say nothing a request is about.
@@ -58,10 +58,7 @@ def embed_texts(node: Node, root: Path) -> list[str]:
         return []
     if kind == "file":
         return file_chunks(node, root)
-    if kind in ("section", "table"):
-        parts = (node.path, node.label, node.summary)
-        return [" — ".join(" ".join(p.split()) for p in parts if p.strip())[:SHORT_CHARS]]
-    return []  # symbols and columns: covered by their file's chunks
+    return []  # symbols, sections, tables, columns: covered by their file's chunks
 
 
 def file_chunks(node: Node, root: Path) -> list[str]:
@@ -108,7 +105,7 @@ class NodeVectors:
         self._lock = threading.Lock()
         self._vecs: dict[str, tuple[Node, Rows]] = {}
         self._changes = 0
-        self._memo: tuple[int, list[Node], Rows] | None = None
+        self._memo: tuple[int, Stacked] | None = None
 
     def __len__(self) -> int:
         return len(self._vecs)
@@ -135,17 +132,47 @@ class NodeVectors:
             if gone:
                 self._changes += 1
 
-    def matrix(self) -> tuple[list[Node], Rows]:
-        """(owner, rows): every stored row, with the node it belongs to."""
+    def matrix(self) -> Stacked:
+        """Every stored row, stacked, with its owner grouped by file (see `Stacked`)."""
         with self._lock:
             if self._memo is not None and self._memo[0] == self._changes:
-                return self._memo[1], self._memo[2]
+                return self._memo[1]
             entries = list(self._vecs.values())
-            owners = [node for node, rows in entries for _ in range(len(rows))]
-            rows = (np.concatenate([r for _, r in entries]) if entries
-                    else np.empty((0, self.dim), dtype=np.float32))
-            self._memo = (self._changes, owners, rows)
-            return owners, rows
+            groups: dict[tuple[bool, str], int] = {}
+            owners: list[Node] = []
+            group_of: list[int] = []
+            for node, rows in entries:
+                name = (False, node.path) if node.path else (True, node.key)
+                group = groups.setdefault(name, len(groups))
+                owners.append(node)
+                group_of.extend([group] * len(rows))
+            matrix = (np.concatenate([r for _, r in entries]) if entries
+                      else np.empty((0, self.dim), dtype=np.float32))
+            stacked = Stacked(list(groups), np.array(group_of, dtype=np.int64), matrix, owners)
+            self._memo = (self._changes, stacked)
+            return stacked
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """All rows at once. A row's group is its node's file path, or the node's key for nodes
+    without one (memories, episodes): (keyed, name) pairs."""
+
+    groups: list[tuple[bool, str]]
+    group_of: npt.NDArray[np.int64]
+    rows: Rows
+    owners: list[Node]
+
+    def best(self, q: Rows) -> tuple[dict[str, float], dict[str, float]]:
+        """Best cosine with `q` per file path, and per key of the nodes without a path."""
+        files: dict[str, float] = {}
+        keyed: dict[str, float] = {}
+        if len(self.rows):
+            best = np.full(len(self.groups), -1.0, dtype=np.float32)
+            np.maximum.at(best, self.group_of, self.rows @ q)
+            for (is_key, name), sim in zip(self.groups, best.tolist(), strict=True):
+                (keyed if is_key else files)[name] = sim
+        return files, keyed
 
 
 @dataclass(slots=True)
