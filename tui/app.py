@@ -84,6 +84,7 @@ class TheusApp(App[int]):
         self._memdir: Any = None
         self._agents: list[Any] = []
         self._graph_version = -1
+        self._status_busy = False
 
     # -- start ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -147,14 +148,27 @@ class TheusApp(App[int]):
             bar.set_reactive_fields(self.status)
 
     def refresh_status(self) -> None:
-        fields: dict[str, Any] = {"loading": not self.engine.loaded}
         if self.engine.loaded:
+            if not self._status_busy:
+                self._status_busy = True
+                self.gather_status()
+        else:
+            self.update_status(loading=True)
+
+    @work(thread=True, group="status", exit_on_error=False)
+    def gather_status(self) -> None:
+        """Counts and watcher state, off the event loop: the graph lock may be held for a
+        while (recall warm-up, a big re-index). One at a time (`_status_busy`)."""
+        try:
+            fields: dict[str, Any] = {"loading": False, "watcher": self._watcher_state()}
             graph = self.engine.project.graph
             if graph.version != self._graph_version:
-                self._graph_version = graph.version
+                version = graph.version
                 fields["counts"] = self.engine.counts()
-            fields["watcher"] = self._watcher_state()
-        self.update_status(**fields)
+                self._graph_version = version
+            self.call_from_thread(self.update_status, **fields)
+        finally:
+            self._status_busy = False
 
     def _watcher_state(self) -> str:
         if not self.watch:

@@ -31,10 +31,12 @@ class RecallResult:
 class Engine:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._project: Project | None = None
         self._recaller: Recaller | None = None
         self.indexed_now = False
+        self._folders: Any = None
+        self._folders_version = -1
 
     @property
     def loaded(self) -> bool:
@@ -51,7 +53,20 @@ class Engine:
                     self.indexed_now = True
                 self._recaller = Recaller(graph, self.root)
                 self._project = project
+                self.folders()  # before warm-up takes the graph's lock for seconds
             return self._project
+
+    def folders(self) -> Any:
+        """The folder tree of the indexed files (tui.graph_view.Folders), rebuilt when the
+        graph changed."""
+        from tui.graph_view import Folders
+
+        graph = self.project.graph
+        if self._folders is None or graph.version != self._folders_version:
+            version = graph.version
+            self._folders = Folders.build(graph)
+            self._folders_version = version
+        return self._folders
 
     @property
     def project(self) -> Project:

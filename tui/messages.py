@@ -17,6 +17,16 @@ class AgentEvent(Message):
 
 
 @dataclass
+class TextBatch(Message):
+    """Reply text that streamed in since the last batch was shown. The sink keeps appending
+    to `pieces` until the chat takes it, so a UI behind the stream gets one message for many
+    deltas instead of one each."""
+
+    bubble = False
+    pieces: list[str]
+
+
+@dataclass
 class GraphLoaded(Message):
     """The project's graph is loaded (or failed to: `error`)."""
 

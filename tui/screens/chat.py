@@ -20,7 +20,7 @@ from textual.widgets import Footer, Static
 
 from theus.agent import events as ev
 from tui import slash
-from tui.messages import AgentEvent, InjectedTokens, RecallDone
+from tui.messages import AgentEvent, InjectedTokens, RecallDone, TextBatch
 from tui.screens.approval import ApprovalScreen
 from tui.widgets.chat_items import (
     AssistantReply,
@@ -62,6 +62,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         self.agent: Any = None
         self._reply: AssistantReply | None = None
         self._tools: dict[str, ToolCallView] = {}
+        self._open_batch: list[str] | None = None
 
     def compose(self) -> ComposeResult:
         if self.app.model_settings is None:  # type: ignore[attr-defined]
@@ -113,7 +114,24 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         return self.agent
 
     def _sink(self, event: ev.Event) -> None:
+        """Called by the agent on the event loop. Deltas join the batch not yet shown; any
+        other event closes it, so the order of text and tool calls is kept."""
+        if isinstance(event, ev.TextDelta):
+            if self._open_batch is None:
+                self._open_batch = []
+                self.post_message(TextBatch(self._open_batch))
+            self._open_batch.append(event.text)
+            return
+        self._open_batch = None
         self.post_message(AgentEvent(event))
+
+    async def on_text_batch(self, message: TextBatch) -> None:
+        if message.pieces is self._open_batch:
+            self._open_batch = None
+        if self._reply is None:
+            self._reply = AssistantReply()
+            await self.add(self._reply)
+        await self._reply.feed("".join(message.pieces))
 
     async def _approve(self, request: ev.ApprovalRequest) -> bool:
         """Runs inside the agent worker, so it may wait on the modal."""
@@ -133,11 +151,6 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         event = message.event
         if isinstance(event, Widget):  # a notice queued behind the events before it
             await self.add(event)
-        elif isinstance(event, ev.TextDelta):
-            if self._reply is None:
-                self._reply = AssistantReply()
-                await self.add(self._reply)
-            await self._reply.feed(event.text)
         elif isinstance(event, ev.AssistantMessage | ev.TurnFinished):
             await self._end_reply()
             if isinstance(event, ev.TurnFinished) and event.stop not in ("end", "error"):

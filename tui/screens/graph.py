@@ -85,8 +85,7 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         except Exception as exc:
             self.app.call_from_thread(self._tree_failed, str(exc))
             return
-        folders = graph_view.Folders.build(project.graph)
-        self.app.call_from_thread(self._fill_root, project.root.name, folders)
+        self.app.call_from_thread(self._fill_root, project.root.name, engine.folders())
 
     def _tree_failed(self, error: str) -> None:
         self.query_one("#tree", Tree).root.set_label(f"graph unavailable: {error}")
@@ -114,16 +113,28 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         kind, value = node.data
         if kind == "dir":
             self._fill_dir(node, value)
-            return
+        else:
+            self.load_parts(node, value)
+
+    @work(thread=True, group="graph-parts", exit_on_error=False)
+    def load_parts(self, node: TreeNode[TreeData], key: str) -> None:
+        """A file's or symbol's parts; off the event loop (the graph lock may be busy)."""
         graph = self.app.engine.project.graph  # type: ignore[attr-defined]
-        parts = graph_view.children(graph, value)
-        owner = graph.get(value)
+        parts = graph_view.children(graph, key)
+        owner = graph.get(key)
         prefix = f"{owner.label}." if owner is not None and owner.kind == "symbol" else ""
+        rows = []
         for part in parts:
             name = part.label.removeprefix(prefix)  # Cart.total under Cart shows as total
-            label = f"{name} :{part.line}" if part.line else name
-            node.add(label, data=("node", part.key))
-        if not parts:
+            rows.append((f"{name} :{part.line}" if part.line else name, part.key))
+        self.app.call_from_thread(self._fill_parts, node, rows)
+
+    def _fill_parts(self, node: TreeNode[TreeData], rows: list[tuple[str, str]]) -> None:
+        if node.children:
+            return
+        for label, key in rows:
+            node.add(label, data=("node", key))
+        if not rows:
             node.allow_expand = False
 
     @on(Tree.NodeHighlighted, "#tree")
@@ -165,8 +176,7 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         self._hits = [h.key for h in hits]
         results.clear_options()
         results.add_options([
-            Option(f"{h.score:.2f} {h.kind:<7} {h.name}  "
-                   f"{h.path}{':' + str(h.line) if h.line else ''}", id=f"hit-{i}")
+            Option(f"{h.score:.2f} {h.kind:<7} {_hit_where(h)}", id=f"hit-{i}")
             for i, h in enumerate(hits)])
         results.display = bool(query)
         if query and not hits:
@@ -232,3 +242,11 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         option_id = event.option.id or ""
         if option_id.startswith("edge-"):
             self.show(self._edge_keys[int(option_id.removeprefix("edge-"))])
+
+
+def _hit_where(hit: Any) -> str:
+    """`name  path:line`, without repeating a file's name."""
+    where = f"{hit.path}:{hit.line}" if hit.path and hit.line > 1 else hit.path
+    if not where:
+        return hit.name
+    return where if hit.kind == "file" else f"{hit.name}  {where}"
