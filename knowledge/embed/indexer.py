@@ -89,6 +89,7 @@ class PassReport:
     cached: int = 0  # nodes whose every text was in the vector cache
     embedded: int = 0  # texts computed by the model in this pass
     failed: int = 0  # texts of a batch that failed (tried again on the next pass)
+    pending: int = 0  # nodes still without vectors at the end (failed, cancelled, compute off)
     cancelled: bool = False
     seconds: float = 0.0
     embed_seconds: float = 0.0  # time inside the embedder
@@ -231,8 +232,10 @@ def embed_pass(
             else:
                 rest.append(item)
         todo = rest
+    report.pending = len(todo)
     if compute:
-        _compute(todo, found, embedder, cache, store, report, progress, cancel, first, batch)
+        report.pending -= _compute(todo, found, embedder, cache, store, report, progress,
+                                   cancel, first, batch)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -240,7 +243,8 @@ def embed_pass(
 def _compute(todo: list[_Todo], found: dict[str, Rows], embedder: Embedder,
              cache: VectorCache | None, store: NodeVectors, report: PassReport,
              progress: Progress | None, cancel: threading.Event | None,
-             first: set[str] | None, batch: int) -> None:
+             first: set[str] | None, batch: int) -> int:
+    """Embed the missing texts of `todo` in batches; returns how many nodes were stored."""
     first = first or set()
     todo.sort(key=lambda i: (i.node.key not in first and i.node.path not in first,
                              -i.degree, i.node.key))
@@ -252,7 +256,7 @@ def _compute(todo: list[_Todo], found: dict[str, Rows], embedder: Embedder,
     for at in range(0, total, batch):
         if cancel is not None and cancel.is_set():
             report.cancelled = True
-            return
+            return ready
         texts = missing[at : at + batch]
         started = time.perf_counter()
         try:
@@ -261,7 +265,7 @@ def _compute(todo: list[_Todo], found: dict[str, Rows], embedder: Embedder,
             # An endpoint that fails one batch likely fails the next: stop, retry next pass.
             report.failed += len(texts)
             report.errors.append(str(exc))
-            return
+            return ready
         finally:
             report.embed_seconds += time.perf_counter() - started
         if cache is not None:
@@ -279,3 +283,4 @@ def _compute(todo: list[_Todo], found: dict[str, Rows], embedder: Embedder,
         done += len(texts)
         if progress is not None:
             progress(done, total)
+    return ready

@@ -28,7 +28,7 @@ from knowledge.embed.base import DimensionMismatch, Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import NodeVectors, PassReport, Progress, embed_pass
 from knowledge.embed.select import Selection, select_embedder
-from knowledge.embed.status import HasGraph, configured, killed, write_state
+from knowledge.embed.status import HasGraph, configured, killed, register_live, write_state
 from knowledge.recall.semantic import Ready, RerankStats, SemanticReranker
 
 log = logging.getLogger(__name__)
@@ -187,6 +187,7 @@ class SemanticLayer:
     def start_background(self) -> None:
         """Start the daemon thread that embeds what is missing, most central first."""
         if not self.killed:
+            register_live(self.project.paths.root, self.state)
             self._ensure_thread(embed=True)
 
     def notify_changed(self, changed: Iterable[str] = ()) -> None:
@@ -200,6 +201,7 @@ class SemanticLayer:
         return self._idle.wait(timeout)
 
     def stop(self, timeout: float = 2.0) -> None:
+        register_live(self.project.paths.root, None)
         self._stop.set()
         self._wake.set()
         thread = self._thread
@@ -271,6 +273,7 @@ class SemanticLayer:
             "load_error": self.load_error,
             "cache_error": self.cache_error,
             "vectors_in_memory": len(ready.vectors) if ready else 0,
+            "pending": last.pending if last is not None else None,
             "stats": self.stats.as_dict(),
             "last_pass": None if last is None else {
                 "seen": last.seen, "cached": last.cached, "embedded": last.embedded,

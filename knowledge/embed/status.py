@@ -15,7 +15,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +29,17 @@ from knowledge.paths import ProjectPaths
 
 STATE_FILE = "embed.json"
 _TRUE = frozenset({"1", "true", "yes", "on"})
+# Layers running in this process, by project root: their live state beats the file (and
+# spares `status_section` reading every file to count what is pending).
+_LIVE: dict[Path, Callable[[], dict[str, Any]]] = {}
+
+
+def register_live(root: Path, state: Callable[[], dict[str, Any]] | None) -> None:
+    """Register (or, with None, forget) the live state of the layer running for `root`."""
+    if state is None:
+        _LIVE.pop(root, None)
+    else:
+        _LIVE[root] = state
 
 
 class HasPaths(Protocol):
@@ -106,7 +117,8 @@ def status_section(project: HasGraph, env: Mapping[str, str] | None = None) -> d
     from knowledge.embed.indexer import embed_texts
 
     env = os.environ if env is None else env
-    state = read_state(project.paths)
+    live = _LIVE.get(project.paths.root)
+    state = live() if live is not None else read_state(project.paths)
     if killed(env):
         return {"provider": "off", "reason": "semantic layer off: THEUS_NO_EMBEDDINGS=1"}
     selection = configured(env, load_credentials())
@@ -125,12 +137,16 @@ def status_section(project: HasGraph, env: Mapping[str, str] | None = None) -> d
         out["cache"] = f"refused: stored {dim}-d vectors, the model gives {known_dim}-d"
     elif same and state.get("cache_error"):
         out["cache"] = f"refused: {state['cache_error']}"
-    with project.graph.lock:
-        nodes = list(project.graph.nodes())
     out["vectors_cached"] = len(stored)
-    out["nodes_pending"] = sum(
-        1 for n in nodes if any(text_key(t) not in stored for t in embed_texts(n, project.root))
-    )
+    if live is not None and same:
+        out["nodes_pending"] = state.get("pending")
+    else:  # another process (or none) ran the layer: count from the disk
+        with project.graph.lock:
+            nodes = list(project.graph.nodes())
+        out["nodes_pending"] = sum(
+            1 for n in nodes
+            if any(text_key(t) not in stored for t in embed_texts(n, project.root))
+        )
     if same:
         stats = state.get("stats", {})
         for name in ("used", "skipped", "late", "failed"):

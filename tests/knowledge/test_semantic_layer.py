@@ -148,9 +148,23 @@ def test_notify_changed_embeds_the_new_nodes(project: Project,
         project.update(["shop/refunds.py"])
         layer.notify_changed(["shop/refunds.py"])
         assert layer.wait_idle(10)
+        live = status_section(project, env=hosted_env(url))  # from the running layer
+        assert live["nodes_pending"] == 0 and live["vectors_cached"] == len(FILES) + 1
     finally:
         layer.stop()
     assert any("issue_refund" in t for t in script.inputs)
+
+
+def test_without_background_the_first_rerank_prepares_and_embeds_only_candidates(
+        project: Project, server: tuple[str, Script]) -> None:
+    url, script = server
+    layer = layer_for(project, hosted_env(url))  # a one-shot run: no start_background()
+    result = Recaller(project.graph, project.root, reranker=layer.reranker).recall("cart total")
+    layer.notify_changed(["shop/cart.py"])  # a watcher update must not start a whole pass
+    assert layer.wait_idle(10)
+    layer.stop()
+    assert result.hits[0].path == "shop/cart.py" and layer.stats.used == 1
+    assert not any("SMTP" in t for t in script.inputs)  # mail/smtp.py was no candidate
 
 
 @pytest.mark.parametrize("mode", ["error", "hang", "dimension"])
