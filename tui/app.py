@@ -90,6 +90,7 @@ class TheusApp(App[int]):
     def on_mount(self) -> None:
         from theus.status import switched_off
 
+        self.set_keymap(load_keymap())
         self.update_status(off=short_switches(switched_off()))
         self.load_graph()
         self.set_interval(STATUS_EVERY_S, self.refresh_status)
@@ -295,6 +296,27 @@ class _Episodes:
         from knowledge.episodes import EpisodeStore
 
         return getattr(EpisodeStore(self.engine.project), name)
+
+
+def load_keymap() -> dict[str, str]:
+    """The user's key overrides: `keymap.json` in the config folder maps binding ids to keys,
+    e.g. {"app.graph": "ctrl+g", "memories.delete": "x"}. A bad file is ignored (logged)."""
+    import json
+
+    from knowledge.paths import config_home
+
+    path = config_home() / "keymap.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring %s: %s", path, exc)
+        return {}
+    if not isinstance(raw, dict):
+        log.warning("ignoring %s: expected an object of binding id -> keys", path)
+        return {}
+    return {str(k): str(v) for k, v in raw.items() if isinstance(v, str)}
 
 
 def run_app(args: argparse.Namespace) -> int:

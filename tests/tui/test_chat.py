@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.message import Message
-from textual.widgets import Collapsible, Static
+from textual.widgets import Static
 
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.tui.conftest import MakeApp, ready, wait_for
@@ -188,6 +188,44 @@ async def test_history_walks_back(make_app: MakeApp, server: ScriptedServer) -> 
         assert prompt.text == "two\nlines"
 
 
-async def test_expand_all_collapsibles_are_collapsible(make_app: MakeApp) -> None:
-    """Every chat entry that hides detail is a Collapsible (keyboard and mouse expand it)."""
-    assert issubclass(ToolCallView, Collapsible) and issubclass(InjectionView, Collapsible)
+async def test_compact_replaces_older_turns(make_app: MakeApp, server: ScriptedServer) -> None:
+    server.add(text("First answer."), text("Second answer."),
+               text("Summary: the user asked two things."))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "first question")
+        await wait_for(pilot, lambda: len(items(app, AssistantReply)) == 1)
+        await app.workers.wait_for_complete()
+        await ask(pilot, "second question")
+        await wait_for(pilot, lambda: len(items(app, AssistantReply)) == 2)
+        await app.workers.wait_for_complete()
+        await ask(pilot, "/compact")
+        await wait_for(pilot, lambda: any("compacted" in str(n.render())
+                                          for n in items(app, Notice)))
+        agent = app.screen.agent
+        assert any("Summary: the user asked two things." in str(m.get("content"))
+                   for m in agent.messages)
+        assert len(server.requests) == 3  # the third call wrote the summary
+
+
+async def test_palette_opens_a_panel(make_app: MakeApp) -> None:
+    app = make_app(model=False)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CommandPalette")
+        await pilot.press(*"Memories panel")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.current_mode == "memories")
+
+
+async def test_user_keymap(make_app: MakeApp, theus_home: Path) -> None:
+    (theus_home / "config").mkdir(parents=True, exist_ok=True)
+    (theus_home / "config" / "keymap.json").write_text('{"app.graph": "ctrl+g"}')
+    app = make_app(model=False)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+g")
+        await wait_for(pilot, lambda: app.current_mode == "graph")

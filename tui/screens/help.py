@@ -31,19 +31,22 @@ MODEL_HELP = """\
 
 Set `THEUS_BASE_URL`, `THEUS_API_KEY` and `THEUS_MODEL` (any OpenAI-compatible server), or run
 `theus login`. Without a model the request box searches the project's memory instead.
+
+## Your own keys
+
+Put `keymap.json` in the config folder (`$THEUS_HOME/config` when THEUS_HOME is set), mapping a
+binding id from the table above to keys: `{"app.graph": "ctrl+g"}`.
 """
 
 
 def keys_markdown(screen: Screen[object]) -> str:
-    rows = []
-    for key, binding in sorted(screen.active_bindings.items(), key=lambda kv: kv[1].binding.id
-                               or kv[0]):
-        b = binding.binding
-        if not b.description or not b.id:
-            continue
-        rows.append(f"| `{screen.app.get_key_display(b)}` | {b.description} | {b.tooltip} |")
-        del key
-    table = "| key | action | |\n|---|---|---|\n" + "\n".join(rows)
+    """The active bindings that have an id (ours), and the HELP of the widgets on screen."""
+    bindings = sorted((active.binding for active in screen.active_bindings.values()
+                       if active.binding.id and active.binding.description),
+                      key=lambda b: str(b.id))
+    rows = [f"| `{screen.app.get_key_display(b)}` | {b.description} | `{b.id}` | {b.tooltip} |"
+            for b in bindings]
+    table = "| key | action | id | |\n|---|---|---|---|\n" + "\n".join(rows)
     widget_help = [w.HELP for w in screen.query("*") if getattr(w, "HELP", None)]
     return "\n\n".join(["## Keys", table, *dict.fromkeys(widget_help)])
 
