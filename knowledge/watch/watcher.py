@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,7 +132,7 @@ class Watcher:
         try:
             await self._rewatch()
             if self.catch_up:
-                await self._rescan(counted=False)
+                await self._guarded(self._rescan(counted=False))
             self._persist()
             self._ready.set()
             while not self._stop.is_set():
@@ -235,19 +235,23 @@ class Watcher:
                 await self._rewatch()
             now = time.monotonic()
             periodic = self.mode != "native" and now - self._last_rescan >= self.rescan_every
-            try:
-                if periodic or self.pending.storm_ready(now):
-                    await self._rescan()
-                elif due := self.pending.due(now):
-                    await self._apply(due)
-            except Exception as exc:  # an indexer bug must not stop the watcher: fail open
-                log.exception("the watcher could not apply a change")
-                self.warnings["index"] = f"a change could not be indexed ({type(exc).__name__})"
-                self._persist()
+            if periodic or self.pending.storm_ready(now):
+                await self._guarded(self._rescan())
+            elif due := self.pending.due(now):
+                await self._guarded(self._apply(due))
             if self.project.unsaved and time.monotonic() - self._last_save >= self.save_every:
                 await asyncio.to_thread(self._save)
         finally:
             self._busy = False
+
+    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
+        """An indexer bug must not stop the watcher: one warning in status, then go on."""
+        try:
+            await work
+        except Exception as exc:
+            log.exception("the watcher could not apply a change")
+            self.warnings["index"] = f"a change could not be indexed ({type(exc).__name__})"
+            self._persist()
 
     def _note(self, changes: set[tuple[Change, str]]) -> None:
         root = self.project.root
