@@ -229,3 +229,22 @@ async def test_user_keymap(make_app: MakeApp, theus_home: Path) -> None:
         await ready(pilot)
         await pilot.press("ctrl+g")
         await wait_for(pilot, lambda: app.current_mode == "graph")
+
+
+async def test_a_second_request_waits_for_the_running_turn(make_app: MakeApp,
+                                                           server: ScriptedServer) -> None:
+    server.add(text("Slow answer.", delay_s=1.0))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "first")
+        await wait_for(pilot, lambda: app.screen.busy)
+        await ask(pilot, "second")
+        await wait_for(pilot, lambda: any("a turn is running" in str(n.render())
+                                          for n in items(app, Notice)))
+        assert app.screen.query_one("#prompt").text == "second"  # kept for later
+        await wait_for(pilot, lambda: items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert items(app, AssistantReply)[0].text == "Slow answer."
+        assert len(server.requests) == 1

@@ -95,9 +95,17 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             await self.run_slash(*command)
         elif self.app.model_settings is None:  # type: ignore[attr-defined]
             self.recall(event.text)
+        elif self.busy:
+            # A second request would cancel the running turn (the worker is exclusive).
+            event.prompt.load_text(event.text)
+            await self.add(Notice("a turn is running: wait for it, or press Escape to stop it"))
         else:
             await self.add(UserRequest(event.text))
             self.run_turn(event.text)
+
+    @property
+    def busy(self) -> bool:
+        return any(w.group == "agent" and not w.is_finished for w in self.workers)
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_turn(self, text: str) -> None:
