@@ -16,6 +16,9 @@ class Pending:
     max_wait: float = 2.0  # ...or this long after its first, if it never goes quiet
     storm_files: int = 40  # more distinct files than this within storm_window: one rescan
     storm_window: float = 2.0
+    # A storm is over after this long without events. Longer than the debounce: a checkout
+    # that stalls briefly (a busy disk, a loaded machine) must still end in one rescan.
+    storm_quiet: float = 1.0
     files: dict[str, tuple[float, float]] = field(default_factory=dict)  # rel -> (first, last)
     storm: bool = False
     last_event: float = 0.0
@@ -43,7 +46,7 @@ class Pending:
         self._in_window.clear()
 
     def storm_ready(self, now: float) -> bool:
-        return self.storm and now - self.last_event >= self.debounce
+        return self.storm and now - self.last_event >= self.storm_quiet
 
     def rescan_started(self) -> None:
         """Events from now on are after the rescan's walk began: they count afresh."""
@@ -64,7 +67,7 @@ class Pending:
 
     def next_deadline(self) -> float | None:
         if self.storm:
-            return self.last_event + self.debounce
+            return self.last_event + self.storm_quiet
         if not self.files:
             return None
         return min(min(last + self.debounce, first + self.max_wait)
