@@ -399,6 +399,24 @@ def test_a_locked_store_is_one_warning_and_the_watcher_goes_on(tmp_path: Path, s
     assert "sym:app.py#during_lock" in reloaded and "sym:b.py#still_watching" in reloaded
 
 
+def test_saves_are_grouped_apart_from_reindexing(tmp_path: Path, start) -> None:
+    import sqlite3
+
+    project = indexed(tmp_path / "p", {"a.py": "X = 1\n", "b.py": "X = 1\n", "c.py": "X = 1\n"})
+    watcher = start(project, save_every=3.0)
+    reader = sqlite3.connect(project.paths.store)
+    commits = lambda: reader.execute("PRAGMA data_version").fetchone()[0]  # noqa: E731
+    before = commits()
+    for name in ("a", "b", "c"):  # typing in three files, each re-indexed on its own
+        (project.root / f"{name}.py").write_text(f"def typed_{name}():\n    pass\n")
+        settled(watcher, has(project, f"sym:{name}.py#typed_{name}"))
+    assert watcher.updates == 3 and project.unsaved
+    assert commits() == before  # nothing written yet
+    wait_for(lambda: not project.unsaved)
+    assert commits() != before  # then saved, all three in the same grouped save
+    reader.close()
+
+
 def test_an_ignore_file_change_rescans(tmp_path: Path, start) -> None:
     project = indexed(tmp_path / "p", {
         "app.py": "X = 1\n", "gen/out.py": "def generated():\n    pass\n",
