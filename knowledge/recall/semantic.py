@@ -13,9 +13,10 @@ ranking; when the keywords' best score is below `WEAK` (no real signal), their r
 in proportion. Hits keep their order within a file; the files nearest in meaning join the
 candidates, rising only as far as their dense rank carries them. Measured on real history
 (bench/recall_semantic.py), rank fusion beat every score blend we tried and needs no
-calibration. A score blend is still what the hits carry, so the injection threshold keeps its
-meaning: `(1 - WEIGHT) * lexical + WEIGHT * meaning`, meaning the file's best cosine mapped to
-[0, 1] between `LOW` and `HIGH`, capped by the score above so scores fall down the list.
+calibration. Scores stay on recall's scale, so the injection threshold keeps its meaning: a
+hit's score is the larger of its own and `(1 - WEIGHT) * own + WEIGHT * meaning` (meaning: the
+file's best cosine mapped to [0, 1] between `LOW` and `HIGH`), so the layer can lift a score,
+never sink one; each is capped by the score above it so scores fall down the list.
 Candidates without vectors are looked up in the vector cache and, while time allows, a few are
 embedded.
 
@@ -253,8 +254,8 @@ class _Scorer:
         return min(1.0, max(0.0, (sim - LOW) / (HIGH - LOW)))
 
     def _blend(self, hit: Hit) -> float:
-        meaning = self.meaning(hit)
-        return min(1.0, max(0.0, (1.0 - WEIGHT) * hit.score + WEIGHT * (meaning or 0.0)))
+        meaning = self.meaning(hit) or 0.0
+        return min(1.0, max(hit.score, (1.0 - WEIGHT) * hit.score + WEIGHT * meaning))
 
     def _neighbours(self, known_paths: set[str]) -> list[Hit]:
         ranked = sorted(self.file_best.items(), key=lambda kv: -kv[1])
