@@ -210,7 +210,8 @@ class Watcher:
         assert self._wake is not None
         self._wake.clear()
         now = time.monotonic()
-        deadlines = [now + self.save_every]  # other writers (memories) get saved too
+        # Wake at least twice a second: a stop event set from outside cannot poke the loop.
+        deadlines = [now + min(self.save_every, 0.5)]
         pending = self.pending.next_deadline()
         if pending is not None:
             deadlines.append(pending)

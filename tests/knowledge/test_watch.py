@@ -431,6 +431,29 @@ def test_an_ignore_file_change_rescans(tmp_path: Path, start) -> None:
     assert "gen" in watcher.watched
 
 
+async def test_run_inside_an_existing_event_loop(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
+    stop = threading.Event()
+    watcher = Watcher(project)
+    task = asyncio.create_task(watcher.run(stop))
+
+    async def until(condition: Callable[[], bool]) -> None:
+        end = time.monotonic() + DEADLINE
+        while not condition():
+            assert time.monotonic() < end, "timed out"
+            await asyncio.sleep(0.01)
+
+    await until(lambda: watcher.wait_ready(0))
+    (project.root / "app.py").write_text("def in_loop():\n    pass\n")
+    await until(lambda: "sym:app.py#in_loop" in project.graph and watcher.idle)
+    stop.set()
+    await asyncio.wait_for(task, DEADLINE)
+    assert not project.unsaved and status_section(project)["running"] is False
+
+
 # -- status and switches -----------------------------------------------------------------------
 
 
