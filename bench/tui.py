@@ -6,7 +6,8 @@ Without --project, generates a synthetic Python project of about 25,000 graph no
 files x 24 symbols, with imports) under a temporary folder and indexes it once. Then, with a
 temporary THEUS_HOME copy per run and the app headless at 120x40, prints medians of:
 
-- first paint: App start -> the first screen painted (Textual's Ready event);
+- first paint: App start -> the first screen painted (Textual's Ready event); and the same from
+  a new process (Python start-up and imports included), as `theus` with no arguments pays it;
 - usable graph panel: App start -> graph loaded and the panel's tree filled (F3 pressed at once);
 - graph search: a query put in the panel's search box (once the start-up work is done) ->
   results listed;
@@ -159,6 +160,29 @@ async def stream_run(root: Path, body: str, shots: Path | None) -> float:
     return took
 
 
+CHILD = """
+import sys, time
+from pathlib import Path
+from tui.app import TheusApp
+
+class App(TheusApp):
+    def on_ready(self) -> None:
+        print(time.time() - float(sys.argv[2]), flush=True)
+        self.exit()
+
+App(Path(sys.argv[1]), None, watch=False).run(headless=True, size=(120, 40))
+"""
+
+
+def process_paint(root: Path) -> float:
+    """Seconds from spawning a Python process to the app's first paint (headless)."""
+    started = time.time()
+    done = subprocess.run([sys.executable, "-c", CHILD, str(root), repr(started)],
+                          capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 def to_png(svg: Path) -> Path | None:
     png = svg.with_suffix(".png")
     if shutil.which("rsvg-convert"):
@@ -204,6 +228,7 @@ def main() -> int:
         paints.append(paint)
         usables.append(usable)
         searches.append(search)
+    process_paints = [process_paint(root) for _ in range(args.runs)]
     body = reply_32k()
     streams = [asyncio.run(stream_run(root, body, args.screenshots if i == 0 else None))
                for i in range(max(1, (args.runs + 1) // 2))]
@@ -211,6 +236,8 @@ def main() -> int:
     print(f"project: {nodes} nodes; runs: {args.runs}")
     print(f"first paint          median {med(paints) * 1000:7.0f} ms "
           f"(min {min(paints) * 1000:.0f}, max {max(paints) * 1000:.0f})")
+    print(f"first paint, process median {med(process_paints) * 1000:7.0f} ms "
+          f"(min {min(process_paints) * 1000:.0f}, max {max(process_paints) * 1000:.0f})")
     print(f"usable graph panel   median {med(usables) * 1000:7.0f} ms "
           f"(min {min(usables) * 1000:.0f}, max {max(usables) * 1000:.0f})")
     print(f"graph search         median {med(searches) * 1000:7.0f} ms")

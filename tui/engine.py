@@ -11,10 +11,11 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from knowledge.project import Project
-from knowledge.recall import Recall, Recaller
+if TYPE_CHECKING:  # imported when the graph loads, after the first paint
+    from knowledge.project import Project
+    from knowledge.recall import Recall, Recaller
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,9 @@ class Engine:
         """Open the store, load the graph, index the project when it never was."""
         with self._lock:
             if self._project is None:
+                from knowledge.project import Project
+                from knowledge.recall import Recaller
+
                 project = Project(self.root)
                 graph = project.graph
                 if not project.has_index:
