@@ -140,7 +140,11 @@ class TheusApp(App[int]):
         self.refresh_status()
 
     def on_index_changed(self, message: IndexChanged) -> None:
+        """The watcher or the memory bridge changed the graph: refresh what is on screen."""
         self.refresh_status()
+        follow = getattr(self.screen, "graph_changed", None)
+        if follow is not None:
+            follow()
 
     # -- status bar -----------------------------------------------------------------------------
     def update_status(self, **fields: Any) -> None:

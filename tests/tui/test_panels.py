@@ -223,3 +223,20 @@ async def test_status_bar(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) ->
                                and app.screen.query_one(StatusBar))
         assert str(other.render()) == str(app.screen.query_one(StatusBar).render())
         assert other.recall_ms == bar.recall_ms
+
+
+async def test_graph_panel_follows_the_watcher(make_app: MakeApp, repo: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("THEUS_NO_WATCH")
+    app = make_app(watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_graph(pilot)
+        assert app._watcher is not None and app._watcher.wait_ready(20)
+        screen.show("sym:pricing.py#price_of")
+        detail = screen.query_one("#detail", Static)
+        await wait_for(pilot, lambda: "Unit price with discounts." in str(detail.render()))
+        source = (repo / "pricing.py").read_text()
+        (repo / "pricing.py").write_text(source.replace("with discounts", "after tax"))
+        await wait_for(pilot, lambda: "Unit price after tax." in str(detail.render()), 30)
+        preview = screen.query_one("#preview", TextArea)
+        assert "after tax" in preview.text

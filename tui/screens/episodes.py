@@ -43,6 +43,9 @@ session. Move through the list; the selected episode is shown on the right.
     def on_mount(self) -> None:
         self.action_reload()
 
+    def graph_changed(self) -> None:
+        self.load()
+
     def on_screen_resume(self) -> None:
         self.action_reload()
 

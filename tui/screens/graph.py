@@ -194,6 +194,11 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         self.current = key
         self.load_detail(key)
 
+    def graph_changed(self) -> None:
+        """A file was re-indexed: the node shown may have moved or gone."""
+        if self.current:
+            self.load_detail(self.current)
+
     def action_back(self) -> None:
         if self.history:
             self.show(self.history.pop(), remember=False)

@@ -47,6 +47,9 @@ project's data folder and in the graph; recall quotes them when they are relevan
     def on_mount(self) -> None:
         self.load()
 
+    def graph_changed(self) -> None:
+        self.load()
+
     def on_screen_resume(self) -> None:
         self.load()
 
