@@ -111,10 +111,6 @@ class NodeVectors:
     def __len__(self) -> int:
         return len(self._vecs)
 
-    def get(self, node: Node) -> Rows | None:
-        entry = self._vecs.get(node.key)
-        return entry[1] if entry is not None and entry[0] is node else None
-
     def has(self, node: Node) -> bool:
         entry = self._vecs.get(node.key)
         return entry is not None and entry[0] is node
@@ -134,22 +130,20 @@ class NodeVectors:
                 self._changes += 1
 
     def matrix(self) -> Stacked:
-        """Every stored row, stacked, with its owner grouped by file (see `Stacked`)."""
+        """Every stored row, stacked and grouped by file (see `Stacked`)."""
         with self._lock:
             if self._memo is not None and self._memo[0] == self._changes:
                 return self._memo[1]
             entries = list(self._vecs.values())
             groups: dict[tuple[bool, str], int] = {}
-            owners: list[Node] = []
             group_of: list[int] = []
             for node, rows in entries:
                 name = (False, node.path) if node.path else (True, node.key)
                 group = groups.setdefault(name, len(groups))
-                owners.append(node)
                 group_of.extend([group] * len(rows))
             matrix = (np.concatenate([r for _, r in entries]) if entries
                       else np.empty((0, self.dim), dtype=np.float32))
-            stacked = Stacked(list(groups), np.array(group_of, dtype=np.int64), matrix, owners)
+            stacked = Stacked(list(groups), np.array(group_of, dtype=np.int64), matrix)
             self._memo = (self._changes, stacked)
             return stacked
 
@@ -162,7 +156,6 @@ class Stacked:
     groups: list[tuple[bool, str]]
     group_of: npt.NDArray[np.int64]
     rows: Rows
-    owners: list[Node]
 
     def best(self, q: Rows) -> tuple[dict[str, float], dict[str, float]]:
         """Best cosine with `q` per file path, and per key of the nodes without a path."""
