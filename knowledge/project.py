@@ -21,6 +21,7 @@ from knowledge import keys
 from knowledge.graph import Graph
 from knowledge.index import schema
 from knowledge.index.analyse import Analysed, analyse, language_of
+from knowledge.index.definitions import Definitions, names_of
 from knowledge.index.ignore import IgnoreRules
 from knowledge.index.model import Import
 from knowledge.index.nodes import file_nodes
@@ -36,16 +37,6 @@ Progress = Callable[[int, int], None]
 POOL_THRESHOLD = 200  # below this many files to parse, a process pool costs more than it saves
 _CHUNK = 48
 _MAX_REFERENCES = 200
-# Names too generic to link by name even when only one definition exists.
-_GENERIC = frozenset(
-    {"main", "init", "run", "get", "set", "new", "test", "setup", "start", "stop", "close",
-     "open", "read", "write", "update", "create", "delete", "load", "save", "name", "value",
-     "data", "type", "self", "this", "none", "true", "false", "null"}
-)
-_SYMBOL_KINDS_LINKED = frozenset(
-    {"class", "function", "interface", "type", "struct", "enum", "trait", "const", "method"}
-)
-
 
 @dataclass(slots=True)
 class IndexReport:
@@ -81,6 +72,7 @@ class Project:
         self.last_index = float(meta.get("last_index", 0) or 0)
         self.rules = IgnoreRules(self.root)
         self._graph: Graph | None = None
+        self._defs: Definitions | None = None
         self._links: dict[str, Links] | None = None
         self._pending_links: dict[str, Links] = {}
         self._pending_files: dict[str, FileState] = {}
@@ -272,7 +264,8 @@ class Project:
         with graph.lock:
             previously = set(self.files)
             keys_before = {k for rel in touched for k in graph.owned(rel)}
-            names = {n for rel in touched for n in _symbol_names(graph, rel)}
+            defs = self._definitions(graph)
+            before = {rel: names_of(graph, rel) for rel in touched}
             for rel in removed:
                 graph.remove_owner(rel)
                 self.files.pop(rel, None)
@@ -291,7 +284,9 @@ class Project:
             with graph.lock:  # per file, so readers are never held up for a whole index
                 self._replace_file(graph, result)
         with graph.lock:
-            names |= {n for rel in changed for n in _symbol_names(graph, rel)}
+            names: set[str] = set()
+            for rel in touched:
+                names |= defs.replace(rel, before[rel], names_of(graph, rel))
             keys_after = {k for rel in touched for k in graph.owned(rel)}
             report.changed = changed
             report.parsed = len(changed)
@@ -342,7 +337,7 @@ class Project:
         if not targets:
             return
         repo = RepoFiles(indexed, self._go_modules(indexed))
-        by_name = _definitions(graph)
+        defs = self._definitions(graph)
         for rel in targets:
             state = self.files[rel]
             link = self.links.get(rel) or Links()
@@ -355,13 +350,18 @@ class Project:
                         graph.add_edge(fkey, keys.file_key(target), "imports")
             linked = 0
             for name in link.identifiers:
-                found = by_name.get(name)
-                if found is None or len(found) != 1 or found[0][1] == rel:
+                found = defs.unique(name)
+                if found is None or found[1] == rel:
                     continue
-                graph.add_edge(fkey, found[0][0], "references")
+                graph.add_edge(fkey, found[0], "references")
                 linked += 1
                 if linked >= _MAX_REFERENCES:
                     break
+
+    def _definitions(self, graph: Graph) -> Definitions:
+        if self._defs is None:
+            self._defs = Definitions.build(graph)
+        return self._defs
 
     def _go_modules(self, indexed: set[str]) -> dict[str, str]:
         """Directory of each go.mod -> its module path, so Go imports resolve exactly."""
@@ -403,32 +403,3 @@ def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
 
 def _analyse_chunk(root: str, items: list[tuple[str, int, int, str]]) -> list[Analysed]:
     return [_analyse_one(root, item) for item in items]
-
-
-def _short(name: str) -> str:
-    return name.rsplit(".", 1)[-1]
-
-
-def _symbol_names(graph: Graph, rel: str) -> set[str]:
-    names = set()
-    for key in graph.owned(rel):
-        node = graph.get(key)
-        if node is not None and node.kind == "symbol":
-            names.add(_short(node.label))
-    return names
-
-
-def _definitions(graph: Graph) -> dict[str, list[tuple[str, str]]]:
-    """Symbol name -> [(key, path)] for names worth linking by name.
-
-    Both the short name (`total`) and the qualified one (`Cart.total`, as docs write it).
-    """
-    out: dict[str, list[tuple[str, str]]] = {}
-    for node in graph.nodes("symbol"):
-        name = _short(node.label)
-        if len(name) < 4 or name.lower() in _GENERIC or node.subkind not in _SYMBOL_KINDS_LINKED:
-            continue
-        out.setdefault(name, []).append((node.key, node.path))
-        if node.label != name:
-            out.setdefault(node.label, []).append((node.key, node.path))
-    return out

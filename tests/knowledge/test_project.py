@@ -160,3 +160,25 @@ def test_schema_discovery_is_order_independent(tmp_path: Path,
     fresh = Project(root)
     fresh.index()
     assert snapshot(fresh.graph) == before
+
+
+def test_references_follow_ambiguity_as_definitions_come_and_go(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "a.py": "def use():\n    return compute_total([])\n",
+        "b.py": "def compute_total(items):\n    return 0\n",
+    })
+    project = Project(root)
+    project.index()
+    ref = ("file:a.py", "sym:b.py#compute_total", "references")
+    assert ref in snapshot(project.graph)[1]
+    (root / "c.py").write_text("def compute_total(items):\n    return 1\n")
+    project.update(["c.py"])
+    edges = snapshot(project.graph)[1]
+    assert ref not in edges and ("file:a.py", "sym:c.py#compute_total", "references") not in edges
+    (root / "c.py").unlink()
+    project.update(["c.py"])
+    assert ref in snapshot(project.graph)[1]
+    # A body-only edit of the definition keeps the reference without relinking anything.
+    (root / "b.py").write_text("def compute_total(items):\n    return sum(items)\n")
+    project.update(["b.py"])
+    assert ref in snapshot(project.graph)[1]
