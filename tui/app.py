@@ -76,7 +76,7 @@ class TheusApp(App[int]):
         self.resume_session = session
         self.status: dict[str, Any] = {
             "model": model_settings.model if model_settings else "no model",
-            "counts": {}, "loading": True, "watcher": "", "recall_ms": None,
+            "counts": {}, "indexing": True, "failed": "", "watcher": "", "recall_ms": None,
             "turn_tokens": 0, "total_tokens": 0, "off": (),
         }
         self.status_bars: set[StatusBar] = set()
@@ -136,7 +136,9 @@ class TheusApp(App[int]):
 
     def on_graph_loaded(self, message: GraphLoaded) -> None:
         if message.error:
-            self.notify(f"project memory unavailable: {message.error}", severity="error")
+            self.notify(f"project memory unavailable: {message.error}", severity="error",
+                        markup=False)
+            self.update_status(failed=message.error[:60])
         self.refresh_status()
 
     def on_index_changed(self, message: IndexChanged) -> None:
@@ -158,14 +160,14 @@ class TheusApp(App[int]):
                 self._status_busy = True
                 self.gather_status()
         else:
-            self.update_status(loading=True)
+            self.update_status(indexing=True)
 
     @work(thread=True, group="status", exit_on_error=False)
     def gather_status(self) -> None:
         """Counts and watcher state, off the event loop: the graph lock may be held for a
         while (recall warm-up, a big re-index). One at a time (`_status_busy`)."""
         try:
-            fields: dict[str, Any] = {"loading": False, "watcher": self._watcher_state()}
+            fields: dict[str, Any] = {"indexing": False, "watcher": self._watcher_state()}
             graph = self.engine.project.graph
             if graph.version != self._graph_version:
                 version = graph.version

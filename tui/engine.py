@@ -53,6 +53,7 @@ class Engine:
                 project = Project(self.root)
                 graph = project.graph
                 if not project.has_index:
+                    _start_resource_tracker()
                     project.index()
                     self.indexed_now = True
                 self._recaller = Recaller(graph, self.root)
@@ -108,3 +109,18 @@ class Engine:
                 self._project.close()
             except Exception as exc:
                 log.info("closing the project failed: %s", exc)
+
+
+def _start_resource_tracker() -> None:
+    """The first index parses in a process pool, whose resource tracker is spawned with
+    `sys.stderr.fileno()` among its fds, and Textual's stderr capture answers -1 ("bad value(s)
+    in fds_to_keep"). Start the tracker against the real stderr first."""
+    import contextlib
+    import sys
+    from multiprocessing import resource_tracker
+
+    try:
+        with contextlib.redirect_stderr(sys.__stderr__):
+            resource_tracker.ensure_running()
+    except Exception as exc:  # the index then fails on its own and says why
+        log.warning("could not start the multiprocessing resource tracker: %s", exc)

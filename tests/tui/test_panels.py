@@ -240,3 +240,21 @@ async def test_graph_panel_follows_the_watcher(make_app: MakeApp, repo: Path,
         await wait_for(pilot, lambda: "Unit price after tax." in str(detail.render()), 30)
         preview = screen.query_one("#preview", TextArea)
         assert "after tax" in preview.text
+
+
+async def test_first_index_in_the_app_uses_the_process_pool(
+        make_app: MakeApp, repo: Path) -> None:
+    """Enough files for the index's process pool, started from inside the running app (whose
+    stderr has no file descriptor)."""
+    for i in range(210):
+        (repo / f"mod{i:03d}.py").write_text(f"def f{i}():\n    return {i}\n")
+    app = make_app(model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press(*"f205", "enter")
+        view = await wait_for(pilot, lambda: app.screen.query(RecallView), 120)
+        await ready(pilot)
+        assert app.engine.indexed_now
+        assert app.engine.counts()["file"] == 213
+        assert view.first().result.recall.hits[0].key == "sym:mod205.py#f205"
+        app.refresh_status()
+        await wait_for(pilot, lambda: "213 files" in str(app.screen.query_one(StatusBar).render()))

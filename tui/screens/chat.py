@@ -150,7 +150,11 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
 
     @work(thread=True, exclusive=True, group="recall", exit_on_error=False)
     def recall(self, query: str) -> None:
-        result = self.app.engine.recall(query)  # type: ignore[attr-defined]
+        engine: Any = self.app.engine  # type: ignore[attr-defined]
+        if not engine.loaded:
+            self.app.call_from_thread(
+                self.add, Notice("the project's index is still loading; results follow"))
+        result = engine.recall(query)
         self.post_message(RecallDone(result.recall.took_ms))
         self.app.call_from_thread(self.add, RecallView(query, result))
 

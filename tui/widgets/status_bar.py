@@ -24,7 +24,9 @@ tokens injected this turn / in total · memory layers switched off (THEUS_NO_*).
 
     model: reactive[str] = reactive("no model")
     counts: reactive[dict[str, Any]] = reactive(dict, always_update=True)
-    loading: reactive[bool] = reactive(True)
+    # Not `loading`: that is Widget's own reactive (it covers the bar with a spinner).
+    indexing: reactive[bool] = reactive(True)
+    failed: reactive[str] = reactive("")
     watcher: reactive[str] = reactive("")
     recall_ms: reactive[float | None] = reactive(None)
     turn_tokens: reactive[int] = reactive(0)
@@ -46,8 +48,10 @@ tokens injected this turn / in total · memory layers switched off (THEUS_NO_*).
 
     def render(self) -> str:
         parts = [self.model]
-        if self.loading:
-            parts.append("index loading…")
+        if self.failed:
+            parts.append(f"memory unavailable: {self.failed}")
+        elif self.indexing:
+            parts.append("loading the index…")
         else:
             c = self.counts
             parts.append(f"{fmt.count(c.get('file', 0))} files "
