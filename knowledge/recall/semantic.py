@@ -4,9 +4,9 @@ Per request: embed the request (about 4 ms with the local model), take the cosin
 stored row (one matrix product over `NodeVectors`; brute force is fine up to ~100k rows), and
 rank the files (and memories) by their best row: a dense ranking over file chunks. That
 ranking and recall's own (keywords, content BM25, graph) are fused by reciprocal rank
-(k = 60, the standard value, not tuned):
+(k = 60, the standard value, not tuned), the dense ranking at half weight:
 
-    fused(file) = 1 / (K + lexical rank) + 1 / (K + dense rank)
+    fused(file) = 1 / (K + lexical rank) + DENSE_WEIGHT / (K + dense rank)
 
 Files less similar than `LOW` (unrelated, for this model) are left out of the dense
 ranking; when the keywords' best score is below `WEAK` (no real signal), their ranking counts
@@ -44,6 +44,9 @@ from knowledge.graph import Graph, Node
 from knowledge.recall import Hit
 
 K = 60
+# Recall's own ranking (names, content BM25, graph) beat dense retrieval alone on every
+# repository measured; at equal weight a weak dense ranking pulled it down (gson).
+DENSE_WEIGHT = 0.5
 WEAK = 0.35  # a best keyword score below this (the injection threshold) is no real signal
 WEIGHT = 0.5
 LOW, HIGH = 0.1, 0.5  # cosine mapped to 0 and 1 (all-MiniLM on code: unrelated ~0.1)
@@ -183,7 +186,7 @@ class _Scorer:
 
         def fused(group: str) -> float:
             out = trust / (K + lexical[group]) if group in lexical else 0.0
-            return out + (1.0 / (K + dense[group]) if group in dense else 0.0)
+            return out + (DENSE_WEIGHT / (K + dense[group]) if group in dense else 0.0)
 
         order = {g: fused(g) for g in dict.fromkeys(_group(h) for h in hits)}
         ranked = sorted(hits, key=lambda h: -order[_group(h)])  # stable within a file
