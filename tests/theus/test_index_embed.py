@@ -50,3 +50,18 @@ def test_no_embed_and_the_kill_switch_skip_it(tmp_path: Path,
     assert not ProjectPaths.for_root(repo).vectors.exists()
     plain = theus("index", "--no-embed", str(repo), cwd=repo)
     assert plain.stdout.startswith("Indexed 2 files") and "embedded 0" in plain.stdout
+
+
+def test_an_unreachable_endpoint_costs_the_embeddings_not_the_index(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("THEUS_EMBEDDINGS_URL", f"http://127.0.0.1:{port}/v1")
+    repo = write_tree(tmp_path / "repo", FILES)
+    out = theus("index", "--json", str(repo), cwd=repo)
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["embedded"] == 0
+    assert "embeddings skipped" in out.stderr and "recall works without them" in out.stderr

@@ -68,6 +68,9 @@ def _embed(project, show_progress: bool) -> tuple[int, float]:  # type: ignore[n
     finally:
         layer.stop()
     if report is None:
+        if layer.selection is not None and layer.selection.embedder is not None:
+            sys.stderr.write(f"theus: embeddings skipped ({layer.load_error}); recall works "
+                             f"without them\n")
         return 0, 0.0
     if report.failed:
         sys.stderr.write(f"theus: embeddings incomplete ({report.failed} failed: "
