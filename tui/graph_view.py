@@ -25,6 +25,7 @@ class Folders:
 
     dirs: dict[str, list[str]] = field(default_factory=dict)
     files: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # (name, file key)
+    with_parts: set[str] = field(default_factory=set)  # file keys that contain something
 
     @classmethod
     def build(cls, graph: Graph) -> Folders:
@@ -32,6 +33,7 @@ class Folders:
         files: dict[str, list[tuple[str, str]]] = defaultdict(list)
         with graph.lock:
             paths = [(n.path, n.key) for n in graph.nodes("file")]
+            with_parts = {key for _, key in paths if graph.out_edges(key, "contains")}
         for path, key in paths:
             pure = PurePosixPath(path)
             parent = "" if str(pure.parent) == "." else str(pure.parent)
@@ -42,7 +44,8 @@ class Folders:
                 dirs[up_s].add(parent)
                 parent = up_s
         return cls({d: sorted(s, key=str.casefold) for d, s in dirs.items()},
-                   {d: sorted(f, key=lambda t: t[0].casefold()) for d, f in files.items()})
+                   {d: sorted(f, key=lambda t: t[0].casefold()) for d, f in files.items()},
+                   with_parts)
 
 
 def children(graph: Graph, key: str) -> list[Node]:

@@ -41,16 +41,18 @@ async def still(pilot: Pilot[Any]) -> None:
 
 def test_chat_after_a_turn(snap_compare: Any, make_app: MakeApp, server: ScriptedServer
                            ) -> None:
-    server.add(tool("read", {"path": "pricing.py"}),
-               text("`price_of` returns **the unit price**:\n\n- in `pricing.py`\n- used by "
-                    "`Cart.total`\n"))
+    answer = "`price_of` returns **the unit price**:\n\n- in `pricing.py`\n- used by `Cart.total`\n"
+    server.add(tool("read", {"path": "pricing.py"}), text(answer))
     app = make_app()
+
+    def replied() -> bool:
+        replies = list(app.screen.query(AssistantReply))
+        return bool(replies) and replies[0].source == answer and replies[0]._stream is None
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await ready(pilot)
         await pilot.press(*"how is the price of an item computed", "enter")
-        await wait_for(pilot, lambda: app.screen.query(AssistantReply)
-                       and app.screen.query(InjectionView))
+        await wait_for(pilot, lambda: replied() and app.screen.query(InjectionView))
         await still(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -103,7 +103,7 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         for sub in self.folders.dirs.get(folder, []):
             parent.add(sub.rsplit("/", 1)[-1] + "/", data=("dir", sub))
         for name, key in self.folders.files.get(folder, []):
-            parent.add(name, data=("node", key))
+            parent.add(name, data=("node", key), allow_expand=key in self.folders.with_parts)
 
     @on(Tree.NodeExpanded, "#tree")
     def expanded(self, event: Tree.NodeExpanded[TreeData]) -> None:
