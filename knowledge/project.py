@@ -82,7 +82,9 @@ class Project:
     @property
     def graph(self) -> Graph:
         if self._graph is None:
-            self._graph = self.store.load_graph()
+            with self.lock:  # background layers may ask first; load once
+                if self._graph is None:
+                    self._graph = self.store.load_graph()
         return self._graph
 
     @property

@@ -139,7 +139,8 @@ class Recaller:
         if path_prefix:  # traversal may have stepped outside the prefix
             hits = [h for h in hits if h.path.startswith(path_prefix)]
         late = False
-        if self.reranker is not None and hits:
+        # Even with no lexical hit: the semantic layer can answer from nearest neighbours.
+        if self.reranker is not None:
             hits, late = self._rerank(self.reranker, query, hits, notes)
         hits = hits[:top]
         best = max((h.score for h in hits), default=0.0)

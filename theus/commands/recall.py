@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     root = project_root(args.project_path or getattr(args, "path", None))
 
     from knowledge.context import INJECT_TOP, build_block, count_tokens
+    from knowledge.embed.layer import SemanticLayer
     from knowledge.project import Project
     from knowledge.recall import Recaller
     from knowledge.store import StoreError
@@ -52,13 +53,15 @@ def run(args: argparse.Namespace) -> int:
                 project.index()
             except StoreError as exc:
                 sys.stderr.write(f"theus: {exc}; recalling from the unsaved index\n")
-        recaller = Recaller(project.graph, project.root)
+        layer = SemanticLayer(project)
+        recaller = Recaller(project.graph, project.root, reranker=layer.reranker)
         recaller.warm(WARM_BUDGET_S)
         # The block is built exactly as injection builds it (from INJECT_TOP hits); the list
         # shows the first --top of the same ranking.
         result = recaller.recall(query, top=max(args.top, INJECT_TOP), path_prefix=args.under)
         block = build_block(result, project.graph)
         result.hits = result.hits[: args.top]
+        layer.stop()
     finally:
         project.close()
     tokens = count_tokens(block)
