@@ -116,7 +116,7 @@ async def until(pilot: Any, condition: Any, timeout: float = 300.0) -> None:
 async def startup_run(root: Path, shots: Path | None) -> tuple[float, float, float]:
     MARKS.clear()
     start = time.perf_counter()
-    app = Timed(root, None, watch=False)
+    app = Timed(root, None)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f3")
         await until(pilot, lambda: app.current_mode == "graph"
@@ -143,7 +143,7 @@ async def stream_run(root: Path, body: str, shots: Path | None) -> float:
     with ScriptedServer([text(body)], chunk_chars=8) as server:
         settings = ModelSettings(base_url=server.url, api_key="k", model="test-model",
                                  source="bench", timeout_s=120.0, max_retries=0)
-        app = TheusApp(root, settings, watch=False,
+        app = TheusApp(root, settings,
                        agent_settings=AgentSettings(deadline_ms=2000))
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.engine.loaded)
@@ -170,7 +170,7 @@ class App(TheusApp):
         print(time.time() - float(sys.argv[2]), flush=True)
         self.exit()
 
-App(Path(sys.argv[1]), None, watch=False).run(headless=True, size=(120, 40))
+App(Path(sys.argv[1]), None).run(headless=True, size=(120, 40))
 """
 
 

@@ -65,13 +65,12 @@ class TheusApp(App[int]):
     ]
 
     def __init__(self, root: Path, model_settings: ModelSettings | None, *,
-                 watch: bool = True, resume: list[dict[str, Any]] | None = None,
+                 resume: list[dict[str, Any]] | None = None,
                  session: Any = None, agent_settings: AgentSettings | None = None) -> None:
         super().__init__()
         self.agent_settings = agent_settings
         self.engine = Engine(root)
         self.model_settings = model_settings
-        self.watch = watch
         self.resume = resume
         self.resume_session = session
         self.status: dict[str, Any] = {
@@ -80,7 +79,6 @@ class TheusApp(App[int]):
             "turn_tokens": 0, "total_tokens": 0, "off": (),
         }
         self.status_bars: set[StatusBar] = set()
-        self._watcher: Any = None
         self._memdir: Any = None
         self._agents: list[Any] = []
         self._graph_version = -1
@@ -108,15 +106,8 @@ class TheusApp(App[int]):
         self.engine.warm()
 
     def _start_layers(self, project: Any) -> None:
-        """Watcher, memory bridge and episodes: each optional, each fails open."""
-        if self.watch:
-            try:
-                from knowledge import watch
-
-                self._watcher = watch.maybe_start(
-                    project, on_update=lambda u: self.post_message(IndexChanged(u.line())))
-            except Exception as exc:
-                log.warning("watcher not started: %s", exc)
+        """The memory bridge and the episode nodes (the watcher and the semantic layer came
+        with the memory): each optional, each fails open."""
         try:
             from knowledge import memdir
 
@@ -143,7 +134,8 @@ class TheusApp(App[int]):
 
     def on_index_changed(self, message: IndexChanged) -> None:
         """The watcher or the memory bridge changed the graph: refresh what is on screen."""
-        self.refresh_status()
+        if message.line != "graph":
+            self.refresh_status()
         follow = getattr(self.screen, "graph_changed", None)
         if follow is not None:
             follow()
@@ -169,17 +161,18 @@ class TheusApp(App[int]):
         try:
             fields: dict[str, Any] = {"indexing": False, "watcher": self._watcher_state()}
             graph = self.engine.project.graph
-            if graph.version != self._graph_version:
+            moved = graph.version != self._graph_version
+            if moved:
                 version = graph.version
                 fields["counts"] = self.engine.counts()
                 self._graph_version = version
             self.call_from_thread(self.update_status, **fields)
+            if moved:  # the watcher re-indexed something: refresh the panel on screen
+                self.post_message(IndexChanged("graph"))
         finally:
             self._status_busy = False
 
     def _watcher_state(self) -> str:
-        if not self.watch:
-            return "watch off"
         try:
             from knowledge import watch
 
@@ -250,7 +243,9 @@ class TheusApp(App[int]):
         from theus.sessions import SessionStore
 
         assert self.model_settings is not None
-        settings = self.agent_settings or AgentSettings.from_env()
+        # The semantic re-ranker earns recall extra time, once the memory says it is on.
+        settings = self.agent_settings or AgentSettings.from_env(
+            semantic_on=self.engine.loaded and self.engine.semantic_on)
         root = self.engine.root
         session, messages = self.resume_session, self.resume
         self.resume_session = self.resume = None
@@ -282,12 +277,11 @@ class TheusApp(App[int]):
                 await agent.model.close()
             except Exception as exc:
                 log.info("model client close failed: %s", exc)
-        for handle in (self._memdir, self._watcher):
-            if handle is not None:
-                try:
-                    handle.stop()
-                except Exception as exc:
-                    log.warning("stopping a background layer failed: %s", exc)
+        if self._memdir is not None:
+            try:
+                self._memdir.stop()
+            except Exception as exc:
+                log.warning("stopping the memory bridge failed: %s", exc)
         self.engine.close()
 
 
@@ -299,9 +293,11 @@ class _Episodes:
         self.engine = engine
 
     def __getattr__(self, name: str) -> Any:
-        from knowledge.episodes import EpisodeStore
-
-        return getattr(EpisodeStore(self.engine.project), name)
+        self.engine.load()
+        port = self.engine.memory.episodes
+        if port is None:  # switched off or unavailable: recording is a no-op
+            return lambda *args, **kwargs: None
+        return getattr(port, name)
 
 
 def load_keymap() -> dict[str, str]:

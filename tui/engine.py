@@ -1,8 +1,9 @@
-"""The app's handle on the project's memory: loads the graph once, off the event loop.
+"""The app's handle on the project's memory: loads it once, off the event loop.
 
-The graph panel, the recall box, the agent's injector and the memory panels all share one
-`Project` and one `Recaller` through this object, so a large graph is loaded a single time.
-Every call here blocks (SQLite, parsing, recall): run it in a thread worker.
+The memory is the agent's (`theus.agent.ports.open_memory`: one Project shared by the watcher,
+the semantic re-ranker and the episodes port), so the graph panel, the recall box, the agent's
+injector and the memory panels all see one graph, loaded a single time. Every call here
+blocks (SQLite, parsing, recall): run it in a thread worker.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Engine:
         self._lock = threading.RLock()
         self._project: Project | None = None
         self._recaller: Recaller | None = None
+        self.memory: Any = None  # theus.agent.ports.Memory once loaded
         self.indexed_now = False
         self._folders: Any = None
         self._folders_version = -1
@@ -44,22 +46,43 @@ class Engine:
         return self._recaller is not None
 
     def load(self) -> Project:
-        """Open the store, load the graph, index the project when it never was."""
+        """Index the project if it never was, then open its memory and load the graph."""
         with self._lock:
             if self._project is None:
-                from knowledge.project import Project
-                from knowledge.recall import Recaller
+                from theus.agent.ports import open_memory
 
-                project = Project(self.root)
-                graph = project.graph
-                if not project.has_index:
-                    _start_resource_tracker()
-                    project.index()
-                    self.indexed_now = True
-                self._recaller = Recaller(graph, self.root)
+                self._index_once()
+                memory = open_memory(self.root)
+                if memory.project is None:
+                    raise RuntimeError("the project's store could not be opened (see tui.log)")
+                project = memory.project
+                project.graph  # noqa: B018  (load it now, in this thread)
+                self._recaller = memory.recaller()
+                self.memory = memory
                 self._project = project
                 self.folders()  # before warm-up takes the graph's lock for seconds
             return self._project
+
+    def _index_once(self) -> None:
+        """A project never indexed is indexed before the watcher starts on it."""
+        from knowledge.project import Project
+
+        probe = Project(self.root)
+        try:
+            if not probe.has_index:
+                _start_resource_tracker()
+                probe.index()
+                self.indexed_now = True
+        finally:
+            probe.close()
+
+    @property
+    def semantic_on(self) -> bool:
+        return bool(self.memory is not None and self.memory.semantic_on)
+
+    @property
+    def watcher(self) -> Any:
+        return None if self.memory is None else self.memory.watcher
 
     def folders(self) -> Any:
         """The folder tree of the indexed files (tui.graph_view.Folders), rebuilt when the
@@ -104,11 +127,9 @@ class Engine:
             return dict(graph.counts())
 
     def close(self) -> None:
-        if self._project is not None:
-            try:
-                self._project.close()
-            except Exception as exc:
-                log.info("closing the project failed: %s", exc)
+        """Stops the watcher and the semantic layer, closes the store (each fails open)."""
+        if self.memory is not None:
+            self.memory.close()
 
 
 def _start_resource_tracker() -> None:

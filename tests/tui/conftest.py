@@ -69,9 +69,9 @@ MakeApp = Callable[..., TheusApp]
 
 @pytest.fixture
 def make_app(repo: Path, server: ScriptedServer) -> MakeApp:
-    def make(*, model: bool = True, watch: bool = False) -> TheusApp:
+    def make(*, model: bool = True) -> TheusApp:
         settings = model_settings(server.url) if model else None
-        return TheusApp(repo, settings, watch=watch, agent_settings=SETTINGS)
+        return TheusApp(repo, settings, agent_settings=SETTINGS)
 
     return make
 

@@ -203,7 +203,7 @@ async def test_no_model_mode_is_a_recall_box(make_app: MakeApp, server: Any) -> 
 async def test_status_bar(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("THEUS_NO_EPISODES", "1")
     monkeypatch.delenv("THEUS_NO_WATCH")
-    app = make_app(watch=True)
+    app = make_app()
     async with app.run_test(size=(160, 40)) as pilot:
         await ready(pilot)
         bar = app.screen.query_one(StatusBar)
@@ -228,10 +228,10 @@ async def test_status_bar(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) ->
 async def test_graph_panel_follows_the_watcher(make_app: MakeApp, repo: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("THEUS_NO_WATCH")
-    app = make_app(watch=True)
+    app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_graph(pilot)
-        assert app._watcher is not None and app._watcher.wait_ready(20)
+        assert app.engine.watcher is not None and app.engine.watcher.wait_ready(20)
         screen.show("sym:pricing.py#price_of")
         detail = screen.query_one("#detail", Static)
         await wait_for(pilot, lambda: "Unit price with discounts." in str(detail.render()))
