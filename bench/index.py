@@ -30,6 +30,7 @@ counts = project.counts()
 rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 store = project.paths.store
+project.close()  # folds the WAL back: the size is the store as it stays on disk
 size = sum(p.stat().st_size for p in store.parent.glob(store.name + "*"))
 print(json.dumps({"seconds": seconds, "parsed": report.parsed, "files": report.files,
                   "lines": lines, "nodes": sum(v for k, v in counts.items() if k != "edges"),
