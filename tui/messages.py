@@ -53,10 +53,3 @@ class InjectedTokens(Message):
 
     tokens: int
     took_ms: float
-
-
-@dataclass
-class ShowNode(Message):
-    """Ask the graph panel to open a node (from a search result, a slash command, a link)."""
-
-    key: str

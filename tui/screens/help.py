@@ -10,21 +10,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Markdown
 
-SLASH_HELP = """\
-## Slash commands
+from tui import slash
 
-| command | what it does |
-|---|---|
-| `/help` | this help |
-| `/clear` | clear the conversation and start a new one |
-| `/compact` | summarise older turns now to free context |
-| `/recall QUERY` | ranked recall results and the block that would be injected |
-| `/graph [QUERY]` | open the graph panel (searching QUERY) |
-| `/episodes` | open the episodes panel |
-| `/memory [TEXT]` | open the memories panel, or remember TEXT |
-| `/model [NAME]` | show the model, or switch to NAME |
-| `/sessions` | list earlier sessions of this project |
-"""
+SLASH_HELP = "## Slash commands\n\n| command | what it does |\n|---|---|\n" + "\n".join(
+    f"| `/{name}` | {text} |" for name, text in slash.COMMANDS.items())
 
 MODEL_HELP = """\
 ## Setting a model
