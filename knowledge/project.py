@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -240,18 +241,26 @@ class Project:
             # fork is cheap but unsafe once other threads run (the watcher, the app): then spawn.
             method = "fork" if threading.active_count() == 1 else "spawn"
             ctx = multiprocessing.get_context(method)
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                for batch in pool.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
-                    yield from batch
-                    done += len(batch)
-                    if progress:
-                        progress(done, total)
-        else:
-            for item in items:
-                yield _analyse_one(str(self.root), item)
-                done += 1
-                if progress and (done % 25 == 0 or done == total):
-                    progress(done, total)
+            finished = 0
+            try:
+                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                    for batch in pool.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
+                        yield from batch
+                        finished += 1
+                        done += len(batch)
+                        if progress:
+                            progress(done, total)
+                return
+            except (OSError, ValueError, BrokenProcessPool) as exc:
+                # A pool that cannot start (a host that hides stderr's descriptor) or loses a
+                # worker must not lose the index: the rest is parsed here.
+                log.warning("parsing in one process: the process pool failed (%s)", exc)
+                items = [item for chunk in chunks[finished:] for item in chunk]
+        for item in items:
+            yield _analyse_one(str(self.root), item)
+            done += 1
+            if progress and (done % 25 == 0 or done == total):
+                progress(done, total)
 
     def _apply(
         self,

@@ -182,3 +182,18 @@ def test_references_follow_ambiguity_as_definitions_come_and_go(tmp_path: Path) 
     (root / "b.py").write_text("def compute_total(items):\n    return sum(items)\n")
     project.update(["b.py"])
     assert ref in snapshot(project.graph)[1]
+
+
+def test_a_pool_that_cannot_start_falls_back_to_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {f"m{i}.py": f"def f{i}():\n    pass\n" for i in range(250)}
+    root = write_tree(tmp_path / "repo", files)
+
+    class Broken:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise ValueError("bad value(s) in fds_to_keep")
+
+    monkeypatch.setattr("knowledge.project.ProcessPoolExecutor", Broken)
+    report = Project(root).index(workers=2)
+    assert report.parsed == 250 and report.symbols == 250
