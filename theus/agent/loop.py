@@ -208,22 +208,28 @@ class Agent:
             return tool.clearable
         return not (name.startswith("recall") or name.startswith("memory"))
 
+    async def compact(self) -> bool:
+        """Summarise the older turns now (`/compact`); False when there was nothing to fold."""
+        return await self._compact(compaction.conversation_tokens(self.messages))
+
     async def _maybe_compact(self) -> None:
         limit = self.settings.context_tokens * self.settings.compact_ratio
         before = max(compaction.conversation_tokens(self.messages), self._last_prompt_tokens)
-        if before < limit:
-            return
+        if before >= limit:
+            await self._compact(before)
+
+    async def _compact(self, before: int) -> bool:
         cut = compaction.split_point(self.messages)
         older = self.messages[1:cut]
         if not older:
-            return
+            return False
         try:
             summary = await compaction.summarise(self.model, older)
         except ModelError as exc:
             self._emit(Error(f"compaction failed, continuing uncompacted: {exc}"))
-            return
+            return False
         if not summary:
-            return
+            return False
         self.messages[1:cut] = [compaction.summary_message(summary)]
         self._last_prompt_tokens = 0
         after = compaction.conversation_tokens(self.messages)
@@ -231,6 +237,7 @@ class Agent:
         self._emit(Compacted(summary, len(older), before, after))
         # Writing an episode saves the project store: off the event loop.
         await asyncio.to_thread(self._to_episodes, "compaction", summary)
+        return True
 
     async def _run_tool(self, call: ToolCall) -> None:
         start = time.perf_counter()

@@ -7,7 +7,6 @@ results and the block that would be injected.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -243,16 +242,8 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         if agent is None or len(agent.messages) < 3:
             await self.add(Notice("nothing to compact yet"))
             return
-        # The agent compacts on its own near the context size; a ratio of 0 forces it now.
-        saved = agent.settings
-        agent.settings = dataclasses.replace(saved, compact_ratio=0.0)
-        try:
-            before = len(agent.messages)
-            await agent._maybe_compact()
-            if len(agent.messages) == before:
-                await self.add(Notice("nothing to compact: the last request is kept verbatim"))
-        finally:
-            agent.settings = saved
+        if not await agent.compact():
+            await self.add(Notice("nothing to compact: the last request is kept verbatim"))
 
     @work(thread=True, group="sessions", exit_on_error=False)
     def list_sessions(self) -> None:
