@@ -51,10 +51,11 @@ class Engine:
             if self._project is None:
                 from theus.agent.ports import open_memory
 
-                self._index_once()
-                memory = open_memory(self.root)
+                _start_resource_tracker()
+                memory = open_memory(self.root, index_if_missing=True)
                 if memory.project is None:
                     raise RuntimeError("the project's store could not be opened (see tui.log)")
+                self.indexed_now = memory.indexed_now
                 project = memory.project
                 project.graph  # noqa: B018  (load it now, in this thread)
                 self._recaller = memory.recaller()
@@ -62,19 +63,6 @@ class Engine:
                 self._project = project
                 self.folders()  # before warm-up takes the graph's lock for seconds
             return self._project
-
-    def _index_once(self) -> None:
-        """A project never indexed is indexed before the watcher starts on it."""
-        from knowledge.project import Project
-
-        probe = Project(self.root)
-        try:
-            if not probe.has_index:
-                _start_resource_tracker()
-                probe.index()
-                self.indexed_now = True
-        finally:
-            probe.close()
 
     @property
     def semantic_on(self) -> bool:

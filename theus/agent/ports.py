@@ -21,6 +21,7 @@ class Memory:
     watcher: Any | None = None
     episodes: Any | None = None
     semantic: Any | None = None  # knowledge.embed.layer.SemanticLayer
+    indexed_now: bool = False  # the project was indexed for the first time on opening
 
     @property
     def semantic_on(self) -> bool:
@@ -67,15 +68,21 @@ class Memory:
                 log.warning("project store did not close cleanly: %s", exc)
 
 
-def open_memory(root: Path, *, embed_in_background: bool = True) -> Memory:
+def open_memory(
+    root: Path, *, embed_in_background: bool = True, index_if_missing: bool = False
+) -> Memory:
     """`embed_in_background=False` for one-shot runs: the re-ranker still works (it embeds
     what it needs within its deadline), but the whole project is not embedded for a run that
-    ends in seconds; `theus index` and the chat app do that."""
+    ends in seconds; `theus index` and the chat app do that. `index_if_missing` indexes a
+    project that never was, before the watcher starts on it (`memory.indexed_now` says so)."""
     memory = Memory()
     try:
         from knowledge.project import Project
 
         memory.project = Project(root)
+        if index_if_missing and not memory.project.has_index:
+            memory.project.index()
+            memory.indexed_now = True
     except Exception as exc:
         log.warning("project memory unavailable, continuing without it: %s", exc)
         return memory
