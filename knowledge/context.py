@@ -18,7 +18,6 @@ under a header that says they are data: recalled text is never phrased as an ins
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
@@ -28,6 +27,7 @@ from pathlib import PurePosixPath
 from knowledge import keys
 from knowledge.graph import Graph, Node
 from knowledge.recall import Hit, Recall, Recaller
+from knowledge.switches import is_off
 
 THRESHOLD = 0.35  # best score a recall needs before anything is injected
 LINE_CHARS = 160
@@ -197,7 +197,7 @@ def inject(recaller: Recaller, query: str, deadline_ms: float = 150.0) -> Inject
     """Recall and build the block in a worker thread; past `deadline_ms` the result is dropped
     and this returns at once (the worker finishes in the background and is discarded)."""
     start = time.perf_counter()
-    if os.environ.get("THEUS_NO_KNOWLEDGE_INJECT") == "1":
+    if is_off("knowledge_inject"):
         return Injection("", 0, 0.0, False, 0.0, None)
     box: list[tuple[Recall, str]] = []
     failed: list[BaseException] = []

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from knowledge.graph import Node
 from knowledge.mentions import Mentions
 from knowledge.project import Project
 from knowledge.store import StoreError
+from knowledge.switches import is_off
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ _last_error: dict[str, str] = {}  # per project root, shown by status_section
 
 
 def disabled() -> bool:
-    return os.environ.get("THEUS_NO_EPISODES", "") not in ("", "0")
+    return is_off("episodes")
 
 
 @dataclass(slots=True)

@@ -39,6 +39,7 @@ from knowledge.graph import Node
 from knowledge.mentions import Mentions
 from knowledge.project import Project
 from knowledge.store import StoreError
+from knowledge.switches import is_off
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
 def disabled() -> bool:
-    return os.environ.get("THEUS_NO_MEMDIR", "") not in ("", "0")
+    return is_off("memdir")
 
 
 @dataclass(frozen=True, slots=True)

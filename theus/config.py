@@ -13,6 +13,8 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+from knowledge.switches import is_off
+
 log = logging.getLogger(__name__)
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
@@ -112,7 +114,7 @@ class AgentSettings:
     @classmethod
     def from_env(cls, *, semantic_on: bool = False) -> AgentSettings:
         return cls(
-            inject=_env("THEUS_NO_KNOWLEDGE_INJECT") != "1",
+            inject=not is_off("knowledge_inject"),
             semantic_on=semantic_on,
             context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
         )
@@ -120,4 +122,4 @@ class AgentSettings:
 
 def switched_off(name: str) -> bool:
     """Kill switches: THEUS_NO_<NAME>=1 turns a memory layer off."""
-    return _env(f"THEUS_NO_{name.upper()}") == "1"
+    return is_off(name)

@@ -7,24 +7,14 @@ fails is reported as failed, never fatal (every layer fails open).
 from __future__ import annotations
 
 import importlib
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from knowledge.project import Project
+from knowledge.switches import switched_off
 
 Section = Callable[[Project], dict[str, Any]]
-
-KILL_SWITCHES = (
-    "THEUS_NO_KNOWLEDGE_INJECT", "THEUS_NO_EMBEDDINGS", "THEUS_NO_EPISODES", "THEUS_NO_WATCH",
-    "THEUS_NO_MEMDIR",
-)
-
-
-def switched_off() -> list[str]:
-    return [name for name in KILL_SWITCHES if os.environ.get(name, "") not in ("", "0")]
-
 
 def index_section(project: Project) -> dict[str, Any]:
     counts = project.counts()

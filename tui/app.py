@@ -86,7 +86,7 @@ class TheusApp(App[int]):
 
     # -- start ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        from theus.status import switched_off
+        from knowledge.switches import switched_off
 
         self.set_keymap(load_keymap())
         self.update_status(off=short_switches(switched_off()))

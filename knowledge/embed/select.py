@@ -18,13 +18,13 @@ from typing import Literal
 
 from knowledge.credentials import ChatCredentials
 from knowledge.embed.base import Embedder, EmbedderUnavailable
+from knowledge.switches import is_off
 
 Provider = Literal["hosted", "local", "chat-endpoint", "off"]
 
 DEFAULT_HOSTED_MODEL = "text-embedding-3-small"
 # What the openai client itself uses when only a key is given.
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-_TRUE = frozenset({"1", "true", "yes", "on"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ def select_embedder(
 ) -> Selection:
     """Resolve the cascade. `local_loader` returns a loaded embedder or raises (normally
     `EmbedderUnavailable`); `timeout` (seconds) applies to hosted requests."""
-    if env.get("THEUS_NO_EMBEDDINGS", "").strip().lower() in _TRUE:
+    if is_off("embeddings", env):
         return Selection(None, "off", "semantic layer off: THEUS_NO_EMBEDDINGS=1")
 
     model = env.get("THEUS_EMBEDDINGS_MODEL") or DEFAULT_HOSTED_MODEL

@@ -26,9 +26,9 @@ from knowledge.embed.cache import text_key
 from knowledge.embed.select import Selection, select_embedder
 from knowledge.graph import Graph
 from knowledge.paths import ProjectPaths
+from knowledge.switches import is_off
 
 STATE_FILE = "embed.json"
-_TRUE = frozenset({"1", "true", "yes", "on"})
 # Layers running in this process, by project root: their live state beats the file (and
 # spares `status_section` reading every file to count what is pending).
 _LIVE: dict[Path, Callable[[], dict[str, Any]]] = {}
@@ -56,7 +56,7 @@ class HasGraph(HasPaths, Protocol):
 
 
 def killed(env: Mapping[str, str]) -> bool:
-    return env.get("THEUS_NO_EMBEDDINGS", "").strip().lower() in _TRUE
+    return is_off("embeddings", env)
 
 
 def _probe_local() -> Embedder:

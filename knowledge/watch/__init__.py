@@ -9,11 +9,11 @@ left.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
 from knowledge.project import Project
+from knowledge.switches import is_off
 from knowledge.watch import state as persisted
 from knowledge.watch.watcher import _RUNNING, Update, Watcher
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def switched_off() -> bool:
-    return os.environ.get("THEUS_NO_WATCH", "") not in ("", "0")
+    return is_off("watch")
 
 
 def maybe_start(

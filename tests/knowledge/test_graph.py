@@ -54,3 +54,14 @@ def test_keys_survive_index_reuse() -> None:
     assert graph.out_edges("c") == [Edge("c", "b", "imports")]
     assert not graph.add_edge("c", "b", "imports"), "edges are added once"
     assert not graph.add_edge("c", "missing", "imports")
+
+
+def test_kill_switches_share_one_rule() -> None:
+    from knowledge.switches import is_off, switched_off
+
+    env = {"THEUS_NO_WATCH": "1", "THEUS_NO_EMBEDDINGS": "true", "THEUS_NO_MEMDIR": "0",
+           "THEUS_NO_EPISODES": "", "THEUS_NO_KNOWLEDGE_INJECT": "off"}
+    assert is_off("watch", env) and is_off("EMBEDDINGS", env)
+    assert not is_off("memdir", env) and not is_off("episodes", env)
+    assert not is_off("knowledge_inject", env)
+    assert switched_off(env) == ["THEUS_NO_EMBEDDINGS", "THEUS_NO_WATCH"]
