@@ -73,8 +73,9 @@ def _bm25_tokens(text: str) -> list[str]:
     return [fold(w) for w in split_words(text) if len(w) > 1]
 
 
-def bm25_system(repo: Repo) -> Ranker:
-    """Whole-file BM25 (bm25s) over path + content, identifiers split like Theus does."""
+def bm25_ranking(repo: Repo, depth: int = 10) -> Callable[[str], list[str]]:
+    """Whole-file BM25 (bm25s) over path + content, identifiers split like Theus does:
+    query text -> the `depth` best files."""
     import bm25s
 
     paths = repo.files()
@@ -89,15 +90,19 @@ def bm25_system(repo: Repo) -> Ranker:
     retriever.index(corpus, show_progress=False)
     vocab = retriever.vocab_dict
 
-    def rank(task: Task) -> list[str]:
-        query = [t for t in _bm25_tokens(task.query) if t in vocab]
-        if not query:
+    def rank(query: str) -> list[str]:
+        terms = [t for t in _bm25_tokens(query) if t in vocab]
+        if not terms:
             return []
-        scores = retriever.get_scores(query)
-        order = scores.argsort()[::-1][:10]
-        return [paths[i] for i in order if scores[i] > 0]
+        scores = retriever.get_scores(terms)
+        return [paths[i] for i in scores.argsort()[::-1][:depth] if scores[i] > 0]
 
     return rank
+
+
+def bm25_system(repo: Repo) -> Ranker:
+    rank = bm25_ranking(repo)
+    return lambda task: rank(task.query)
 
 
 SYSTEMS: dict[str, Callable[[Repo], Ranker]] = {"theus": theus_system, "bm25": bm25_system}

@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._tasks import Task
-from bench.recall import SYSTEMS, Repo, Row, _bm25_tokens, prepare, score, summary
+from bench.recall import SYSTEMS, Repo, Row, bm25_ranking, prepare, score, summary
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import NodeVectors, embed_pass, file_chunks
 from knowledge.embed.local import LocalEmbedder
@@ -96,32 +96,6 @@ def dense_ranking(shared: Shared, repo: Repo) -> Callable[[str], list[str]]:
     return rank
 
 
-def bm25_ranking(repo: Repo) -> Callable[[str], list[str]]:
-    """Whole-file BM25 as in bench/recall.py, ranked DEPTH deep for the fusion."""
-    import bm25s
-
-    paths = repo.files()
-    corpus = []
-    for rel in paths:
-        try:
-            text = (repo.root / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        corpus.append(_bm25_tokens(rel + " " + text))
-    retriever = bm25s.BM25()
-    retriever.index(corpus, show_progress=False)
-    vocab = retriever.vocab_dict
-
-    def rank(query: str) -> list[str]:
-        terms = [t for t in _bm25_tokens(query) if t in vocab]
-        if not terms:
-            return []
-        scores = retriever.get_scores(terms)
-        return [paths[i] for i in scores.argsort()[::-1][:DEPTH] if scores[i] > 0]
-
-    return rank
-
-
 def rrf(*rankings: list[str], k: int = RRF_K) -> list[str]:
     fused: dict[str, float] = {}
     for ranking in rankings:
@@ -154,7 +128,7 @@ def semantic_system(shared: Shared, repo: Repo) -> Ranker:
 
 def systems(shared: Shared, repo: Repo) -> dict[str, Ranker]:
     dense = dense_ranking(shared, repo)
-    bm25 = bm25_ranking(repo)
+    bm25 = bm25_ranking(repo, DEPTH)
     return {
         "theus": SYSTEMS["theus"](repo),
         "theus+sem": semantic_system(shared, repo),

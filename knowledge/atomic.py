@@ -10,12 +10,14 @@ deletes the temp file of a writer that is still running.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # `.<target name>.<pid>.<random>.tmp`: hidden, and `*.tmp` is a temp name to every watcher.
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")
@@ -42,6 +44,23 @@ def write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
 
 def write_text(path: Path, text: str, mode: int | None = None) -> None:
     write_bytes(path, text.encode("utf-8"), mode)
+
+
+def write_state(path: Path, state: dict[str, Any]) -> None:
+    """A layer's small JSON state file, for `theus status` in another process. Best effort:
+    a read-only data dir must not stop the layer that reports."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, json.dumps(state, sort_keys=True))
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    """The state written by `write_state`; {} when missing or unreadable."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
 
 
 def remove(path: Path) -> bool:

@@ -9,9 +9,7 @@ and pending counts are read from the vector cache directly.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import json
 import os
 import sqlite3
 import time
@@ -19,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from knowledge.atomic import write_text
+from knowledge import atomic
 from knowledge.credentials import ChatCredentials, load_credentials
 from knowledge.embed.base import Embedder, EmbedderUnavailable
 from knowledge.embed.cache import text_key
@@ -81,18 +79,11 @@ def state_path(paths: ProjectPaths) -> Path:
 
 
 def write_state(paths: ProjectPaths, state: dict[str, Any]) -> None:
-    """Best effort: a read-only data dir must not stop the layer."""
-    with contextlib.suppress(OSError):
-        paths.home.mkdir(parents=True, exist_ok=True)
-        write_text(state_path(paths), json.dumps(state, sort_keys=True))
+    atomic.write_state(state_path(paths), state)
 
 
 def read_state(paths: ProjectPaths) -> dict[str, Any]:
-    try:
-        raw = json.loads(state_path(paths).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return raw if isinstance(raw, dict) else {}
+    return atomic.read_state(state_path(paths))
 
 
 def cached_keys(path: Path, model_id: str) -> tuple[int | None, set[bytes]]:

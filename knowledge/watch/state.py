@@ -7,12 +7,12 @@ time, so a reused pid does not look like a live watcher).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+from knowledge import atomic
 from knowledge.paths import ProjectPaths
 
 STATE_FILE = "watch.json"
@@ -43,23 +43,11 @@ def alive(pid: int, start: str) -> bool:
 
 
 def write_state(paths: ProjectPaths, state: dict[str, Any]) -> None:
-    """Best effort: a read-only data dir must not stop the watcher."""
-    target = state_path(paths)
-    tmp = target.with_name(f".{STATE_FILE}.{os.getpid()}.tmp")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(tmp, target)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    atomic.write_state(state_path(paths), state)
 
 
 def read_state(paths: ProjectPaths) -> dict[str, Any]:
-    try:
-        raw = json.loads(state_path(paths).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return raw if isinstance(raw, dict) else {}
+    return atomic.read_state(state_path(paths))
 
 
 def clock(stamp: float | None) -> str | None:
