@@ -106,7 +106,7 @@ class Project:
         with self.lock:
             start = time.perf_counter()
             self.rules = IgnoreRules(self.root)
-            found = walk(self.root, self.rules)
+            found = walk(self.root, self.rules, skip=self.paths.home.resolve())
             self.walk_skipped = found.skipped
             current = {f.rel: f for f in found.files}
             removed = sorted(set(self.files) - current.keys())

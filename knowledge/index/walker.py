@@ -21,17 +21,19 @@ class FileEntry:
 class Walk:
     files: list[FileEntry] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # rel -> reason
+    dirs: list[str] = field(default_factory=list)  # folders walked into, "" for the root
 
 
-def walk(root: Path, rules: IgnoreRules | None = None) -> Walk:
+def walk(root: Path, rules: IgnoreRules | None = None, skip: Path | None = None) -> Walk:
     """Depth-first walk that never leaves `root` and never loops.
 
     Symlinks are followed only when they resolve inside the root; a directory whose real
-    path was already walked is a loop (or a duplicate) and is skipped.
+    path was already walked is a loop (or a duplicate) and is skipped. `skip` is a folder
+    never entered: the Theus data dir when it sits inside the project.
     """
     root = root.resolve()
     rules = rules or IgnoreRules(root)
-    out = Walk()
+    out = Walk(dirs=[""])
     seen_dirs: set[tuple[int, int]] = set()
     st = root.stat()
     seen_dirs.add((st.st_dev, st.st_ino))
@@ -74,12 +76,19 @@ def walk(root: Path, rules: IgnoreRules | None = None) -> Walk:
                 if ident in seen_dirs:
                     out.skipped[rel] = "symlink-loop"
                     continue
+                if skip is not None and _inside(Path(entry.path).resolve(), skip):
+                    continue
                 seen_dirs.add(ident)
+                out.dirs.append(rel)
                 stack.append((Path(entry.path), rel))
             elif entry.is_file(follow_symlinks=True):
                 out.files.append(FileEntry(rel, st.st_size, st.st_mtime_ns))
     out.files.sort(key=lambda f: f.rel)
     return out
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def _link_problem(root: Path, link: Path) -> str:

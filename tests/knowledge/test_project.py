@@ -197,3 +197,14 @@ def test_a_pool_that_cannot_start_falls_back_to_one_process(
     monkeypatch.setattr("knowledge.project.ProcessPoolExecutor", Broken)
     report = Project(root).index(workers=2)
     assert report.parsed == 250 and report.symbols == 250
+
+
+def test_a_data_dir_inside_the_project_is_never_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(tmp_path / "repo", {"app.py": "X = 1\n"})
+    monkeypatch.setenv("THEUS_HOME", str(root / "theus-data"))
+    project = Project(root)
+    write_tree(project.paths.memory, {"MEMORY.md": "- a memory\n"})
+    project.index()
+    assert sorted(project.files) == ["app.py"]
