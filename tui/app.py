@@ -81,6 +81,7 @@ class TheusApp(App[int]):
         self.status_bars: set[StatusBar] = set()
         self._memdir: Any = None
         self._agents: list[Any] = []
+        self._dashboard: tuple[str, Callable[[], None]] | None = None
         self._graph_version = -1
         self._status_busy = False
 
@@ -217,6 +218,16 @@ class TheusApp(App[int]):
         self.call_from_thread(self.notify, f"{note}: {text[:60]}")
         self.post_message(IndexChanged("memories"))
 
+    def dashboard_url(self) -> str:
+        """Serve the live graph in the browser (started once, stopped with the app)."""
+        if self._dashboard is None:
+            from knowledge.dashboard import start_dashboard
+            from theus.status import gather
+
+            project = self.engine.load()
+            self._dashboard = start_dashboard(project, status_provider=lambda: gather(project))
+        return self._dashboard[0]
+
     def switch_model(self, name: str) -> str:
         import dataclasses
 
@@ -282,6 +293,8 @@ class TheusApp(App[int]):
                 self._memdir.stop()
             except Exception as exc:
                 log.warning("stopping the memory bridge failed: %s", exc)
+        if self._dashboard is not None:
+            self._dashboard[1]()
         self.engine.close()
 
 

@@ -12,6 +12,7 @@ COMMANDS: dict[str, str] = {
     "memory": "open the memories panel, or remember the given text",
     "model": "show the model, or switch to another name",
     "sessions": "list earlier sessions of this project",
+    "dashboard": "show the graph in the browser (prints its local address)",
 }
 
 

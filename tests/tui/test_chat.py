@@ -248,3 +248,26 @@ async def test_a_second_request_waits_for_the_running_turn(make_app: MakeApp,
         await pilot.pause()
         assert items(app, AssistantReply)[0].text == "Slow answer."
         assert len(server.requests) == 1
+
+
+async def test_dashboard_command_serves_the_live_graph(make_app: MakeApp,
+                                                       server: ScriptedServer) -> None:
+    import json
+    import re
+    import urllib.request
+
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "/dashboard")
+        await wait_for(pilot, lambda: any("dashboard" in str(n.render())
+                                          for n in items(app, Notice)))
+        notice = next(str(n.render()) for n in items(app, Notice) if "dashboard" in str(n.render()))
+        url = re.search(r"http://127\.0\.0\.1:\d+/\S+", notice)
+        assert url is not None, notice
+        base, _, query = url.group(0).partition("?")
+        status_url = base.replace("/dashboard", "/api/status") + "?" + query
+        with urllib.request.urlopen(status_url, timeout=10) as response:
+            status = json.load(response)
+        assert status["counts"]["file"] >= 1
+        assert server.requests == []

@@ -231,6 +231,8 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             await self.add(Notice(app.switch_model(arg)))
         elif name == "sessions":
             self.list_sessions()
+        elif name == "dashboard":
+            self.open_dashboard()
         else:
             await self.add(Notice(f"unknown command /{name}; try "
                                   + ", ".join("/" + c for c in slash.suggest(name)),
@@ -244,6 +246,12 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             return
         if not await agent.compact():
             await self.add(Notice("nothing to compact: the last request is kept verbatim"))
+
+    @work(thread=True, group="dashboard", exit_on_error=False)
+    def open_dashboard(self) -> None:
+        app: Any = self.app
+        url = app.dashboard_url()
+        self.app.call_from_thread(self.add, Notice(f"dashboard (this session only): {url}"))
 
     @work(thread=True, group="sessions", exit_on_error=False)
     def list_sessions(self) -> None:
