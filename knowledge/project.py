@@ -238,9 +238,7 @@ class Project:
         done = 0
         if workers > 1 and total >= POOL_THRESHOLD:
             chunks = [items[i : i + _CHUNK] for i in range(0, total, _CHUNK)]
-            # fork is cheap but unsafe once other threads run (the watcher, the app): then spawn.
-            method = "fork" if threading.active_count() == 1 else "spawn"
-            ctx = multiprocessing.get_context(method)
+            ctx = _pool_context()
             finished = 0
             try:
                 with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
@@ -394,6 +392,16 @@ class Project:
             if state.language in schema.SCHEMA_LANGUAGES and rel in self.links
         ]
         schema.discover(graph, definitions)
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """fork is cheapest but unsafe once other threads run (the watcher, the app); then a fork
+    server, started once with the indexer preloaded, forks workers without re-importing it."""
+    if threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["knowledge.project"])
+    return ctx
 
 
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
