@@ -41,10 +41,6 @@ class Node:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Node:
-        return cls(**raw)
-
 
 @dataclass(frozen=True, slots=True)
 class Edge:

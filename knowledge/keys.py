@@ -42,10 +42,6 @@ def episode_key(date: str, slug: str) -> str:
     return f"ep:{date}-{slug}"
 
 
-def entity_key(label: str) -> str:
-    return f"ent:{normalize(label)}"
-
-
 def slugify(text: str, limit: int = 48) -> str:
     """Lower-case ASCII slug for file names and section keys."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()

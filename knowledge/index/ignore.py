@@ -70,8 +70,8 @@ def _read_lines(path: Path) -> list[str]:
 class IgnoreRules:
     """Git-style ignore rules for one project root, nested `.gitignore` files included.
 
-    Rules are loaded per directory on first use and cached; `forget(dir)` drops a cached
-    directory when its ignore file changes.
+    Rules are loaded per directory on first use and cached; a changed ignore file means a new
+    `IgnoreRules`.
     """
 
     def __init__(self, root: Path) -> None:
@@ -84,9 +84,6 @@ class IgnoreRules:
         if rel_dir not in self._specs:
             self._specs[rel_dir] = _spec(_read_lines(self.root / rel_dir / ".gitignore"))
         return self._specs[rel_dir]
-
-    def forget(self, rel_dir: str) -> None:
-        self._specs.pop(rel_dir, None)
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """True when `rel` (POSIX, relative to root) is excluded. Parents are not checked:
