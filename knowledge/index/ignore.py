@@ -21,12 +21,16 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
     }
 )
 
+# Data and config formats a credentials or secrets file comes in. Source code named
+# `credentials.py` is code about credentials, and is indexed.
+_DATA_FORMATS = ("", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml",
+                 ".csv", ".txt", ".properties", ".env")
 # Never read at all, whatever the ignore files say.
 _SECRET_PATTERNS = (
     ".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
-    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "credentials", "credentials.*",
-    "*credentials*.json", ".netrc", ".pgpass", ".npmrc", ".pypirc", "*.kdbx", "secrets.*",
-    ".htpasswd",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*credentials*.json", ".netrc",
+    ".pgpass", ".npmrc", ".pypirc", "*.kdbx", ".htpasswd",
+    *(f"{stem}{ext}" for stem in ("credentials", "secrets") for ext in _DATA_FORMATS),
 )
 
 # Editor and tool temp files: saved-by-rename artefacts that must never enter the graph.

@@ -39,12 +39,14 @@ def test_secrets_are_counted_and_never_listed(tmp_path: Path) -> None:
     write_tree(tmp_path, {
         ".env": "A=1", ".env.local": "B=2", "prod.env": "C=3", "id_rsa": "k", "id_rsa.pub": "k",
         "server.pem": "k", "tls.key": "k", ".aws/credentials": "k", "ok.py": "x = 1\n",
+        "credentials.json": "k", "config/secrets.yml": "k", "gcp-credentials.json": "k",
+        "auth/credentials.py": "def load(): pass\n", "secrets_test.py": "x = 1\n",
     })
     result = walk(tmp_path)
-    assert [f.rel for f in result.files] == ["ok.py"]
+    assert [f.rel for f in result.files] == ["auth/credentials.py", "ok.py", "secrets_test.py"]
     assert set(result.skipped) == {
         ".env", ".env.local", "prod.env", "id_rsa", "id_rsa.pub", "server.pem", "tls.key",
-        ".aws/credentials",
+        ".aws/credentials", "credentials.json", "config/secrets.yml", "gcp-credentials.json",
     }
     assert set(result.skipped.values()) == {"secret"}
 
