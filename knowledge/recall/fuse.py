@@ -3,7 +3,8 @@
 1. Per file: its labels' coverage of the request (the union of its nodes' matched terms) and
    its content's BM25, combined by noisy-OR. Per node: 0.4 of its own label match, 0.6 of its
    file's score, so a symbol in a file that covers the request outranks an isolated name match.
-   Tests and changelogs count 0.8: they repeat the words of the code they are about.
+   Tests and changelogs count 0.6 (1.0 when the request is about tests): they repeat the
+   words of the code they are about.
 2. Hash embedding: ``0.8 * lexical + 0.2 * cosine``, only for nodes with lexical signal.
 3. Traversal from the top candidates (HOT): neighbours become WARM (1 hop) or COLD (2 hops);
    a lexical candidate that is also a neighbour gets a small structural bonus.
@@ -24,8 +25,11 @@ from knowledge.recall.traverse import spread
 
 NODE_SHARE = 0.4  # of a candidate's lexical score from the node itself; the rest from its file
 # Tests repeat the words of the code they test, and changelogs mention every feature; the code
-# itself is what a request is about.
-TEST_FACTOR = 0.8
+# itself is what a request is about, unless the request is about tests. 0.6 beat 0.8 on the
+# recall benchmark's tuning and held-out repositories alike (bench/recall.py).
+TEST_FACTOR = 0.6
+_ABOUT_TESTS = re.compile(r"\b(tests?|testing|spec|specs|pytest|unittest|fixtures?)\b",
+                          re.IGNORECASE)
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec|e2e)/|(^|/)test_[^/]*$|[._-](test|spec)[.-][^/]*$|_test\.go$"
     r"|(^|/)(changelog|changes|history|news)([-_][^/]*)?(\.(md|rst|txt))?$",
@@ -60,7 +64,14 @@ def file_scores(match: Match, content: dict[str, float]) -> dict[str, float]:
     }
 
 
-def lexical_scores(graph: Graph, match: Match, content: dict[str, float]) -> dict[str, float]:
+def weight_of_tests(query: str) -> float:
+    """How much tests and changelogs count for this request."""
+    return 1.0 if _ABOUT_TESTS.search(query) else TEST_FACTOR
+
+
+def lexical_scores(
+    graph: Graph, match: Match, content: dict[str, float], factor: float = TEST_FACTOR
+) -> dict[str, float]:
     """Node score: its own label match blended with its file's score."""
     files = file_scores(match, content)
     paths = match.paths
@@ -69,12 +80,12 @@ def lexical_scores(graph: Graph, match: Match, content: dict[str, float]) -> dic
         path = paths.get(key, "")
         file_score = files.get(path, own) if path else own
         score = NODE_SHARE * own + (1.0 - NODE_SHARE) * max(file_score, own)
-        out[key] = score * TEST_FACTOR if path and is_test(path) else score
+        out[key] = score * factor if path and is_test(path) else score
     for path, score in files.items():
         key = keys.file_key(path)
         if key not in out and key in graph:  # found by its content alone
             score *= 1.0 - NODE_SHARE
-            out[key] = score * TEST_FACTOR if is_test(path) else score
+            out[key] = score * factor if is_test(path) else score
     return out
 
 
@@ -101,7 +112,7 @@ def fuse(
     graph: Graph, query: str, match: Match, hashes: HashCache, content: dict[str, float]
 ) -> list[Scored]:
     """Rank lexical candidates; `content` maps paths to their content score."""
-    lexical = lexical_scores(graph, match, content)
+    lexical = lexical_scores(graph, match, content, weight_of_tests(query))
     pool = heapq.nlargest(POOL, lexical.items(), key=lambda kv: kv[1])
     if not pool:
         return []

@@ -10,6 +10,7 @@ import pytest
 from knowledge.graph import Node
 from knowledge.project import Project
 from knowledge.recall import Hit, Recaller
+from knowledge.recall.fuse import weight_of_tests
 from knowledge.recall.hashvec import cosines, embed
 
 
@@ -286,3 +287,19 @@ def test_a_late_reranker_is_ignored_and_reported(
     late = Recaller(project.graph, project.root, reranker=Late()).recall("cart total")
     assert late.timed_out
     assert [h.key for h in late.hits] == [h.key for h in plain.hits]
+
+
+def test_code_outranks_its_tests_unless_the_request_is_about_tests(tmp_path: Path) -> None:
+    recaller = recaller_for(make_repo(tmp_path / "repo", {
+        "shop/discount.py": "def apply_discount(order, rate):\n    return order.total * rate\n",
+        "tests/test_discount.py": "from shop.discount import apply_discount\n\n"
+                                  "def test_apply_discount_rate():\n"
+                                  "    assert apply_discount(order, 0.5) == 5\n",
+    }))
+    assert paths(recaller.recall("apply discount rate").hits)[0] == "shop/discount.py"
+    about_tests = paths(recaller.recall("fix the failing test for apply discount rate").hits)
+    assert about_tests[0] == "tests/test_discount.py"
+    # A request about tests does not demote them at all.
+    assert weight_of_tests("why do the specs fail") == 1.0
+    assert weight_of_tests("add a pytest fixture") == 1.0
+    assert weight_of_tests("apply discount rate") < 1.0
