@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -15,17 +11,8 @@ import pytest
 
 from knowledge.embed.base import DimensionMismatch, EndpointError, EndpointTimeout
 from knowledge.embed.hosted import HostedEmbedder, hosted_model_id
-
-
-@dataclass
-class Script:
-    """What the server does next; each request is recorded."""
-
-    mode: str = "ok"  # ok | error500 | hang | ragged
-    dim: int = 8
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
+from tests.scripted_embeddings import EmbeddingsScript as Script
+from tests.scripted_embeddings import serve_embeddings
 
 
 def _vector(text: str, dim: int) -> list[float]:
@@ -34,52 +21,11 @@ def _vector(text: str, dim: int) -> list[float]:
     return [float((seed * (i + 3)) % 17 + 1) for i in range(dim)]
 
 
-def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *_: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            script.requests.append(body)
-            script.headers.append({k.lower(): v for k, v in self.headers.items()})
-            if script.mode == "hang":
-                script.release.wait(10)
-                return
-            if script.mode == "error500":
-                self._send(500, {"error": {"message": "boom", "type": "server_error"}})
-                return
-            data = [
-                {"object": "embedding", "index": i, "embedding": _vector(text, script.dim)}
-                for i, text in enumerate(body["input"])
-            ]
-            if script.mode == "ragged":
-                data[-1]["embedding"] = data[-1]["embedding"][:-1]
-            data.reverse()  # servers may answer out of order; `index` is authoritative
-            self._send(200, {"object": "list", "data": data, "model": body["model"]})
-
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-    return Handler
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[str, Script]]:
-    script = Script()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", script
-    script.release.set()
-    httpd.shutdown()
-    httpd.server_close()
+    script = Script(vector=_vector, dim=8)
+    with serve_embeddings(script) as url:
+        yield url, script
 
 
 def _embedder(url: str, **kwargs: Any) -> HostedEmbedder:
@@ -129,7 +75,7 @@ def test_large_inputs_are_split_into_batches(server: tuple[str, Script]) -> None
 
 def test_http_500_is_a_typed_error(server: tuple[str, Script]) -> None:
     url, script = server
-    script.mode = "error500"
+    script.mode = "error"
     with pytest.raises(EndpointError) as info:
         _embedder(url).embed(["x"])
     assert info.value.status == 500

@@ -4,19 +4,14 @@ dimension), the dimension check on the vector cache, and the kill switch."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
-import threading
 import time
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -28,6 +23,8 @@ from knowledge.embed.status import cached_keys, status_section
 from knowledge.project import Project
 from knowledge.recall import Recaller
 from tests.conftest import write_tree
+from tests.scripted_embeddings import EmbeddingsScript as Script
+from tests.scripted_embeddings import serve_embeddings
 
 FILES = {
     "shop/cart.py": '"""Shopping cart."""\n\n\ndef cart_total(items):\n'
@@ -49,51 +46,11 @@ def _bag(text: str, dim: int) -> list[float]:
     return vec
 
 
-@dataclass
-class Script:
-    mode: str = "ok"  # ok | error | hang
-    dim: int = DIM
-    inputs: list[str] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[str, Script]]:
-    script = Script()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *_: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            script.inputs.extend(body["input"])
-            if script.mode == "hang":
-                script.release.wait(10)
-                return
-            if script.mode == "error":
-                self._send(500, {"error": {"message": "boom", "type": "server_error"}})
-                return
-            data = [{"object": "embedding", "index": i, "embedding": _bag(t, script.dim)}
-                    for i, t in enumerate(body["input"])]
-            self._send(200, {"object": "list", "data": data, "model": body["model"]})
-
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", script
-    script.release.set()
-    httpd.shutdown()
-    httpd.server_close()
+    script = Script(vector=_bag, dim=DIM)
+    with serve_embeddings(script) as url:
+        yield url, script
 
 
 @pytest.fixture
