@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._tasks import Task
-from bench.recall import SYSTEMS, Repo, Row, bm25_ranking, prepare, score, summary
+from bench.recall import SYSTEMS, Repo, Row, bm25_ranking, prepare, run_tasks, summary
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import NodeVectors, embed_pass, file_chunks
 from knowledge.embed.local import LocalEmbedder
@@ -162,16 +162,7 @@ def main() -> int:
             repo = prepare(spec, args.back, args.tasks)
             roots.append(repo.root)
             for name, ranker in systems(shared, repo).items():
-                rows = []
-                for task in repo.tasks:
-                    start, start_cpu = time.perf_counter(), time.thread_time()
-                    ranked = ranker(task)
-                    # CPU of this thread only: the query embedding runs on a worker thread.
-                    rows.append(score(ranked, task.gold, (time.perf_counter() - start) * 1e3,
-                                      (time.thread_time() - start_cpu) * 1e3))
-                    if args.show_misses and name == "theus+sem" and rows[-1].r10 == 0:
-                        print(f"  miss: {task.query!r} gold={sorted(task.gold)} "
-                              f"got={ranked[:5]}")
+                rows = run_tasks(ranker, repo.tasks, args.show_misses and name == "theus+sem")
                 pooled.setdefault(name, []).extend(rows)
                 print(f"  {name:<9} {summary(rows)}", flush=True)
         total = len(next(iter(pooled.values())))
