@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.project import Project
+from knowledge.switches import LAYERS
+
 
 @pytest.fixture(autouse=True)
 def theus_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -13,7 +16,7 @@ def theus_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     monkeypatch.setenv("THEUS_HOME", str(home))
     for name in ("THEUS_BASE_URL", "THEUS_API_KEY", "THEUS_MODEL", "OPENAI_BASE_URL",
                  "OPENAI_API_KEY", "THEUS_EMBEDDINGS_URL", "THEUS_EMBEDDINGS_KEY",
-                 "THEUS_EMBEDDINGS_MODEL"):
+                 "THEUS_EMBEDDINGS_MODEL", *(f"THEUS_NO_{layer}" for layer in LAYERS)):
         monkeypatch.delenv(name, raising=False)
     return home
 
@@ -28,3 +31,10 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
         else:
             path.write_text(content, encoding="utf-8")
     return root
+
+
+def indexed_project(root: Path, files: dict[str, str | bytes]) -> Project:
+    """A project written from `files` and indexed."""
+    project = Project(write_tree(root, files))
+    project.index()
+    return project

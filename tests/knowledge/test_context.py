@@ -10,25 +10,8 @@ import pytest
 
 from knowledge.context import build_block, count_tokens, inject
 from knowledge.graph import Graph, Node
-from knowledge.project import Project
 from knowledge.recall import Hit, Recall, Recaller
-
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("THEUS_NO_KNOWLEDGE_INJECT", raising=False)
-
-
-def make_project(root: Path, files: dict[str, str]) -> Project:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    project = Project(root)
-    project.index()
-    return project
-
+from tests.conftest import indexed_project
 
 CART = {
     "shop/cart.py": '"""Shopping cart."""\nfrom shop import pricing\n\n\nclass Cart:\n'
@@ -40,7 +23,7 @@ CART = {
 
 
 def test_block_shows_hot_in_detail_with_imports(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "repo", CART)
+    project = indexed_project(tmp_path / "repo", CART)
     recall = Recaller(project.graph, project.root).recall("cart total", top=30)
     block = build_block(recall, project.graph)
     lines = block.splitlines()
@@ -55,7 +38,7 @@ def test_block_shows_hot_in_detail_with_imports(tmp_path: Path) -> None:
 def test_block_respects_max_lines_and_line_length(tmp_path: Path) -> None:
     files = {f"pkg/widget_{i}.py": f"def widget_gadget_{i}(x):\n    return x\n"
              for i in range(80)}
-    project = make_project(tmp_path / "repo", files)
+    project = indexed_project(tmp_path / "repo", files)
     recall = Recaller(project.graph, project.root).recall("widget gadget", top=60)
     block = build_block(recall, project.graph)
     assert 0 < len(block.splitlines()) <= 40
@@ -64,7 +47,7 @@ def test_block_respects_max_lines_and_line_length(tmp_path: Path) -> None:
 
 
 def test_block_is_empty_below_the_threshold(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "repo", CART)
+    project = indexed_project(tmp_path / "repo", CART)
     recall = Recaller(project.graph, project.root).recall("cart total")
     assert build_block(recall, project.graph, threshold=recall.best_score) != ""
     assert build_block(recall, project.graph, threshold=recall.best_score + 0.01) == ""
@@ -94,7 +77,7 @@ def test_count_tokens_is_a_word_piece_estimate() -> None:
 
 
 def test_inject_returns_the_block_within_the_deadline(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "repo", CART)
+    project = indexed_project(tmp_path / "repo", CART)
     injection = inject(Recaller(project.graph, project.root), "cart total", deadline_ms=5000)
     assert not injection.dropped
     assert "shop/cart.py" in injection.block
@@ -112,7 +95,7 @@ class SlowReranker:
 
 
 def test_inject_drops_a_recall_that_misses_its_deadline(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "repo", CART)
+    project = indexed_project(tmp_path / "repo", CART)
     slow = SlowReranker()
     recaller = Recaller(project.graph, project.root, reranker=slow)
     start = time.perf_counter()
@@ -125,7 +108,7 @@ def test_inject_drops_a_recall_that_misses_its_deadline(tmp_path: Path) -> None:
 
 
 def test_kill_switch_disables_injection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project = make_project(tmp_path / "repo", CART)
+    project = indexed_project(tmp_path / "repo", CART)
     monkeypatch.setenv("THEUS_NO_KNOWLEDGE_INJECT", "1")
     injection = inject(Recaller(project.graph, project.root), "cart total")
     assert injection.block == "" and not injection.dropped

@@ -12,21 +12,7 @@ from knowledge.project import Project
 from knowledge.recall import Hit, Recaller
 from knowledge.recall.fuse import weight_of_tests
 from knowledge.recall.hashvec import cosines, embed
-
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
-
-
-def make_repo(root: Path, files: dict[str, str]) -> Project:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    project = Project(root)
-    project.index()
-    return project
+from tests.conftest import indexed_project
 
 
 def recaller_for(project: Project) -> Recaller:
@@ -45,14 +31,14 @@ def test_rare_identifier_beats_common_word(tmp_path: Path) -> None:
         for i in range(12)
     }
     files["app/zebra.py"] = "def zebra_checksum(data):\n    return sum(data)\n"
-    recaller = recaller_for(make_repo(tmp_path / "repo", files))
+    recaller = recaller_for(indexed_project(tmp_path / "repo", files))
     result = recaller.recall("request handler zebra")
     assert result.hits[0].path == "app/zebra.py"
     assert all(0.0 <= h.score <= 1.0 for h in result.hits)
 
 
 def test_plural_singular_and_camel_case_queries_match(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {
+    project = indexed_project(tmp_path / "repo", {
         "src/ledger.py": "class LedgerBook:\n    def add_entry(self, entry):\n        pass\n",
         "src/tools.py": "class ToolRegistry:\n    pass\n",
         "src/misc.py": "def unrelated():\n    pass\n",
@@ -65,7 +51,7 @@ def test_plural_singular_and_camel_case_queries_match(tmp_path: Path) -> None:
 
 
 def test_traversal_brings_in_an_imported_file(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {
+    project = indexed_project(tmp_path / "repo", {
         "shop/checkout.py": "from shop import pricing\n\n"
                             "def checkout_basket(basket):\n    return pricing.quote(basket)\n",
         "shop/pricing.py": "def quote(items):\n    return 0\n",
@@ -82,7 +68,7 @@ def test_traversal_brings_in_an_imported_file(tmp_path: Path) -> None:
 
 
 def test_hash_embedding_never_creates_a_hit_alone(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {
+    project = indexed_project(tmp_path / "repo", {
         "src/parsers.py": "def parsers_registry():\n    return []\n",
     })
     query = "parsnip"
@@ -94,7 +80,7 @@ def test_hash_embedding_never_creates_a_hit_alone(tmp_path: Path) -> None:
 
 
 def test_content_fallback_finds_a_word_only_in_file_content(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {
+    project = indexed_project(tmp_path / "repo", {
         "src/a.py": "def alpha():\n    value = 1\n    # the flibbertigibbet cache is warm\n"
                     "    return value\n",
         "src/b.py": "def beta():\n    return 2\n",
@@ -106,13 +92,13 @@ def test_content_fallback_finds_a_word_only_in_file_content(tmp_path: Path) -> N
 
 
 def test_content_is_read_without_warm_within_the_call(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {"notes/x.py": "VALUE = 'quizzaciously'\n"})
+    project = indexed_project(tmp_path / "repo", {"notes/x.py": "VALUE = 'quizzaciously'\n"})
     result = Recaller(project.graph, project.root).recall("quizzaciously")
     assert paths(result.hits) == ["notes/x.py"]
 
 
 def test_ignored_files_are_never_searched(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {
+    project = indexed_project(tmp_path / "repo", {
         ".gitignore": "secret_dir/\n",
         "secret_dir/hidden.py": "# zanzibarian\n",
         "src/a.py": "x = 1\n",
@@ -123,7 +109,7 @@ def test_ignored_files_are_never_searched(tmp_path: Path) -> None:
 def test_one_file_change_updates_the_index_incrementally(tmp_path: Path) -> None:
     files = {f"pkg/mod_{i}.py": f"def function_{i}():\n    pass\n" for i in range(30)}
     files["pkg/target.py"] = "def old_walrus_name():\n    pass\n"
-    project = make_repo(tmp_path / "repo", files)
+    project = indexed_project(tmp_path / "repo", files)
     recaller = recaller_for(project)
     assert recaller.recall("walrus").hits
     indexed = len(recaller.index.docs)
@@ -138,7 +124,7 @@ def test_one_file_change_updates_the_index_incrementally(tmp_path: Path) -> None
 
 
 def test_memory_nodes_are_recalled_like_anything_else(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {"src/cart.py": "def total():\n    pass\n"})
+    project = indexed_project(tmp_path / "repo", {"src/cart.py": "def total():\n    pass\n"})
     text = "The invoice rounding uses banker's rounding since the audit."
     project.graph.upsert(Node(key="mem:1", kind="memory", label=text[:40], summary=text,
                               data={"text": text}))
@@ -149,7 +135,7 @@ def test_memory_nodes_are_recalled_like_anything_else(tmp_path: Path) -> None:
 
 
 def test_path_prefix_filters_results(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {
+    project = indexed_project(tmp_path / "repo", {
         "api/orders.py": "def list_orders():\n    pass\n",
         "web/orders.py": "from api import orders\n\ndef render_orders():\n    pass\n",
         "api/__init__.py": "",
@@ -159,7 +145,7 @@ def test_path_prefix_filters_results(tmp_path: Path) -> None:
 
 
 def test_empty_and_stopword_queries_return_nothing_quickly(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    project = indexed_project(tmp_path / "repo", {"a.py": "x = 1\n"})
     recaller = recaller_for(project)
     start = time.perf_counter()
     assert recaller.recall("").hits == []
@@ -172,7 +158,7 @@ def test_a_failing_reranker_fails_open(tmp_path: Path) -> None:
         def rerank(self, query, candidates, graph, deadline):  # type: ignore[no-untyped-def]
             raise RuntimeError("model gone")
 
-    project = make_repo(tmp_path / "repo", {"src/cart.py": "def cart_total():\n    pass\n"})
+    project = indexed_project(tmp_path / "repo", {"src/cart.py": "def cart_total():\n    pass\n"})
     recaller = Recaller(project.graph, project.root, reranker=Broken())
     result = recaller.recall("cart total")
     assert result.hits[0].key == "sym:src/cart.py#cart_total"
@@ -223,7 +209,7 @@ def test_file_contents_finish_reading_in_the_background(
 
     files = {f"src/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(40)}
     files["src/z.py"] = "x = 'thunderclap'\n"
-    project = make_repo(tmp_path / "repo", files)
+    project = indexed_project(tmp_path / "repo", files)
     monkeypatch.setattr(recall_module, "CONTENT_CATCH_UP_S", 0.0)
     recaller = Recaller(project.graph, project.root)
     first = recaller.recall("thunderclap")
@@ -278,7 +264,7 @@ def test_a_late_reranker_is_ignored_and_reported(
                 time.sleep(0.005)
             return list(reversed(candidates))
 
-    project = make_repo(tmp_path / "repo", {
+    project = indexed_project(tmp_path / "repo", {
         "src/cart.py": "def cart_total():\n    pass\n",
         "src/other.py": "def cart_size():\n    pass\n",
     })
@@ -290,7 +276,7 @@ def test_a_late_reranker_is_ignored_and_reported(
 
 
 def test_code_outranks_its_tests_unless_the_request_is_about_tests(tmp_path: Path) -> None:
-    recaller = recaller_for(make_repo(tmp_path / "repo", {
+    recaller = recaller_for(indexed_project(tmp_path / "repo", {
         "shop/discount.py": "def apply_discount(order, rate):\n    return order.total * rate\n",
         "tests/test_discount.py": "from shop.discount import apply_discount\n\n"
                                   "def test_apply_discount_rate():\n"
