@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.debian import ensure
+
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -34,19 +36,7 @@ class CDPError(RuntimeError):
 
 def find_chromium() -> str:
     """The Chromium binary, installed from Debian's package first if missing (root + apt)."""
-    for name in _CANDIDATES:
-        found = shutil.which(name)
-        if found:
-            return found
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update"], check=True, env=env, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "chromium"],
-                       check=True, env=env, capture_output=True)
-        found = shutil.which("chromium")
-        if found:
-            return found
-    raise RuntimeError("Chromium not found: install Debian's `chromium` package")
+    return ensure("chromium", *_CANDIDATES)
 
 
 class Browser:

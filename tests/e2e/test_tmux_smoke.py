@@ -4,7 +4,6 @@ keyboard, the answer read back from the screen. The model is the scripted server
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -14,21 +13,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_tree
+from tests.e2e.debian import ensure
 from tests.scripted_server import ScriptedServer, text
 
 ANSWER = "SMOKE-ANSWER: price_of returns the unit price."
 
 
 def _tmux() -> str:
-    found = shutil.which("tmux")
-    if found is None and hasattr(os, "geteuid") and os.geteuid() == 0:
-        # CI runs as root on a fresh image: install it once.
-        subprocess.run(["apt-get", "install", "-y", "-q", "tmux"], capture_output=True,
-                       timeout=300, check=False)
-        found = shutil.which("tmux")
-    if found is None:
-        pytest.skip("tmux is not installed")
-    return found
+    return ensure("tmux", "tmux")
 
 
 def _theus() -> list[str]:
