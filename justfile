@@ -12,7 +12,7 @@ setup:
 test *args: setup
     {{py}} -m pytest {{args}}
 
-# Lint and check formatting-sensitive rules.
+# Lint the whole tree with ruff.
 lint: setup
     {{venv}}/bin/ruff check .
 
@@ -22,6 +22,6 @@ bench path: setup
     {{py}} bench/recall_scale.py
     {{py}} bench/watch.py {{path}}
 
-# Index the current folder and show its status (or pass any theus arguments).
+# Index the current folder (or run theus with the given arguments, e.g. `just run status`).
 run *args: setup
     {{venv}}/bin/theus {{ if args == "" { "index" } else { args } }}
