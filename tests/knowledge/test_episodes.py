@@ -22,7 +22,7 @@ from knowledge.episodes import (
 )
 from knowledge.project import Project
 from knowledge.recall import Recaller
-from tests.conftest import write_tree
+from tests.conftest import indexed_project, write_tree
 
 COMPACTION = """# Login redirect fixed
 
@@ -32,20 +32,13 @@ Open question: should logout also keep `next`?
 """
 
 
-@pytest.fixture(autouse=True)
-def _switches_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("THEUS_NO_EPISODES", raising=False)
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
-    root = write_tree(tmp_path / "repo", {
+    proj = indexed_project(tmp_path / "repo", {
         "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
         "src/login.py": "def redirect_after_login(user):\n    return '/home'\n",
         "src/billing.py": "def invoice(order):\n    return order\n",
     })
-    proj = Project(root)
-    proj.index()
     yield proj
     proj.close()
 

@@ -13,22 +13,15 @@ from hypothesis import strategies as st
 from knowledge import frontmatter, keys, memdir
 from knowledge.memdir import Caps, MemoryDir, SyncReport
 from knowledge.project import Project
-from tests.conftest import write_tree
-
-
-@pytest.fixture(autouse=True)
-def _switches_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("THEUS_NO_MEMDIR", raising=False)
+from tests.conftest import indexed_project, write_tree
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
-    root = write_tree(tmp_path / "repo", {
+    proj = indexed_project(tmp_path / "repo", {
         "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
         "src/login.py": "def redirect_after_login(user):\n    return '/home'\n",
     })
-    proj = Project(root)
-    proj.index()
     yield proj
     proj.close()
 

@@ -13,12 +13,6 @@ from knowledge.project import Project
 from theus.cli import main
 
 
-@pytest.fixture(autouse=True)
-def _switches_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("THEUS_NO_MEMDIR", raising=False)
-    monkeypatch.delenv("THEUS_NO_EPISODES", raising=False)
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     (tmp_path / "repo").mkdir()
