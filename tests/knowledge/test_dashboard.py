@@ -17,7 +17,7 @@ import pytest
 from knowledge.dashboard import Dashboard, start_dashboard
 from knowledge.graph import Edge, Graph, Node
 from knowledge.project import Project
-from tests.conftest import write_tree
+from tests.conftest import indexed_project, write_tree
 
 FILES = {
     "src/app/cart.py": (
@@ -81,9 +81,7 @@ class Client:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[Project]:
-    write_tree(tmp_path / "repo", FILES)
-    proj = Project(tmp_path / "repo")
-    proj.index()
+    proj = indexed_project(tmp_path / "repo", FILES)
     yield proj
     proj.close()
 

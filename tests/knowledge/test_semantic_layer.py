@@ -22,7 +22,7 @@ from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.status import cached_keys, status_section
 from knowledge.project import Project
 from knowledge.recall import Recaller
-from tests.conftest import write_tree
+from tests.conftest import indexed_project
 from tests.scripted_embeddings import EmbeddingsScript as Script
 from tests.scripted_embeddings import serve_embeddings
 
@@ -55,8 +55,7 @@ def server() -> Iterator[tuple[str, Script]]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[Project]:
-    project = Project(write_tree(tmp_path / "repo", FILES))
-    project.index()
+    project = indexed_project(tmp_path / "repo", FILES)
     yield project
     project.close()
 

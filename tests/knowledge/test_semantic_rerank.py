@@ -15,7 +15,7 @@ from knowledge.embed.local import LocalEmbedder
 from knowledge.project import Project
 from knowledge.recall import Recaller
 from knowledge.recall.semantic import SemanticReranker
-from tests.conftest import write_tree
+from tests.conftest import indexed_project
 
 FILES = {
     "media/thumbs.py": 'def shrink_image(picture, width):\n'
@@ -31,8 +31,7 @@ QUERY = "make photos smaller for the gallery page"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[Project]:
-    project = Project(write_tree(tmp_path / "repo", FILES))
-    project.index()
+    project = indexed_project(tmp_path / "repo", FILES)
     yield project
     project.close()
 
