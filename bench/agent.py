@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knowledge.context import count_tokens
 from knowledge.project import Project
-from knowledge.recall import Recaller
+from knowledge.recall import Recaller, make_recaller
 from tests.scripted_server import Reply, ScriptedServer, text, tool
 from theus.agent.events import InjectionInfo
 from theus.agent.injection import Injector
@@ -104,7 +104,7 @@ async def run_mode(root: Path, recaller: Recaller, targets: list[tuple[str, str,
         model = ModelClient(ModelSettings(server.url, "k", "bench", "bench", retry_base_s=0.01))
         agent = Agent(model, root, sink=events.append,
                       settings=settings,
-                      injector=Injector(root, settings, recaller_factory=lambda: recaller),
+                      injector=Injector(settings, lambda: recaller),
                       clock=lambda: clock[0], approver=_deny)
         per_turn: list[int] = []
         for number, target in enumerate(targets, start=1):
@@ -154,7 +154,7 @@ def main() -> int:
     report = project.index()
     print(f"indexed {root.name}: {project.counts()} in {time.perf_counter() - start:.1f}s "
           f"({len(report.changed) if hasattr(report, 'changed') else '?'} files)")
-    recaller = Recaller(project.graph, root)
+    recaller = make_recaller(project.graph, root)
     recaller.warm()
     targets = pick_targets(project, args.turns)
     print(f"{len(targets)} turns; 61 minutes pass before turn {args.idle_before}\n")

@@ -1,16 +1,28 @@
-"""Recall quality on real repositories' history (a benchmark, not a test).
+"""Recall quality on real repositories' history, against the strongest simple baselines
+(a benchmark, not a test).
 
-    python bench/recall.py /path/to/repo[@BASE] ... [--back 300] [--tasks 80]
+    python bench/recall.py --corpus bench/recall_corpus.txt --mirrors /work/.mirror
+        [--set tuning|check|all] [--tasks 80] [--query full|subject|both]
+        [--systems theus,theus+sem,bm25_code,dense,rrf] [--cache vectors.db] [--ablate]
+    python bench/recall.py /path/to/repo[@BASE] ...      (ad hoc, set "adhoc")
 
-Each path is a git work tree or bare mirror; BASE defaults to HEAD~--back. Each repository is
-extracted at its base, indexed once (temporary THEUS_HOME), and every later descriptive commit
-becomes a task (see bench/_tasks.py). Reported per repository and pooled, per system:
-Recall@1/@5/@10 at file level, MRR, latency p50/p95 (wall; CPU p95 beside it, since a shared
-machine makes wall times wait for a CPU); for Theus also the injected block's tokens
-(median) and how often the block names a gold file.
+Tasks (bench/_tasks.py): a later commit's subject plus cleaned body is the request (`--query
+subject` for the subject alone), the non-test source files it changed are the gold set. Each
+repository is extracted at its base and indexed once (temporary THEUS_HOME). Systems, all in
+the same run on the same tasks:
 
-Systems are entries of `SYSTEMS`: name -> factory(repo) -> (task -> ranked repo-relative file
-paths). Add a column by adding a factory.
+  theus      Theus recall, lexical + graph (THEUS_NO_EMBEDDINGS=1): the `files` list that
+             `theus recall --json` prints, built by the same function every front end uses
+  theus+sem  the same with the semantic layer on (local model, every file embedded first)
+  bm25_code  BM25 over the code files (see bench/_baselines.py for the exact definition)
+  dense      the local model over chunks of the code files, a file scores its best chunk
+  rrf        reciprocal-rank fusion (k = 60) of bm25_code and dense
+
+Printed per set (tuning and check apart) and per repository: Recall@1/5/10 at file level,
+MRR (first gold file, 100 deep), latency p50/p95; for Theus the injected block's median
+tokens and how often it names a gold file, and the targets of the recall issue.
+`--ablate` adds a Theus row per signal switched off (lexical + graph, and with the layer).
+`--cache` keeps embeddings between runs (keyed by model and text: always safe to reuse).
 """
 
 from __future__ import annotations
@@ -23,103 +35,41 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import _baselines as base
 from bench._tasks import Task, checkout, git_dir_of, mine, pick_base
-from knowledge.context import build_block, count_tokens
-from knowledge.graph import Graph
+from knowledge.context import build_context
+from knowledge.embed.indexer import NodeVectors, embed_pass
 from knowledge.project import Project
-from knowledge.recall import Recaller
-from knowledge.recall.tokens import fold, split_words
+from knowledge.recall import Recaller, RecallTuning, make_recaller
+from knowledge.recall.semantic import SemanticReranker
+
+DEPTH = 100
+
+
+@dataclass
+class Answer:
+    files: list[str]  # ranked repo-relative paths
+    block: str | None = None  # the injected block, for Theus
+    tokens: int = 0
+
+
+Ranker = Callable[[str], Answer]  # request text -> answer
 
 
 @dataclass
 class Repo:
     name: str
+    set: str
     root: Path
     base: str
-    graph: Graph
+    project: Project
     tasks: list[Task]
-    extra: dict[str, object] = field(default_factory=dict)  # per-task side figures by system
-
-    def files(self) -> list[str]:
-        return sorted(n.path for n in self.graph.nodes("file") if n.status == "ok")
-
-
-Ranker = Callable[[Task], list[str]]
-
-
-def theus_system(repo: Repo) -> Ranker:
-    recaller = Recaller(repo.graph, repo.root)
-    blocks: dict[str, tuple[int, bool, float]] = {}
-    repo.extra["theus"] = blocks
-
-    def rank(task: Task) -> list[str]:
-        start = time.perf_counter()
-        result = recaller.recall(task.query, top=30)
-        block = build_block(result, repo.graph)
-        took = (time.perf_counter() - start) * 1000.0
-        names_gold = any(g in block for g in task.gold)
-        blocks[task.commit] = (count_tokens(block), names_gold, took)
-        return list(dict.fromkeys(h.path for h in result.hits if h.path))
-
-    return rank
-
-
-def _bm25_tokens(text: str) -> list[str]:
-    return [fold(w) for w in split_words(text) if len(w) > 1]
-
-
-def bm25_ranking(repo: Repo, depth: int = 10) -> Callable[[str], list[str]]:
-    """Whole-file BM25 (bm25s) over path + content, identifiers split like Theus does:
-    query text -> the `depth` best files."""
-    import bm25s
-
-    paths = repo.files()
-    corpus = []
-    for rel in paths:
-        try:
-            text = (repo.root / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        corpus.append(_bm25_tokens(rel + " " + text))
-    retriever = bm25s.BM25()
-    retriever.index(corpus, show_progress=False)
-    vocab = retriever.vocab_dict
-
-    def rank(query: str) -> list[str]:
-        terms = [t for t in _bm25_tokens(query) if t in vocab]
-        if not terms:
-            return []
-        scores = retriever.get_scores(terms)
-        return [paths[i] for i in scores.argsort()[::-1][:depth] if scores[i] > 0]
-
-    return rank
-
-
-def bm25_system(repo: Repo) -> Ranker:
-    rank = bm25_ranking(repo)
-    return lambda task: rank(task.query)
-
-
-def run_tasks(ranker: Ranker, tasks: list[Task], show_misses: bool = False) -> list[Row]:
-    """Score every task, timing each query (wall, and CPU of this thread only: work a system
-    hands to another thread, such as a query embedding, shows in wall time)."""
-    rows = []
-    for task in tasks:
-        start, start_cpu = time.perf_counter(), time.thread_time()
-        ranked = ranker(task)
-        rows.append(score(ranked, task.gold, (time.perf_counter() - start) * 1e3,
-                          (time.thread_time() - start_cpu) * 1e3))
-        if show_misses and rows[-1].r10 == 0:
-            print(f"  miss: {task.query!r} gold={sorted(task.gold)} got={ranked[:5]}")
-    return rows
-
-
-SYSTEMS: dict[str, Callable[[Repo], Ranker]] = {"theus": theus_system, "bm25": bm25_system}
+    files: list[str]  # code files at the base (the baselines' universe before test removal)
 
 
 @dataclass
@@ -129,83 +79,247 @@ class Row:
     r10: float
     rr: float
     ms: float
-    cpu_ms: float
+    tokens: int | None = None  # the block's, for Theus
+    named: bool = False  # the block names a gold file
 
 
-def score(ranked: list[str], gold: frozenset[str], ms: float, cpu_ms: float) -> Row:
+def score(answer: Answer, gold: frozenset[str], ms: float) -> Row:
+    ranked = answer.files
+
     def at(k: int) -> float:
         return len(gold.intersection(ranked[:k])) / len(gold)
 
-    rr = next((1.0 / (i + 1) for i, p in enumerate(ranked[:10]) if p in gold), 0.0)
-    return Row(at(1), at(5), at(10), rr, ms, cpu_ms)
+    rr = next((1.0 / (i + 1) for i, p in enumerate(ranked[:DEPTH]) if p in gold), 0.0)
+    if answer.block is None:
+        return Row(at(1), at(5), at(10), rr, ms)
+    named = any(g in answer.block for g in gold)
+    return Row(at(1), at(5), at(10), rr, ms, answer.tokens, named)
 
 
-def summary(rows: list[Row]) -> str:
-    mean = statistics.fmean
-    lat = sorted(r.ms for r in rows)
-    cpu = sorted(r.cpu_ms for r in rows)
-    p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
-    cpu95 = cpu[min(len(cpu) - 1, int(0.95 * len(cpu)))]
-    return (f"R@1 {mean(r.r1 for r in rows):.3f}  R@5 {mean(r.r5 for r in rows):.3f}  "
-            f"R@10 {mean(r.r10 for r in rows):.3f}  MRR {mean(r.rr for r in rows):.3f}  "
-            f"p50 {statistics.median(lat):.1f} ms  p95 {p95:.1f} ms  (CPU p95 {cpu95:.1f} ms)")
+def mean(rows: list[Row], what: str) -> float:
+    return statistics.fmean(getattr(r, what) for r in rows) if rows else 0.0
 
 
-def prepare(spec: str, back: int, limit: int) -> Repo:
-    path, _, base = spec.partition("@")
-    git_dir = git_dir_of(Path(path).resolve())
-    base = base or pick_base(git_dir, back)
-    name = git_dir.parent.name if git_dir.name in ("repo", ".git") else git_dir.name
-    tasks = mine(git_dir, base, name, limit)
-    root = checkout(git_dir, base)
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else 0.0
+
+
+# -- systems -------------------------------------------------------------------------------
+
+
+def theus_ranker(recaller: Recaller) -> Ranker:
+    """Theus's file ranking and its block, through the functions the product uses; warmed
+    first, as the app and the agent warm it at start."""
+    recaller.warm()
+
+    def rank(query: str) -> Answer:
+        context = build_context(recaller, query)
+        return Answer(context.recall.files, context.block, context.tokens)
+
+    return rank
+
+
+def baseline(ranking: base.Ranking) -> Ranker:
+    return lambda query: Answer(ranking(query))
+
+
+def semantic_reranker(repo: Repo, emb: base.Embeddings) -> SemanticReranker:
+    vectors = NodeVectors(emb.embedder.dim)
+    report = embed_pass(repo.project.graph, repo.root, emb.embedder, emb.cache, vectors)
+    print(f"  (semantic layer: {report.seen} nodes, {report.cached} cached, "
+          f"{report.embedded} embedded in {report.embed_seconds:.1f}s)", flush=True)
+    return SemanticReranker.fixed(emb.embedder, vectors, emb.cache, repo.root)
+
+
+def systems(repo: Repo, names: list[str], emb: base.Embeddings | None, ablate: bool
+            ) -> dict[str, Ranker]:
+    graph, root = repo.project.graph, repo.root
+    out: dict[str, Ranker] = {}
+    reranker = semantic_reranker(repo, emb) if emb and "theus+sem" in names else None
+    variants: list[tuple[str, RecallTuning]] = [("", RecallTuning())]
+    if ablate:
+        variants += [(f"-{n}", t) for n, t in RecallTuning().ablations().items()]
+    for suffix, tuning in variants:
+        if "theus" in names:
+            out["theus" + suffix] = theus_ranker(make_recaller(graph, root, tuning=tuning))
+        if reranker is not None:
+            out["theus+sem" + suffix] = theus_ranker(
+                make_recaller(graph, root, reranker=reranker, tuning=tuning))
+    bm25 = base.bm25_code(root, repo.files) if {"bm25_code", "rrf"} & set(names) else None
+    dense = base.dense(emb, root, repo.files) if emb and {"dense", "rrf"} & set(names) else None
+    if bm25 and "bm25_code" in names:
+        out["bm25_code"] = baseline(bm25)
+    if dense and "dense" in names:
+        out["dense"] = baseline(dense)
+    if bm25 and dense and "rrf" in names:
+        out["rrf"] = baseline(lambda q: base.rrf(bm25(q), dense(q)))
+    return out
+
+
+def run(ranker: Ranker, tasks: list[Task], variant: str) -> list[Row]:
+    rows = []
+    for task in tasks:
+        text = task.subject if variant == "subject" else task.query
+        start = time.perf_counter()
+        ranked = ranker(text)
+        rows.append(score(ranked, task.gold, (time.perf_counter() - start) * 1e3))
+    return rows
+
+
+# -- reporting -------------------------------------------------------------------------------
+
+
+def line(name: str, rows: list[Row]) -> str:
+    lat = [r.ms for r in rows]
+    return (f"  {name:<16} R@1 {mean(rows, 'r1'):.3f}  R@5 {mean(rows, 'r5'):.3f}  "
+            f"R@10 {mean(rows, 'r10'):.3f}  MRR {mean(rows, 'rr'):.3f}  "
+            f"p50 {statistics.median(lat):6.1f} ms  p95 {p95(lat):6.1f} ms")
+
+
+def report(title: str, repos: list[Repo], results: dict[tuple[str, str], list[Row]],
+           names: list[str], variant: str) -> None:
+    if not repos:
+        return
+    tasks = sum(len(r.tasks) for r in repos)
+    print(f"\n## {title}, query = {variant}: {tasks} tasks, {len(repos)} repositories")
+    pooled = {n: [x for r in repos for x in results.get((r.name, n), [])] for n in names}
+    for name in names:
+        if pooled[name]:
+            print(line(name, pooled[name]))
+    for name in names:
+        blocks = [r for r in pooled[name] if r.tokens is not None]
+        if blocks:
+            named = sum(1 for r in blocks if r.named) / len(blocks)
+            empty = sum(1 for r in blocks if r.tokens == 0) / len(blocks)
+            tokens = statistics.median(r.tokens or 0 for r in blocks)
+            print(f"  {name} block: median {tokens:.0f} tokens, names a gold file in "
+                  f"{named:.1%} of tasks, empty in {empty:.1%}")
+    present = [n for n in names if pooled[n]]
+    print("  per repository, R@5 / MRR:")
+    print("    " + f"{'':<22}" + "".join(f"{n:>17}" for n in present))
+    for r in repos:
+        cells = "".join(
+            f"{mean(rows, 'r5'):>9.3f}/{mean(rows, 'rr'):.3f}"
+            for n in present for rows in [results.get((r.name, n), [])])
+        print(f"    {r.name:<22}{cells}")
+    targets(repos, results, pooled)
+
+
+def targets(repos: list[Repo], results: dict[tuple[str, str], list[Row]],
+            pooled: dict[str, list[Row]]) -> None:
+    """The issue's bars: theus >= bm25_code + 0.03, theus+sem >= rrf + 0.03 (pooled and per
+    repository), and no repository more than 0.02 below its best baseline with the layer."""
+    pairs = [("theus", "bm25_code", 0.03), ("theus+sem", "rrf", 0.03)]
+    for ours, theirs, margin in pairs:
+        if not pooled.get(ours) or not pooled.get(theirs):
+            continue
+        scopes = [("pooled", pooled[ours], pooled[theirs])] + [
+            (r.name, results[(r.name, ours)], results[(r.name, theirs)]) for r in repos]
+        fails = []
+        for scope, a, b in scopes:
+            for what in ("r5", "rr"):
+                delta = mean(a, what) - mean(b, what)
+                if delta < margin:
+                    fails.append(f"{scope} {what} {delta:+.3f}")
+        d5 = mean(pooled[ours], "r5") - mean(pooled[theirs], "r5")
+        dm = mean(pooled[ours], "rr") - mean(pooled[theirs], "rr")
+        verdict = "met" if not fails else "NOT met: " + ", ".join(fails)
+        print(f"  target {ours} >= {theirs} + {margin}: pooled R@5 {d5:+.3f}, MRR {dm:+.3f}; "
+              f"{verdict}")
+    if pooled.get("theus+sem"):
+        fails = []
+        for r in repos:
+            ours = results[(r.name, "theus+sem")]
+            for what in ("r5", "rr"):
+                best = max((mean(results[(r.name, b)], what) for b in ("bm25_code", "dense",
+                            "rrf") if (r.name, b) in results), default=0.0)
+                if mean(ours, what) < best - 0.02:
+                    fails.append(f"{r.name} {what} {mean(ours, what) - best:+.3f}")
+        print("  target no repository > 0.02 below its best baseline (theus+sem): "
+              + ("met" if not fails else "NOT met: " + ", ".join(fails)))
+
+
+# -- main ----------------------------------------------------------------------------------
+
+
+def specs(args: argparse.Namespace) -> list[tuple[str, str, Path, str]]:
+    """(set, name, git dir, base) of every repository to run."""
+    out = []
+    if args.corpus:
+        for raw in Path(args.corpus).read_text().splitlines():
+            if not raw.strip() or raw.lstrip().startswith("#"):
+                continue
+            which, slug, commit = raw.split()
+            if args.set in ("all", which):
+                git_dir = Path(args.mirrors) / slug.replace("/", "+") / "repo"
+                out.append((which, slug, git_dir, commit))
+    for spec in args.repos:
+        path, _, commit = spec.partition("@")
+        git_dir = git_dir_of(Path(path).resolve())
+        name = git_dir.parent.name if git_dir.name in ("repo", ".git") else git_dir.name
+        out.append(("adhoc", name, git_dir, commit or pick_base(git_dir, args.back)))
+    return out
+
+
+def prepare(which: str, name: str, git_dir: Path, commit: str, limit: int) -> Repo:
+    tasks = mine(git_dir, commit, name, limit)
+    root = checkout(git_dir, commit)
     start = time.perf_counter()
     project = Project(root)
-    report = project.index()
-    print(f"# {name} @ {base[:12]}: {report.files} files, {report.symbols} symbols, "
-          f"{len(project.graph)} nodes, indexed in {time.perf_counter() - start:.1f}s; "
-          f"{len(tasks)} tasks", flush=True)
-    return Repo(name, root, base, project.graph, tasks)
+    indexed = project.index()
+    files = base.code_files(git_dir, commit)
+    print(f"# [{which}] {name} @ {commit[:12]}: {indexed.files} files indexed "
+          f"({len(files)} code files), {len(project.graph)} nodes, "
+          f"{time.perf_counter() - start:.1f}s; {len(tasks)} tasks", flush=True)
+    return Repo(name, which, root, commit, project, tasks, files)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("repos", nargs="+", help="git work tree or bare mirror, optional @BASE")
+    ap.add_argument("repos", nargs="*", help="git work tree or bare mirror, optional @BASE")
+    ap.add_argument("--corpus", help="file of `set owner/name base` lines")
+    ap.add_argument("--mirrors", default="/work/.mirror", help="folder of <owner>+<name>/repo")
+    ap.add_argument("--set", default="all", help="tuning, check or all (with --corpus)")
     ap.add_argument("--back", type=int, default=300, help="base = HEAD~BACK when not given")
     ap.add_argument("--tasks", type=int, default=80, help="at most this many tasks per repo")
-    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
-    ap.add_argument("--show-misses", action="store_true", help="print Theus misses")
+    ap.add_argument("--query", default="both", choices=("full", "subject", "both"))
+    ap.add_argument("--systems", default="theus,theus+sem,bm25_code,dense,rrf")
+    ap.add_argument("--cache", type=Path, help="vector cache file kept between runs")
+    ap.add_argument("--ablate", action="store_true", help="a Theus row per signal removed")
     args = ap.parse_args()
+    names = [s for s in args.systems.split(",") if s]
+    variants = ["full", "subject"] if args.query == "both" else [args.query]
     home = tempfile.mkdtemp(prefix="theus-bench-home-")
     os.environ["THEUS_HOME"] = home
-    names = [s for s in args.systems.split(",") if s]
-    pooled: dict[str, list[Row]] = {n: [] for n in names}
-    block_stats: list[tuple[int, bool, float]] = []
-    roots = []
+    needs_model = bool({"theus+sem", "dense", "rrf"} & set(names))
+    emb = base.Embeddings(args.cache or Path(home) / "vectors.db") if needs_model else None
+    repos: list[Repo] = []
+    results: dict[str, dict[tuple[str, str], list[Row]]] = {v: {} for v in variants}
+    shown: list[str] = []
     try:
-        for spec in args.repos:
-            repo = prepare(spec, args.back, args.tasks)
-            roots.append(repo.root)
-            for name in names:
-                ranker = SYSTEMS[name](repo)
-                rows = run_tasks(ranker, repo.tasks, args.show_misses and name == "theus")
-                pooled[name].extend(rows)
-                print(f"  {name:<8} {summary(rows)}", flush=True)
-            stats = repo.extra.get("theus")
-            if isinstance(stats, dict):
-                block_stats.extend(stats.values())
-        total = len(next(iter(pooled.values())))
-        print(f"\n# pooled over {total} tasks, {len(args.repos)} repositories")
-        for name in names:
-            print(f"  {name:<8} {summary(pooled[name])}")
-        if block_stats:
-            tokens = [t for t, _, _ in block_stats]
-            named = sum(1 for _, g, _ in block_stats if g) / len(block_stats)
-            empty = sum(1 for t in tokens if t == 0) / len(tokens)
-            print(f"  block: median {statistics.median(tokens):.0f} tokens, names a gold file "
-                  f"in {named:.1%} of tasks, empty (below threshold) in {empty:.1%}")
+        for which, name, git_dir, commit in specs(args):
+            repo = prepare(which, name, git_dir, commit, args.tasks)
+            repos.append(repo)
+            for label, ranker in systems(repo, names, emb, args.ablate).items():
+                if label not in shown:
+                    shown.append(label)
+                for variant in variants:
+                    rows = run(ranker, repo.tasks, variant)
+                    results[variant][(repo.name, label)] = rows
+                    print(f"  {variant:<7}" + line(label, rows)[1:], flush=True)
+            repo.project.close()
+            shutil.rmtree(repo.root, ignore_errors=True)
+        for variant in variants:
+            for which in dict.fromkeys(r.set for r in repos):
+                report(f"{which} set", [r for r in repos if r.set == which],
+                       results[variant], shown, variant)
+        if emb is not None and emb.embedded:
+            print(f"\n(embedded {emb.embedded} texts in {emb.seconds:.0f}s: "
+                  f"{emb.embedded / max(emb.seconds, 1e-9):.1f} texts/s)")
     finally:
-        for root in roots:
-            shutil.rmtree(root, ignore_errors=True)
+        if emb is not None:
+            emb.close()
         shutil.rmtree(home, ignore_errors=True)
     return 0
 

@@ -1,6 +1,12 @@
-"""The injected context block: a recall turned into a few compact lines, within a deadline.
+"""The injected context block: a recall turned into a few compact lines.
 
-Layout (at most `max_lines`, each line at most `LINE_CHARS`):
+`build_context` is the one path from a request to its block, for the agent (which time-boxes
+it), `theus recall` and the benchmark alike: it recalls, builds the block and counts its
+tokens with the one counter (`count_tokens`), and raises when recall fails, so that the
+caller can log and count the failure.
+
+Layout (at most `max_lines`, each line at most `LINE_CHARS`, the "also:" line of paths at
+most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
 
     Project index — code related to the request (recalled, score 0.82):
     src/cart.py — Shopping cart.; imports pricing.py, models.py
@@ -19,26 +25,25 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from knowledge import keys
 from knowledge.graph import Graph, Node
-from knowledge.recall import Hit, Recall, Recaller
-from knowledge.switches import is_off
+from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 
-THRESHOLD = 0.35  # best score a recall needs before anything is injected
 LINE_CHARS = 160
+ALSO_CHARS = 400  # the "also:" line is a list of paths: longer, and still one line
 SUMMARY_CHARS = 90
 MEMORY_CHARS = 220
-MAX_HOT_FILES = 6
-MAX_SYMBOLS_PER_FILE = 4
-MAX_WARM = 10
+MAX_HOT_FILES = 4
+MAX_SYMBOLS_PER_FILE = 3
+MAX_WARM = 8
 MAX_MEMORIES = 5
-MAX_ALSO = 8
+MAX_ALSO = 12
 INJECT_TOP = 30
+# Detail stops past this many tokens; the "also:" line of further paths still fits after it.
+BLOCK_TOKENS = 480
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 # Token estimate: a word piece per run of letters (one more every 6 letters, as BPE splits long
 # identifiers), digits in runs of 3, and one per punctuation mark. Within ~15% of cl100k on code.
@@ -46,13 +51,12 @@ _PIECES = re.compile(r"[A-Za-z]+|[0-9]{1,3}|[^\sA-Za-z0-9]")
 
 
 @dataclass
-class Injection:
+class Context:
+    """A request's recall, the block built from it ("" below the threshold) and its tokens."""
+
+    recall: Recall
     block: str
     tokens: int
-    took_ms: float
-    dropped: bool
-    best_score: float
-    recall: Recall | None
 
 
 def count_tokens(text: str) -> int:
@@ -74,67 +78,95 @@ def build_block(
     lines: list[str] = []
     shown: set[str] = set()
     with graph.lock:  # the watcher may be changing the graph on another thread
+        memo = _memories(memories, graph)[: max_lines // 2]
+        room = max_lines - len(memo) - 1  # the "also:" line
         if code:
             lines.append(f"Project index — code related to the request "
                          f"(recalled, score {recall.best_score:.2f}):")
-            lines += _hot(code, graph, shown)
-            lines += _warm(code, graph, shown)
-            also = _also(code, shown)
+            budget = _Budget(BLOCK_TOKENS - sum(count_tokens(m) for m in memo), room)
+            budget.take(lines[0])
+            lines += _hot(code, graph, shown, budget)
+            lines += _warm(code, graph, shown, budget)
+            also = _also(code, recall.files, shown)
+            lines = [_clip(line) for line in lines[:room]]
             if also:
-                lines.append(also)
-        memo = _memories(memories, graph)[: max_lines // 2]
-    lines = [_clip(line) for line in lines[: max_lines - len(memo)]] + memo
-    return "\n".join(lines)
+                lines.append(_clip(also, ALSO_CHARS))
+    return "\n".join(lines + memo)
 
 
-def _hot(code: list[Hit], graph: Graph, shown: set[str]) -> list[str]:
+class _Budget:
+    """Tokens and lines left for detail lines."""
+
+    def __init__(self, tokens: int, lines: int) -> None:
+        self.tokens = tokens
+        self.lines = lines
+
+    def take(self, line: str) -> bool:
+        """Spend on `line` if it fits; False (nothing spent) when it does not."""
+        cost = count_tokens(line)
+        if cost > self.tokens or self.lines < 1:
+            return False
+        self.tokens -= cost
+        self.lines -= 1
+        return True
+
+
+def _hot(code: list[Hit], graph: Graph, shown: set[str], budget: _Budget) -> list[str]:
+    """The best files in detail: the file line (summary, imports), then its best symbols."""
     groups: dict[str, list[Hit]] = {}
     for hit in code:
         if hit.layer == "HOT" and (hit.path in groups or len(groups) < MAX_HOT_FILES):
             groups.setdefault(hit.path, []).append(hit)
     lines: list[str] = []
     for path, hits in groups.items():
-        file_node = graph.get(keys.file_key(path))
-        lines.append(_file_line(path, file_node, graph))
-        shown.add(keys.file_key(path))
+        line = _file_line(path, graph.get(keys.file_key(path)), graph)
+        if not budget.take(line):
+            break
+        lines.append(line)
+        shown.add(path)
         for hit in [h for h in hits if h.kind != "file"][:MAX_SYMBOLS_PER_FILE]:
             node = graph.get(hit.key)
-            if node is not None:
-                lines.append("  " + _symbol_text(node) + (f" :{node.line}" if node.line else "")
-                             + _summary(node))
-                shown.add(hit.key)
+            if node is None:
+                continue
+            line = ("  " + _symbol_text(node) + (f" :{node.line}" if node.line else "")
+                    + _summary(node))
+            if budget.take(line):
+                lines.append(line)
     return lines
 
 
-def _warm(code: list[Hit], graph: Graph, shown: set[str]) -> list[str]:
+def _warm(code: list[Hit], graph: Graph, shown: set[str], budget: _Budget) -> list[str]:
+    """The next files, one line each: the file's best symbol, or the file itself."""
     lines: list[str] = []
     for hit in code:
         if len(lines) >= MAX_WARM:
             break
-        if hit.layer != "WARM" or hit.key in shown:
+        if hit.path in shown:
             continue
         node = graph.get(hit.key)
         if node is None:
             continue
-        shown.add(hit.key)
         if node.kind == "file":
-            lines.append(f"{node.path}{_summary(node)}")
+            line = f"{node.path}{_summary(node)}"
         else:
-            lines.append(f"{node.path}: {_symbol_text(node)}{_summary(node)}")
+            line = f"{node.path}: {_symbol_text(node)}{_summary(node)}"
+        if not budget.take(line):
+            break
+        lines.append(line)
+        shown.add(hit.path)
     return lines
 
 
-def _also(code: list[Hit], shown: set[str]) -> str:
-    names: list[str] = []
-    for hit in code:
-        if hit.key in shown or (hit.layer != "COLD" and hit.layer != "WARM"):
-            continue
-        name = hit.path if hit.kind == "file" else f"{hit.path}#{hit.name}"
-        if name not in names:
-            names.append(name)
-        if len(names) >= MAX_ALSO:
+def _also(code: list[Hit], files: list[str], shown: set[str]) -> str:
+    """Further files by rank, as one line of whole paths (as many as fit)."""
+    names = [p for p in dict.fromkeys([*(h.path for h in code), *files])
+             if p and p not in shown][:MAX_ALSO]
+    line = "also:"
+    for name in names:
+        if len(line) + len(name) + 2 > ALSO_CHARS:
             break
-    return "also: " + ", ".join(names) if names else ""
+        line += (" " if line == "also:" else ", ") + name
+    return line if names else ""
 
 
 def _memories(hits: list[Hit], graph: Graph) -> list[str]:
@@ -189,33 +221,14 @@ def _summary(node: Node) -> str:
     return f" — {text}"
 
 
-def _clip(line: str) -> str:
-    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
+def _clip(line: str, limit: int = LINE_CHARS) -> str:
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def inject(recaller: Recaller, query: str, deadline_ms: float = 150.0) -> Injection:
-    """Recall and build the block in a worker thread; past `deadline_ms` the result is dropped
-    and this returns at once (the worker finishes in the background and is discarded)."""
-    start = time.perf_counter()
-    if is_off("knowledge_inject"):
-        return Injection("", 0, 0.0, False, 0.0, None)
-    box: list[tuple[Recall, str]] = []
-    failed: list[BaseException] = []
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            result = recaller.recall(query, top=INJECT_TOP)
-            box.append((result, build_block(result, recaller.graph)))
-        except Exception as exc:  # injection fails open
-            failed.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="theus-inject", daemon=True).start()
-    finished = done.wait(max(0.0, deadline_ms / 1000.0))
-    took = round((time.perf_counter() - start) * 1000.0, 2)
-    if not finished or not box:
-        return Injection("", 0, took, True, 0.0, None)
-    result, block = box[0]
-    return Injection(block, count_tokens(block), took, False, result.best_score, result)
+def build_context(recaller: Recaller, query: str, *, deadline: float | None = None,
+                  path_prefix: str | None = None, max_lines: int = 40) -> Context:
+    """Recall for `query` (`INJECT_TOP` hits; `deadline` bounds the semantic re-rank) and
+    build its block. Raises whatever recall raises."""
+    result = recaller.recall(query, top=INJECT_TOP, path_prefix=path_prefix, deadline=deadline)
+    block = build_block(result, recaller.graph, max_lines=max_lines)
+    return Context(result, block, count_tokens(block))

@@ -99,7 +99,6 @@ class AgentSettings:
     semantic_on: bool = False
     deadline_ms: float = 150.0
     semantic_extra_ms: float = 800.0
-    score_threshold: float = 0.35
     subagent_seed_tokens: int = 500
     microcompact_after_s: float = 3600.0
     microcompact_keep: int = 5

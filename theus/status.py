@@ -40,6 +40,7 @@ SECTIONS = {
     "index": "theus.status:index_section",
     "watcher": "knowledge.watch:status_section",
     "embeddings": "knowledge.embed.status:status_section",
+    "recall": "knowledge.recall.status:status_section",
     "memory": "knowledge.memdir:status_section",
     "episodes": "knowledge.episodes:status_section",
 }

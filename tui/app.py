@@ -266,7 +266,7 @@ class TheusApp(App[int]):
         agent = Agent(
             ModelClient(self.model_settings), root, sink=sink, approver=approver,
             settings=settings, session=session, episodes=_Episodes(self.engine),
-            injector=Injector(root, settings, recaller_factory=self.engine.recaller),
+            injector=Injector(settings, self.engine.recaller, self.engine.injection_stats()),
             messages=messages or None)
         self._agents.append(agent)
         return agent

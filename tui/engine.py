@@ -100,12 +100,18 @@ class Engine:
         except Exception as exc:
             log.warning("recall warm-up failed: %s", exc)
 
-    def recall(self, query: str, top: int = RECALL_TOP) -> RecallResult:
-        from knowledge.context import build_block, count_tokens
+    def injection_stats(self) -> Any:
+        self.load()
+        return self.memory.injection_stats()
 
-        recall = self.recaller().recall(query, top)
-        block = build_block(recall, self.project.graph)
-        return RecallResult(recall, block, count_tokens(block) if block else 0)
+    def recall(self, query: str, top: int = RECALL_TOP) -> RecallResult:
+        """What the graph knows about `query`, and the block the agent would inject for it
+        (the same `build_context`); the list shows the first `top` hits."""
+        from knowledge.context import build_context
+
+        context = build_context(self.recaller(), query)
+        context.recall.hits = context.recall.hits[:top]
+        return RecallResult(context.recall, context.block, context.tokens)
 
     def counts(self) -> dict[str, Any]:
         if self._project is None:

@@ -74,12 +74,17 @@ def file_chunks(node: Node, root: Path) -> list[str]:
         return []
     if len(data) > MAX_FILE_BYTES or b"\0" in data[:4096]:
         return []
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    return chunk_text(node.path, data.decode("utf-8", errors="replace"))
+
+
+def chunk_text(path: str, text: str) -> list[str]:
+    """`path` + each run of CHUNK_LINES lines of `text` (at least one chunk)."""
+    lines = text.splitlines()
     out = []
     for at in range(0, max(len(lines), 1), CHUNK_LINES):
         body = "\n".join(lines[at : at + CHUNK_LINES]).strip()
         if body or at == 0:
-            out.append(f"{node.path}\n{body}"[:CHUNK_CHARS])
+            out.append(f"{path}\n{body}"[:CHUNK_CHARS])
     return out
 
 

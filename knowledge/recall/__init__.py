@@ -1,21 +1,21 @@
-"""Hybrid recall: request text in, ranked graph nodes with a score and a reason out.
+"""Hybrid recall: request text in, ranked files and graph nodes with a score and a reason out.
 
-Signals (see the modules): IDF-weighted keywords over labels, paths, signatures, summaries and
-memory text (`lexical`); BM25 over the indexed files' contents (`content`), which is also the
-fallback when no label matches; a hash-embedding tie-break (`hashvec`); spreading along edges
-(`traverse`); `fuse` combines them; then an optional semantic re-ranker (`Reranker`, filled by
-the embedding layer). Pure over the graph except `content`, which reads indexed files only.
+Signals (see the modules): BM25 over the indexed files' contents (`content`), IDF-weighted
+keywords over node labels, paths, signatures, summaries and memory text (`lexical`), the
+identifiers a request spells out, the kind of file against what the request wants (`intent`,
+`kinds`), a hash-embedding tie-break (`hashvec`) and spreading along edges (`traverse`);
+`rank` combines them into a file ranking, then the nodes within each file that show why;
+then an optional semantic re-ranker (`Reranker`, filled by the embedding layer) re-orders the
+files. Pure over the graph except `content`, which reads indexed files only.
 
-Score scale: every `Hit.score` is in [0, 1] and comparable across requests. Internally a
-candidate's score is a *share*: how much of the request's IDF-weighted words the node and its
-file explain (a word in a name counts fully, in a signature or docstring about half, in the
-file's text through BM25), blended 80/20 with the hash-embedding similarity; a neighbour
-reached by traversal gets its source's share times the edge weight and a 0.6 decay per hop.
-`calibrate` then reports half that share plus half a saturating function of the IDF mass it
-stands for (1 - e^(-mass/8), about two rare words), so a long request whose rare words all
-point at one place still scores well. The injection threshold 0.35 needs about a third of
-the request's informative words found together in one place (a one-word request that names a
-symbol passes; "fix the bug in the thing" finds nothing to match).
+Score scale: every `Hit.score` is in [0, 1] and comparable across requests. The best file's
+score says how much of the request it explains: half the share of the request's weighted IDF
+mass whose words it contains (its text or its labels), half a saturating function of the IDF
+mass that share stands for (1 - e^(-mass/8), about two rare words), so a long request whose
+rare words all point at one place still scores well. Every other hit scores the best's score
+times its file's ranking score relative to the best file, so scores fall down the list. The
+injection threshold (`THRESHOLD`, 0.35) needs about a third of the request's informative
+words found together in one place.
 """
 
 from __future__ import annotations
@@ -28,19 +28,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from knowledge import keys
 from knowledge.graph import Graph
 from knowledge.recall.content import ContentIndex
-from knowledge.recall.fuse import HashCache, Scored, fuse
-from knowledge.recall.lexical import LexicalIndex
-from knowledge.recall.tokens import query_terms
+from knowledge.recall.intent import intent_of
+from knowledge.recall.kinds import wanted_kinds
+from knowledge.recall.lexical import LexicalIndex, Match
+from knowledge.recall.rank import HashCache, RankedFile, RecallTuning, Signals, rank_files
+from knowledge.recall.tokens import mentioned_identifiers, query_terms, query_weights
 from knowledge.recall.track import NodeTracker
 
-PER_FILE = 3
+MAX_FILES = 50  # files listed in `Recall.files`
 EVIDENCE_SCALE = 8.0  # IDF mass (about two rare words) worth 1 - 1/e of the absolute half
 CONTENT_CATCH_UP_S = 0.04  # per call, reading files the content index has not seen yet
 WARM_SLICE_S = 0.05  # the background reader holds the content index's lock this long at most
 RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when it is on)
-__all__ = ["Hit", "Recall", "Recaller", "Reranker"]
+THRESHOLD = 0.35  # the best score a recall needs before anything is injected
+__all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Reranker",
+           "make_recaller"]
 log = logging.getLogger(__name__)
 
 
@@ -64,11 +69,13 @@ class Recall:
     best_score: float
     timed_out: bool = False
     notes: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # distinct paths in rank order
 
 
 class Reranker(Protocol):
-    """Re-orders (and may re-score, within [0, 1]) candidates; must return by `deadline`
-    (a `time.perf_counter()` value) with whatever it has."""
+    """Re-orders (and may re-score, within [0, 1]) candidates: one hit per file (kind
+    "file") in rank order, then memories and episodes; may add files. Must return by
+    `deadline` (a `time.perf_counter()` value) with whatever it has."""
 
     def rerank(self, query: str, candidates: list[Hit], graph: Graph, deadline: float
                ) -> list[Hit]: ...
@@ -77,10 +84,12 @@ class Reranker(Protocol):
 class Recaller:
     """One per graph: keeps the scoring index in step with the graph between calls."""
 
-    def __init__(self, graph: Graph, root: Path, reranker: Reranker | None = None) -> None:
+    def __init__(self, graph: Graph, root: Path, reranker: Reranker | None = None,
+                 tuning: RecallTuning | None = None) -> None:
         self.graph = graph
         self.root = Path(root)
         self.reranker = reranker
+        self.tuning = tuning or RecallTuning()
         self._tracker = NodeTracker()
         self.index = LexicalIndex()
         self._hashes = HashCache()
@@ -120,12 +129,17 @@ class Recaller:
         self._warmer = threading.Thread(target=run, name="theus-recall-warm", daemon=True)
         self._warmer.start()
 
-    def recall(self, query: str, top: int = 10, path_prefix: str | None = None) -> Recall:
+    def recall(self, query: str, top: int = 10, path_prefix: str | None = None,
+               deadline: float | None = None) -> Recall:
+        """Rank for `query`. `deadline` (a `time.perf_counter()` value) bounds the semantic
+        re-rank, which otherwise gets `RERANK_BUDGET_S`: past it, the keyword order stands."""
         start = time.perf_counter()
         notes: list[str] = []
         words = query_terms(query)
         if not words:
             return Recall(query, [], _ms(start), 0.0, notes=["no searchable words"])
+        tuning = self.tuning
+        intent = intent_of(query)
         graph = self.graph
         with graph.lock:
             self.sync()
@@ -133,25 +147,36 @@ class Recaller:
                 notes.append("file contents not fully read yet")
                 self._warm_in_background()
             match = self.index.search(words, path_prefix)
-            content = self.content.search(words, path_prefix)
-            ranked = fuse(graph, query, match, self._hashes, content)
-            hits = _diverse(graph, ranked, max(top, 1) * 2, match.total)
-        if path_prefix:  # traversal may have stepped outside the prefix
-            hits = [h for h in hits if h.path.startswith(path_prefix)]
+            content = self.content.search(query_weights(query, tuning.head),
+                                          wanted_kinds(intent), match.idf, path_prefix)
+            named = {i: [p for p in self.index.named(i)
+                         if not path_prefix or p.startswith(path_prefix)]
+                     for i in mentioned_identifiers(query)}
+            signals = Signals(intent, match, content, named)
+            files = rank_files(graph, query, signals, self._hashes, tuning)
+            best = calibrate(files[0].coverage, match.total) if files else 0.0
+            candidates = _file_hits(graph, files, best) + _memory_hits(graph, match)
+        candidates.sort(key=lambda h: -h.score)  # stable: files keep their order
         late = False
         # Even with no lexical hit: the semantic layer can answer from nearest neighbours.
         if self.reranker is not None:
-            hits, late = self._rerank(self.reranker, query, hits, notes)
-        hits = hits[:top]
+            budget = start + RERANK_BUDGET_S
+            candidates, late = self._rerank(self.reranker, query, candidates, notes,
+                                            budget if deadline is None else min(deadline, budget))
+        if path_prefix:  # traversal and the semantic layer may step outside the prefix
+            candidates = [h for h in candidates if not h.path or h.path.startswith(path_prefix)]
+        with graph.lock:
+            hits = _expand(graph, candidates, match, top)[:top]
+        paths = list(dict.fromkeys(h.path for h in candidates if h.path))[: max(top, MAX_FILES)]
         best = max((h.score for h in hits), default=0.0)
-        return Recall(query, hits, _ms(start), best, timed_out=late, notes=notes)
+        return Recall(query, hits, _ms(start), best, timed_out=late, notes=notes, files=paths)
 
     def _rerank(
-        self, reranker: Reranker, query: str, hits: list[Hit], notes: list[str]
+        self, reranker: Reranker, query: str, hits: list[Hit], notes: list[str],
+        deadline: float,
     ) -> tuple[list[Hit], bool]:
         """The re-ranked hits, or the keyword order when the layer fails or answers past its
         deadline (then the second value is True)."""
-        deadline = time.perf_counter() + RERANK_BUDGET_S
         try:
             ranked = reranker.rerank(query, hits, self.graph, deadline)
         except Exception as exc:  # a failing layer must not fail recall
@@ -173,32 +198,60 @@ def calibrate(share: float, total: float) -> float:
     return 0.5 * share + 0.5 * (1.0 - math.exp(-share * total / EVIDENCE_SCALE))
 
 
-def _diverse(graph: Graph, ranked: list[Scored], limit: int, total: float) -> list[Hit]:
-    """The best hits, at most `PER_FILE` from one file, so a long file cannot fill the list."""
-    per_file: dict[str, int] = {}
+def make_recaller(graph: Graph, root: Path, reranker: Reranker | None = None,
+                  tuning: RecallTuning | None = None) -> Recaller:
+    """The one way every front end (app, `theus -p`, `theus recall`, `theus mcp`) builds its
+    recaller, so that all of them rank identically."""
+    return Recaller(graph, root, reranker=reranker, tuning=tuning)
+
+
+def _file_hits(graph: Graph, files: list[RankedFile], best: float) -> list[Hit]:
+    """One hit per ranked file, scored on the request's scale."""
+    out = []
+    for f in files:
+        node = graph.get(keys.file_key(f.path))
+        if node is not None:
+            out.append(Hit(node.key, "file", f.path, node.label, node.line,
+                           round(best * f.score, 4), f.why, f.layer))
+    return out
+
+
+def _memory_hits(graph: Graph, match: Match) -> list[Hit]:
+    """Memories, episodes and entities the request's words name, scored by their own text."""
+    out = []
+    for key, own in match.texts.items():
+        node = graph.get(key)
+        if node is not None:
+            out.append(Hit(node.key, node.kind, "", node.label, node.line,
+                           round(calibrate(own, match.total), 4),
+                           "matches " + ", ".join(match.terms_of(key)), "HOT"))
+    return out
+
+
+def _expand(graph: Graph, candidates: list[Hit], match: Match, limit: int) -> list[Hit]:
+    """The first `limit` hits: each file hit becomes its best matching nodes (symbols,
+    sections: at most `TOP_PER_FILE`, the file itself when none matched), at the file's
+    score and layer."""
     hits: list[Hit] = []
-    for scored in ranked:
-        hit = _hit(graph, scored, total)
-        if hit is None:
-            continue
-        seen = per_file.get(hit.path, 0)
-        if hit.path and seen >= PER_FILE:
-            continue
-        per_file[hit.path] = seen + 1
-        hits.append(hit)
+    for hit in candidates:
         if len(hits) >= limit:
             break
+        if hit.kind != "file":
+            hits.append(hit)
+            continue
+        shown = 0
+        for _, key in match.top.get(hit.path, ()):
+            node = graph.get(key)
+            if node is None:
+                continue
+            terms = match.terms_of(key)
+            why = "matches " + ", ".join(terms) if terms else hit.why
+            hits.append(Hit(node.key, node.kind, node.path, node.label, node.line, hit.score,
+                            why, hit.layer))
+            shown += 1
+        if not shown:
+            hits.append(hit)
     return hits
-
-
-def _hit(graph: Graph, scored: Scored, total: float) -> Hit | None:
-    node = graph.get(scored.key)
-    if node is None:
-        return None
-    return Hit(
-        key=node.key, kind=node.kind, path=node.path, name=node.label, line=node.line,
-        score=round(calibrate(scored.score, total), 4), why=scored.why, layer=scored.layer,
-    )
 
 
 def _ms(start: float) -> float:

@@ -1,13 +1,15 @@
-"""Words in file contents: a BM25 index over the indexed files' text.
+"""Words in file contents: BM25 over the indexed files' text, the strongest single signal.
 
-Labels only hold names, signatures and first doc lines; a request often uses words that appear
-only in code or comments. This index covers them, and is also the fallback when no label
-matches: recall is never empty when the repository plainly contains the words.
+Labels only hold names, signatures and first doc lines; a request mostly uses words that
+appear in code and comments. Every file the graph holds is read (ignored, secret, binary and
+oversized files stay unread, and never lockfiles), but rarity (IDF) and the average length
+come from the files of the kinds the request wants (`kinds.wanted_kinds`): tests and docs
+repeat the code's words, and counting them would make the code's own words look common.
 
-Only files the graph holds are read (ignored, secret, binary and oversized files stay unread),
-plus never lockfiles. The index follows the same `NodeTracker` deltas as the lexical index and
-reads pending files within a time budget per call, so a cold start never blocks a turn; `read`
-with no deadline (or `Recaller.warm`) reads everything.
+Postings are append-only arrays (`postings`): a changed file takes a new slot, its old one
+dies. The index follows the same `NodeTracker` deltas as the lexical index and reads pending
+files within a time budget per call, so a cold start never blocks a turn; `read` with no
+deadline (or `Recaller.warm`) reads everything.
 """
 
 from __future__ import annotations
@@ -19,28 +21,36 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from knowledge.graph import Node
+from knowledge.recall import postings
+from knowledge.recall.kinds import KINDS, kind_of
+from knowledge.recall.postings import DEAD, Postings, grow
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
 
 MAX_FILE_BYTES = 512 * 1024
-MAX_TERMS = 3000  # distinct terms kept per file
-K1 = 1.2
+K1 = 1.5
 B = 0.75
 _LOCKFILES = frozenset(
     {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb", "go.sum",
      "cargo.lock", "poetry.lock", "pipfile.lock", "uv.lock", "composer.lock", "gemfile.lock"}
 )
-
-
-@dataclass(slots=True)
-class _File:
-    node: Node
-    tf: dict[str, int]
-    length: int
+_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 
 
 def file_terms(text: str) -> Counter[str]:
     return Counter(fold(w) for w in split_words(text) if len(w) > 1 and w not in STOPWORDS)
+
+
+@dataclass
+class ContentMatch:
+    """BM25 per path (raw, summed over the request's weighted terms) and, per path, the share
+    of the request's IDF mass (as the caller weighs its words) whose words the file holds."""
+
+    scores: dict[str, float]
+    found: dict[str, float]
+    idf: dict[str, float]
 
 
 class ContentIndex:
@@ -48,21 +58,28 @@ class ContentIndex:
         self.root = root
         self.complete = False
         self._pending: dict[str, Node] = {}  # file nodes whose text is not read yet
-        self._files: dict[str, _File] = {}
-        self._postings: dict[str, dict[str, int]] = {}
-        self._total_length = 0
+        self._slot: dict[str, int] = {}  # path -> live slot
+        self._nodes: list[Node | None] = []  # slot -> node (None once dead)
+        self._kind = np.zeros(0, np.int8)  # slot -> kind code, DEAD when dead
+        self._length = np.zeros(0, np.float32)
+        self._postings = Postings("i")  # term -> (slots, counts)
+        self._dead = 0
         self.lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._slot)
 
     def apply(self, changed: list[Node], gone: list[Node]) -> None:
         """Follow a `NodeTracker` delta: changed file nodes wait in `pending` to be read."""
         with self.lock:
             for node in gone:
-                if node.kind == "file":
-                    known = self._files.get(node.path)
-                    if known is not None and known.node is node:
-                        self._drop(node.path)
-                    if self._pending.get(node.path) is node:
-                        del self._pending[node.path]
+                if node.kind != "file":
+                    continue
+                slot = self._slot.get(node.path)
+                if slot is not None and self._nodes[slot] is node:
+                    self._drop(node.path)
+                if self._pending.get(node.path) is node:
+                    del self._pending[node.path]
             for node in changed:
                 if node.kind == "file":
                     self._pending[node.path] = node
@@ -76,32 +93,43 @@ class ContentIndex:
                 if deadline is not None and time.perf_counter() > deadline:
                     break
                 self._drop(path)
-                self._add(path, node)
+                self._add(path, node, file_terms(self._read(node)))
                 del self._pending[path]
+            if self._dead > max(postings.COMPACT_MIN, len(self._slot)):
+                self._compact()
             self.complete = not self._pending
             return self.complete
 
-    def _add(self, path: str, node: Node) -> None:
-        counts = file_terms(self._read(node))
-        if len(counts) > MAX_TERMS:
-            counts = Counter(dict(counts.most_common(MAX_TERMS)))
-        length = sum(counts.values())
-        self._files[path] = _File(node, dict(counts), length)
-        self._total_length += length
-        for term, n in counts.items():
-            self._postings.setdefault(term, {})[path] = n
+    def _add(self, path: str, node: Node, counts: Counter[str]) -> None:
+        slot = len(self._nodes)
+        self._nodes.append(node)
+        self._kind = grow(self._kind, slot + 1, DEAD)
+        self._length = grow(self._length, slot + 1, 0.0)
+        self._kind[slot] = _KIND_CODE[kind_of(path)]
+        self._length[slot] = sum(counts.values())
+        self._slot[path] = slot
+        self._postings.add(slot, counts.items())
 
     def _drop(self, path: str) -> None:
-        known = self._files.pop(path, None)
-        if known is None:
+        slot = self._slot.pop(path, None)
+        if slot is None:
             return
-        self._total_length -= known.length
-        for term in known.tf:
-            posting = self._postings.get(term)
-            if posting is not None:
-                posting.pop(path, None)
-                if not posting:
-                    del self._postings[term]
+        self._nodes[slot] = None
+        self._kind[slot] = DEAD
+        self._length[slot] = 0.0
+        self._dead += 1
+
+    def _compact(self) -> None:
+        """Renumber the living slots and drop the dead ones' postings."""
+        live = np.flatnonzero(self._kind[: len(self._nodes)] != DEAD)
+        renumber = np.full(len(self._nodes), DEAD, np.int64)
+        renumber[live] = np.arange(len(live))
+        self._postings.compact(renumber)
+        self._nodes = [self._nodes[i] for i in live]
+        self._kind = self._kind[live].copy()
+        self._length = self._length[live].copy()
+        self._slot = {n.path: i for i, n in enumerate(self._nodes) if n is not None}
+        self._dead = 0
 
     def _read(self, node: Node) -> str:
         name = node.path.rsplit("/", 1)[-1].lower()
@@ -118,25 +146,49 @@ class ContentIndex:
             return ""
         return node.path + "\n" + data.decode("utf-8", errors="replace")
 
-    def search(self, query: list[str], path_prefix: str | None = None) -> dict[str, float]:
-        """path -> BM25 score divided by its maximum for this query, so in [0, 1]."""
+    def search(self, weights: dict[str, float], wanted: tuple[str, ...],
+               mass: dict[str, float], path_prefix: str | None = None) -> ContentMatch:
+        """BM25 of every file for the weighted request terms (IDF and average length over the
+        files of the `wanted` kinds), and each file's share of `mass` (term -> weight)."""
         with self.lock:
-            return self._search(query, path_prefix)
+            return self._search(weights, wanted, mass, path_prefix)
 
-    def _search(self, query: list[str], path_prefix: str | None) -> dict[str, float]:
-        n = len(self._files)
-        if not n or not query:
-            return {}
-        avg = max(1.0, self._total_length / n)
-        # A word absent from every file counts as a rare one: it dilutes the score.
-        df = {t: max(1, len(self._postings.get(t, ()))) for t in query}
-        idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
-        top = sum(idf.values()) * (K1 + 1.0) or 1.0
+    def _search(self, weights: dict[str, float], wanted: tuple[str, ...],
+                mass: dict[str, float], path_prefix: str | None) -> ContentMatch:
+        size = len(self._nodes)
+        if not self._slot or not weights:
+            return ContentMatch({}, {}, {})
+        kinds = self._kind[:size]
+        mask = np.zeros(len(KINDS) + 1, bool)  # index DEAD (-1) is the last entry: False
+        mask[[_KIND_CODE[k] for k in wanted]] = True
+        in_wanted = mask[kinds]
+        n = int(in_wanted.sum()) or len(self._slot)
+        lengths = self._length[:size]
+        avg = max(1.0, float(lengths[in_wanted].sum()) / n if in_wanted.any()
+                  else float(lengths.sum()) / len(self._slot))
+        norm = K1 * (1.0 - B + B * lengths / avg)
+        scores = np.zeros(size, np.float64)
+        found = np.zeros(size, np.float64)
+        idf: dict[str, float] = {}
+        for term, weight in weights.items():
+            stored = self._postings.get(term)
+            if stored is None:
+                idf[term] = math.log(1.0 + (n + 0.5) / 0.5)  # absent: counts as rare
+                continue
+            ids, counts = stored
+            alive = kinds[ids] != DEAD
+            ids, tfs = ids[alive], counts[alive].astype(np.float64)
+            df = int(in_wanted[ids].sum())
+            idf[term] = w_idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            scores[ids] += weight * w_idf * tfs * (K1 + 1.0) / (tfs + norm[ids])
+            found[ids] += mass.get(term, 0.0)
+        total = sum(mass.values()) or 1.0
         out: dict[str, float] = {}
-        for term, weight in idf.items():
-            for path, tf in self._postings.get(term, {}).items():
-                if path_prefix and not path.startswith(path_prefix):
-                    continue
-                norm = K1 * (1.0 - B + B * self._files[path].length / avg)
-                out[path] = out.get(path, 0.0) + weight * tf * (K1 + 1.0) / (tf + norm)
-        return {p: min(1.0, s / top) for p, s in out.items()}
+        share: dict[str, float] = {}
+        for slot in np.flatnonzero(scores):
+            node = self._nodes[int(slot)]
+            if node is None or (path_prefix and not node.path.startswith(path_prefix)):
+                continue
+            out[node.path] = float(scores[slot])
+            share[node.path] = float(found[slot]) / total
+        return ContentMatch(out, share, idf)

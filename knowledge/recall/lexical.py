@@ -1,22 +1,27 @@
 """IDF-weighted keyword index over node labels, paths, signatures, summaries and memory text.
 
 Each node is a small document: term -> field weight (the best field the term appears in).
-Postings map a term to the nodes holding it, so a query touches only the nodes that share a
-word with it. The index follows the graph through `NodeTracker` deltas (node identities, no use
-of the store's dirty set): a one-file change re-tokenises only that file's nodes.
+Postings map a term to the nodes holding it (`postings`: append-only arrays read by numpy), so
+a query touches only the nodes that share a word with it. The index follows the graph through
+`NodeTracker` deltas (node identities, no use of the store's dirty set): a one-file change
+re-tokenises only that file's nodes.
 
-Scores are in [0, 1]: the share of the query's IDF mass that a node (or a file, over all its
-nodes) explains, each term counted at the weight of the field it matched.
+Scores are in [0, 1]: the share of the query's IDF mass that a node explains, each term
+counted at the weight of the field it matched; a file scores its best node.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from knowledge.graph import Node
+from knowledge.recall import postings
+from knowledge.recall.postings import DEAD, Postings, grow
 from knowledge.recall.tokens import fold, split_words, stem, terms
 
 # Field weights: a word in a symbol's own name says more than one in its docstring.
@@ -30,6 +35,8 @@ STEM_FACTOR = 0.6  # parsing ~ parser: a weaker match than the exact word
 COMMON_POSTINGS = 400
 COMMON_SHARE = 40  # ... or than this fraction (1/40) of all nodes, whichever is larger
 _MAX_TEXT = 1500
+NO_FILE = -2  # the file id of memories, episodes and entities
+TOP_PER_FILE = 3  # best matching nodes kept per file (shown in hits, seeds of traversal)
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 
 
@@ -38,19 +45,7 @@ class Doc:
     node: Node
     terms: dict[str, float]  # exact (folded) term -> weight
     stems: dict[str, float]  # loose stem -> weight, only where it differs from the term
-
-
-@dataclass(slots=True)
-class Match:
-    """Lexical result for one query: per node and per file, with the terms that matched."""
-
-    terms: list[str]
-    idf: dict[str, float]
-    total: float = 0.0  # the query's IDF mass
-    nodes: dict[str, float] = field(default_factory=dict)  # key -> score in [0, 1]
-    why: dict[str, list[str]] = field(default_factory=dict)  # key -> matched terms
-    files: dict[str, float] = field(default_factory=dict)  # path -> score in [0, 1]
-    paths: dict[str, str] = field(default_factory=dict)  # key -> path, for the nodes above
+    ident: str  # the whole name, lower-cased ("" for memories): what a request may spell out
 
 
 def node_terms(node: Node) -> dict[str, float]:
@@ -84,6 +79,15 @@ def node_terms(node: Node) -> dict[str, float]:
     return out
 
 
+def identifier(node: Node) -> str:
+    """A symbol's own name or a file's stem, lower-cased; "" for other kinds."""
+    if node.kind == "symbol":
+        return node.label.rsplit(".", 1)[-1].lower()
+    if node.kind == "file":
+        return node.label.split(".", 1)[0].lower()
+    return ""
+
+
 def _doc(node: Node) -> Doc:
     exact = node_terms(node)
     stems: dict[str, float] = {}
@@ -91,7 +95,28 @@ def _doc(node: Node) -> Doc:
         s = stem(term)
         if s != term and stems.get(s, 0.0) < weight:
             stems[s] = weight
-    return Doc(node, exact, stems)
+    return Doc(node, exact, stems, identifier(node))
+
+
+@dataclass
+class Match:
+    """Lexical result for one request: node scores by slot, and per file its best node."""
+
+    terms: list[str]
+    idf: dict[str, float]
+    total: float = 0.0  # the request's IDF mass
+    best: dict[str, float] = field(default_factory=dict)  # path -> its best node's score
+    texts: dict[str, float] = field(default_factory=dict)  # memories, episodes -> score
+    # path -> its best matching nodes other than the file node, (score, key), best first
+    top: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+    index: LexicalIndex | None = None
+
+    def terms_of(self, key: str) -> list[str]:
+        """The request's terms a node matched (exactly or by stem)."""
+        doc = self.index.docs.get(key) if self.index is not None else None
+        if doc is None:
+            return []
+        return [t for t in self.terms if t in doc.terms or stem(t) in doc.stems]
 
 
 class LexicalIndex:
@@ -99,9 +124,19 @@ class LexicalIndex:
 
     def __init__(self) -> None:
         self.docs: dict[str, Doc] = {}
-        self.paths: dict[str, str] = {}  # key -> repo-relative path ("" for memories)
-        self.postings: dict[str, dict[str, float]] = {}
-        self.stem_postings: dict[str, dict[str, float]] = {}
+        self.slot: dict[str, int] = {}  # key -> live slot
+        self.by_path: dict[str, set[str]] = {}  # path -> keys of its nodes
+        self._keys: list[str | None] = []  # slot -> key (None once dead)
+        self._file = np.zeros(0, np.int32)  # slot -> file id, NO_FILE, or DEAD when dead
+        self._file_id: dict[str, int] = {}
+        self._file_path: list[str] = []
+        self._exact = Postings("f")
+        self._stems = Postings("f")
+        self._is_file = np.zeros(0, bool)  # slot -> the node is a file node
+        self._df: Counter[str] = Counter()  # live nodes per exact term
+        self._stem_df: Counter[str] = Counter()
+        self._dead = 0
+        self.idents: dict[str, dict[str, None]] = {}  # whole name -> keys of nodes so named
         self.last_sync_changed = 0
 
     # -- keeping up with the graph ---------------------------------------------------------
@@ -115,81 +150,167 @@ class LexicalIndex:
         for node in changed:
             self._remove(node.key)
             self._add(_doc(node))
+        if self._dead > max(postings.COMPACT_MIN, len(self.docs)):
+            self._compact()
         self.last_sync_changed = len(changed) + len({n.key for n in gone} - {
             n.key for n in changed})
         return self.last_sync_changed
 
+    def postings(self) -> dict[str, dict[str, float]]:
+        """term -> {key: weight} of the live nodes (for tests and inspection)."""
+        return _live(self._exact, self._keys, self._df)
+
+    def stem_postings(self) -> dict[str, dict[str, float]]:
+        return _live(self._stems, self._keys, self._stem_df)
+
     def _add(self, doc: Doc) -> None:
-        key = doc.node.key
+        node = doc.node
+        key = node.key
+        slot = len(self._keys)
+        self._keys.append(key)
+        self._file = grow(self._file, slot + 1, DEAD)
+        self._is_file = grow(self._is_file, slot + 1, False)
+        self._is_file[slot] = node.kind == "file"
+        if node.path:
+            fid = self._file_id.get(node.path)
+            if fid is None:
+                fid = self._file_id[node.path] = len(self._file_path)
+                self._file_path.append(node.path)
+            self._file[slot] = fid
+        else:
+            self._file[slot] = NO_FILE
+        self.slot[key] = slot
         self.docs[key] = doc
-        self.paths[key] = doc.node.path
-        for term, weight in doc.terms.items():
-            self.postings.setdefault(term, {})[key] = weight
-        for term, weight in doc.stems.items():
-            self.stem_postings.setdefault(term, {})[key] = weight
+        self.by_path.setdefault(node.path, set()).add(key)
+        self._exact.add(slot, doc.terms.items())
+        self._stems.add(slot, doc.stems.items())
+        self._df.update(doc.terms.keys())
+        self._stem_df.update(doc.stems.keys())
+        if doc.ident:
+            self.idents.setdefault(doc.ident, {})[key] = None
 
     def _remove(self, key: str) -> None:
         doc = self.docs.pop(key, None)
         if doc is None:
             return
-        del self.paths[key]
-        for table, words in ((self.postings, doc.terms), (self.stem_postings, doc.stems)):
-            for term in words:
-                posting = table.get(term)
-                if posting is not None:
-                    posting.pop(key, None)
-                    if not posting:
-                        del table[term]
+        slot = self.slot.pop(key)
+        self._keys[slot] = None
+        self._file[slot] = DEAD
+        self._dead += 1
+        keys = self.by_path.get(doc.node.path)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.by_path[doc.node.path]
+        self._df.subtract(doc.terms.keys())
+        self._stem_df.subtract(doc.stems.keys())
+        named = self.idents.get(doc.ident)
+        if named is not None:
+            named.pop(key, None)
+            if not named:
+                del self.idents[doc.ident]
+
+    def _compact(self) -> None:
+        live = np.flatnonzero(np.array([k is not None for k in self._keys], bool))
+        renumber = np.full(len(self._keys), DEAD, np.int64)
+        renumber[live] = np.arange(len(live))
+        self._exact.compact(renumber)
+        self._stems.compact(renumber)
+        self._keys = [self._keys[i] for i in live]
+        self._file = self._file[live].copy()
+        self._is_file = self._is_file[live].copy()
+        self.slot = {k: i for i, k in enumerate(self._keys) if k is not None}
+        self._df = +self._df  # drop terms no live node holds
+        self._stem_df = +self._stem_df
+        self._dead = 0
+
+    def named(self, ident: str) -> list[str]:
+        """Paths of the files that define (or are) `ident`, lower-cased whole name."""
+        keys = self.idents.get(ident, {})
+        return list(dict.fromkeys(p for k in keys if (p := self.docs[k].node.path)))
 
     # -- searching --------------------------------------------------------------------------
     def idf(self, term: str) -> float:
         """Smoothed IDF; a word no node holds counts as rare (it still dilutes the score)."""
         n = len(self.docs) + 1
-        df = len(self.postings.get(term, ())) or len(self.stem_postings.get(stem(term), ()))
+        df = self._df.get(term, 0) or self._stem_df.get(stem(term), 0)
         return math.log(1.0 + n / (df + 1.0))
 
     def search(self, query: list[str], path_prefix: str | None = None) -> Match:
         idf = {t: self.idf(t) for t in query}
         total = sum(idf.values())
-        match = Match(query, idf, total)
-        if not query or total <= 0:
+        match = Match(query, idf, total, index=self)
+        if not query or total <= 0 or not self.docs:
             return match
-        raw: dict[str, float] = {}
-        why: dict[str, list[str]] = {}
-        per_file: dict[tuple[str, str], float] = {}  # (path, term) -> best weight
-        paths = self.paths
+        size = len(self._keys)
+        files = self._file[:size]
+        allowed = files != DEAD
+        if path_prefix:
+            inside = np.array([p.startswith(path_prefix) for p in self._file_path], bool)
+            allowed &= np.concatenate([inside, [False, False]])[files]  # NO_FILE, DEAD: False
+        raw = np.zeros(size, np.float64)
+        weight = np.zeros(size, np.float64)  # this term's weight per slot (scratch)
         common = max(COMMON_POSTINGS, len(self.docs) // COMMON_SHARE)
         # Rarest first, so common terms can be limited to nodes already found.
         for term in sorted(query, key=lambda t: -idf[t]):
-            weight_idf = idf[term]
-            exact = self.postings.get(term, {})
-            loose = self.stem_postings.get(stem(term), {})
-            if len(exact) + len(loose) > common:
-                if raw:  # a common word only adds to what rarer words found
-                    hits = {k: w for k in raw
-                            if (w := exact.get(k) or loose.get(k, 0.0) * STEM_FACTOR)}
-                else:  # every word is common: start from nodes *named* by the rarest one
-                    named = (k for k, w in exact.items() if w >= W_NAME)
-                    hits = dict.fromkeys(itertools.islice(named, common), W_NAME)
-            else:
-                hits = {k: w * STEM_FACTOR for k, w in loose.items()}
-                hits.update(exact)  # an exact match replaces a loose one
-            for key, w in hits.items():
-                path = paths[key]
-                if path_prefix and not path.startswith(path_prefix):
-                    continue
-                raw[key] = raw.get(key, 0.0) + weight_idf * w
-                if key in why:
-                    why[key].append(term)
-                else:
-                    why[key] = [term]
-                if path and per_file.get((path, term), 0.0) < w:
-                    per_file[(path, term)] = w
-        match.nodes = {k: v / total for k, v in raw.items()}
-        match.why = why
-        files: dict[str, float] = {}
-        for (path, term), w in per_file.items():
-            files[path] = files.get(path, 0.0) + idf[term] * w
-        match.files = {p: v / total for p, v in files.items()}
-        match.paths = {k: paths[k] for k in raw}
+            exact = self._exact.get(term)
+            loose = self._stems.get(stem(term))
+            touched = [found[0] for found in (loose, exact) if found is not None]
+            if not touched:
+                continue
+            if loose is not None:
+                weight[loose[0]] = loose[1] * STEM_FACTOR
+            if exact is not None:
+                weight[exact[0]] = exact[1]  # an exact match replaces a loose one
+            # Duplicates (a slot matched exactly and by stem) are harmless: a fancy-indexed
+            # `+=` adds once per distinct slot.
+            ids = touched[0] if len(touched) == 1 else np.concatenate(touched)
+            ids = ids[allowed[ids]]
+            if self._df.get(term, 0) + self._stem_df.get(stem(term), 0) > common:
+                # A common word only adds to what rarer words found; when every word is
+                # common, start from the nodes *named* by the rarest one.
+                ids = (ids[raw[ids] > 0] if raw.any()
+                       else ids[weight[ids] >= W_NAME][:common])
+            raw[ids] += idf[term] * weight[ids]
+            for found_ids in touched:
+                weight[found_ids] = 0.0
+        scores = raw / total
+        hit = np.flatnonzero(raw)
+        owners = files[hit]
+        with_path = hit[owners >= 0]
+        best = np.zeros(len(self._file_path), np.float64)
+        np.maximum.at(best, files[with_path], scores[with_path])
+        match.best = {self._file_path[f]: float(best[f]) for f in np.flatnonzero(best)}
+        match.texts = {k: float(scores[s]) for s in hit[owners == NO_FILE]
+                       if (k := self._keys[s]) is not None}
+        match.top = self._top_per_file(with_path[~self._is_file[with_path]], scores)
         return match
+
+    def _top_per_file(self, slots: np.ndarray, scores: np.ndarray
+                      ) -> dict[str, list[tuple[float, str]]]:
+        """Per file, its `TOP_PER_FILE` best slots among `slots` (one sort for all files)."""
+        files = self._file[slots]
+        order = np.lexsort((slots, -scores[slots], files))
+        grouped = files[order]
+        starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+        out: dict[str, list[tuple[float, str]]] = {}
+        for i in order[rank < TOP_PER_FILE]:
+            slot = slots[i]
+            out.setdefault(self._file_path[files[i]], []).append(
+                (float(scores[slot]), self._keys[slot] or ""))
+        return out
+
+
+def _live(postings: Postings, keys: list[str | None], df: Counter[str]
+          ) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for term, count in df.items():
+        found = postings.get(term) if count > 0 else None
+        if found is None:
+            continue
+        live = {keys[int(s)]: float(w) for s, w in zip(*found, strict=True)
+                if keys[int(s)] is not None}
+        if live:
+            out[term] = live  # type: ignore[assignment]
+    return out

@@ -8,6 +8,7 @@ only as a weaker second match (parsing ~ parse ~ parser), so the exact word alwa
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 # Runs of letters/digits; camelCase and acronyms are split afterwards.
@@ -82,3 +83,48 @@ def query_terms(text: str) -> list[str]:
     for term in terms(text):
         seen.setdefault(term, None)
     return list(seen)
+
+
+_HEAD_END = re.compile(r"\n|(?<=[.!?])\s")
+# Identifiers a request names: snake_case, camelCase / PascalCase with two humps, CONSTANTS,
+# dotted paths, or anything in backticks. A lone capitalised word is English more often.
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+_URL = re.compile(r"\bhttps?://\S+")
+
+
+def head(text: str) -> str:
+    """A request's first line, up to its first sentence end: where it says what it is about."""
+    text = text.strip()
+    found = _HEAD_END.search(text)
+    return text[: found.start()] if found else text
+
+
+def query_weights(text: str, head_weight: float) -> dict[str, float]:
+    """Each term of a request with its weight: how often it occurs, plus `head_weight - 1`
+    for each occurrence in the head. URLs are dropped (their words are hosts and paths)."""
+    text = _URL.sub(" ", text)
+    counts: Counter[str] = Counter(terms(text))
+    if head_weight != 1.0:
+        for term in terms(head(text)):
+            counts[term] += head_weight - 1.0
+    return dict(counts)
+
+
+def _looks_like_code(word: str) -> bool:
+    return ("_" in word.strip("_") or bool(re.search(r"[a-z][A-Z]", word))
+            or (word.isupper() and len(word) >= 3))
+
+
+def mentioned_identifiers(text: str) -> list[str]:
+    """Identifiers the request names, lower-cased, in order (see `_IDENT`)."""
+    text = _URL.sub(" ", text)
+    found: dict[str, None] = {}
+    for span in _CODE_SPAN.findall(text):
+        for word in _IDENT.findall(span):
+            if len(word) > 2:
+                found.setdefault(word.lower(), None)
+    for word in _IDENT.findall(text):
+        if len(word) > 2 and _looks_like_code(word):
+            found.setdefault(word.lower(), None)
+    return [w for w in found if w not in STOPWORDS]

@@ -4,11 +4,13 @@ Hop 0 is the seeds (HOT), hop 1 WARM, hop 2 COLD. A neighbour's score is its sou
 times the edge kind's weight times the per-hop decay; edges are followed both ways (a file that
 imports the seed matters, and so does the file the seed imports), the reverse direction a bit
 less. Hubs (a module imported everywhere) would drag in half the repository, so only the first
-`FAN_OUT` neighbours of a node are followed and a hub's own pull is damped by its degree.
+`FAN_OUT` neighbours of a node are followed, a hub's own pull is damped by its degree, and
+each hop spreads from its `FRONTIER` best nodes only.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -33,6 +35,7 @@ REVERSE_FACTOR = 0.8
 DECAY = 0.6
 FAN_OUT = 24
 HUB_DEGREE = 40
+FRONTIER = 64  # best nodes of a hop that the next hop spreads from
 
 
 @dataclass(slots=True)
@@ -71,5 +74,5 @@ def spread(graph: Graph, seeds: dict[str, float], hops: int = 2) -> dict[str, Re
                     reached[target] = Reached(value, hop, f"{verb} {key}")
                     if value > nxt.get(target, 0.0):
                         nxt[target] = value
-        frontier = nxt
+        frontier = dict(heapq.nlargest(FRONTIER, nxt.items(), key=lambda kv: kv[1]))
     return reached

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from knowledge.context import build_block, count_tokens, inject
+from knowledge.context import build_block, build_context, count_tokens
 from knowledge.graph import Graph, Node
-from knowledge.recall import Hit, Recall, Recaller
+from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 from tests.conftest import indexed_project
 
 CART = {
@@ -43,7 +42,9 @@ def test_block_respects_max_lines_and_line_length(tmp_path: Path) -> None:
     block = build_block(recall, project.graph)
     assert 0 < len(block.splitlines()) <= 40
     assert len(build_block(recall, project.graph, max_lines=5).splitlines()) <= 5
-    assert all(len(line) <= 160 for line in block.splitlines())
+    assert all(len(line) <= 160 for line in block.splitlines() if not line.startswith("also:"))
+    assert all(len(line) <= 400 for line in block.splitlines())
+    assert count_tokens(block) <= 600
 
 
 def test_block_is_empty_below_the_threshold(tmp_path: Path) -> None:
@@ -76,39 +77,35 @@ def test_count_tokens_is_a_word_piece_estimate() -> None:
     assert count_tokens("a" * 60) == 10
 
 
-def test_inject_returns_the_block_within_the_deadline(tmp_path: Path) -> None:
+def test_build_context_returns_the_block_and_its_tokens(tmp_path: Path) -> None:
     project = indexed_project(tmp_path / "repo", CART)
-    injection = inject(Recaller(project.graph, project.root), "cart total", deadline_ms=5000)
-    assert not injection.dropped
-    assert "shop/cart.py" in injection.block
-    assert injection.tokens == count_tokens(injection.block)
-    assert injection.recall is not None and injection.best_score >= 0.35
+    context = build_context(Recaller(project.graph, project.root), "cart total")
+    assert "shop/cart.py" in context.block
+    assert context.tokens == count_tokens(context.block) > 0
+    assert context.recall.best_score >= THRESHOLD
+    assert context.recall.files[0] == "shop/cart.py"
 
 
-class SlowReranker:
-    def __init__(self) -> None:
-        self.release = threading.Event()
+def test_build_context_raises_what_recall_raises(tmp_path: Path) -> None:
+    class Broken(Recaller):
+        def recall(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            raise RuntimeError("index corrupted")
 
-    def rerank(self, query, candidates, graph, deadline):  # type: ignore[no-untyped-def]
-        self.release.wait(10)
-        return candidates
-
-
-def test_inject_drops_a_recall_that_misses_its_deadline(tmp_path: Path) -> None:
     project = indexed_project(tmp_path / "repo", CART)
-    slow = SlowReranker()
-    recaller = Recaller(project.graph, project.root, reranker=slow)
+    with pytest.raises(RuntimeError, match="index corrupted"):
+        build_context(Broken(project.graph, project.root), "cart total")
+
+
+def test_a_deadline_bounds_the_semantic_rerank(tmp_path: Path) -> None:
+    class Slow:
+        def rerank(self, query, candidates, graph, deadline):  # type: ignore[no-untyped-def]
+            time.sleep(max(0.0, deadline - time.perf_counter()) + 0.01)
+            return list(reversed(candidates))
+
+    project = indexed_project(tmp_path / "repo", CART)
     start = time.perf_counter()
-    injection = inject(recaller, "cart total", deadline_ms=50)
-    elapsed = time.perf_counter() - start
-    slow.release.set()
-    assert injection.dropped
-    assert injection.block == "" and injection.tokens == 0 and injection.recall is None
-    assert elapsed < 1.0
-
-
-def test_kill_switch_disables_injection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project = indexed_project(tmp_path / "repo", CART)
-    monkeypatch.setenv("THEUS_NO_KNOWLEDGE_INJECT", "1")
-    injection = inject(Recaller(project.graph, project.root), "cart total")
-    assert injection.block == "" and not injection.dropped
+    context = build_context(Recaller(project.graph, project.root, reranker=Slow()),
+                            "cart total", deadline=start + 0.05)
+    assert time.perf_counter() - start < 0.5
+    assert context.recall.timed_out  # the keyword order stands, the block is still built
+    assert "shop/cart.py" in context.block

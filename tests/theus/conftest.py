@@ -88,12 +88,11 @@ MakeAgent = Callable[..., tuple[Agent, Recorder]]
 def make_agent(server: ScriptedServer, repo: Path) -> MakeAgent:
     def make(*, settings: AgentSettings | None = None, approve: bool = True,
              recaller_factory: Callable[[], Any] | None = None,
-             inject_fn: Callable[..., Any] | None = None, **kw: Any) -> tuple[Agent, Recorder]:
+             **kw: Any) -> tuple[Agent, Recorder]:
         settings = settings or AgentSettings()
         recorder = Recorder(approve)
         client = ModelClient(model_settings(server.url))
-        injector = Injector(repo, settings, recaller_factory=recaller_factory or NoRecall,
-                            inject_fn=inject_fn)
+        injector = Injector(settings, recaller_factory or NoRecall)
         agent = Agent(client, repo, sink=recorder, approver=recorder.approver,
                       settings=settings, injector=injector, **kw)
         return agent, recorder

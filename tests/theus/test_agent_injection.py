@@ -67,9 +67,9 @@ class SlowRecaller:
         self.inner, self.delay, self.graph = inner, delay, inner.graph
         self.released = threading.Event()
 
-    def recall(self, query: str, top: int = 10) -> Any:
+    def recall(self, query: str, *args: Any, **kw: Any) -> Any:
         self.released.wait(self.delay)
-        return self.inner.recall(query, top)
+        return self.inner.recall(query, *args, **kw)
 
 
 async def test_a_slow_recall_is_dropped_within_the_deadline(
@@ -86,24 +86,31 @@ async def test_a_slow_recall_is_dropped_within_the_deadline(
     assert info.took_ms < 150 + 250  # the deadline plus scheduling slack on a busy machine
     assert result.text == "answered anyway" and elapsed < 2.0
     assert reminders(server.requests[0]) == []
+    assert agent.injector.stats.late == 1 and agent.injector.stats.injected == 0
 
 
 class Exploding:
     graph = None
 
-    def recall(self, query: str, top: int = 10) -> Any:
+    def recall(self, query: str, *args: Any, **kw: Any) -> Any:
         raise RuntimeError("graph corrupted")
 
 
 @pytest.mark.parametrize("factory", [lambda: Exploding(), lambda: 1 / 0],
                          ids=["recall-raises", "loading-raises"])
 async def test_a_memory_layer_that_raises_fails_open(
-        server: ScriptedServer, make_agent: MakeAgent, factory: Any) -> None:
+        server: ScriptedServer, make_agent: MakeAgent, factory: Any,
+        caplog: pytest.LogCaptureFixture) -> None:
     server.add(tool("recall", {"query": "cart"}), text("fine without memory"))
     agent, rec = make_agent(recaller_factory=factory, settings=AgentSettings(deadline_ms=1000))
     result = await agent.run_turn("where is the cart?")
     assert result.stop == "end" and result.text == "fine without memory"
-    assert rec.of(InjectionInfo)[0].block == ""
+    info = rec.of(InjectionInfo)[0]
+    assert info.block == "" and not info.dropped and info.reason.startswith("recall failed")
+    # Logged and counted, not reported as a missed deadline.
+    assert any("recall failed" in r.getMessage() for r in caplog.records)
+    assert agent.injector.stats.failed == 1 and agent.injector.stats.late == 0
+    assert agent.injector.stats.last_error
     # The recall tool reports the failure to the model instead of crashing.
     tool_result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")
     assert tool_result["content"].startswith("error: recall failed")

@@ -141,20 +141,29 @@ async def test_subagent_is_seeded_with_a_recall_on_its_task(
     assert result.usage.model_calls == 2 and agent.usage.model_calls == 3
 
 
+class CountingRecaller(Recaller):
+    def __init__(self, root: Path) -> None:
+        project = Project(root)
+        project.index()
+        super().__init__(project.graph, root)
+        self.calls: list[str] = []
+
+    def recall(self, query: str, *args: Any, **kw: Any) -> Any:
+        self.calls.append(query)
+        return super().recall(query, *args, **kw)
+
+
 async def test_a_fork_inherits_the_parent_and_skips_the_seed(
-        server: ScriptedServer, make_agent: MakeAgent) -> None:
+        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
     server.add(tool("task", {"description": "Cart total", "prompt": "Go deeper.", "fork": True}),
                text("fork answer"), text("parent answer"))
-    calls: list[str] = []
-
-    def inject(recaller: Any, query: str, deadline_ms: float) -> Any:
-        calls.append(query)
-        from knowledge.context import Injection
-        return Injection("src/cart.py: Cart.total", 8, 1.0, False, 0.9, None)
-
-    agent, rec = make_agent(inject_fn=inject)
-    await agent.run_turn("parent request")
-    assert calls == ["parent request"]  # the fork did not recall again
+    recaller = CountingRecaller(repo)
+    calls = recaller.calls
+    agent, rec = make_agent(recaller_factory=lambda: recaller,
+                            settings=AgentSettings(deadline_ms=5000))
+    await agent.run_turn("where is the Cart total computed with price_of?")
+    # The fork did not recall again.
+    assert calls == ["where is the Cart total computed with price_of?"]
     fork = server.requests[1]["messages"]
     parent = server.requests[0]["messages"]
     assert fork[0] == parent[0] and len(fork) == len(parent) == 2

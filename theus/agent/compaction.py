@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from theus.agent.injection import estimate_tokens
+from knowledge.context import count_tokens
 from theus.model import ModelClient
 
 KIND_KEY = "_kind"
@@ -21,9 +21,9 @@ SUMMARY_PROMPT = (
 def conversation_tokens(messages: list[dict[str, Any]]) -> int:
     total = 0
     for message in messages:
-        total += 4 + estimate_tokens(str(message.get("content") or ""))
+        total += 4 + count_tokens(str(message.get("content") or ""))
         for call in message.get("tool_calls") or ():
-            total += estimate_tokens(json.dumps(call.get("function", {})))
+            total += count_tokens(json.dumps(call.get("function", {})))
     return total
 
 

@@ -83,11 +83,11 @@ class Agent:
         model: ModelClient,
         root: Path,
         *,
+        injector: Injector,
         sink: Sink = null_sink,
         approver: Approver | None = None,
         settings: AgentSettings | None = None,
         tools: dict[str, Tool] | None = None,
-        injector: Injector | None = None,
         session: Session | None = None,
         episodes: EpisodeSink | None = None,
         clock: Callable[[], float] = time.time,
@@ -103,7 +103,7 @@ class Agent:
         self.approver: Approver = approver or self._ask_sink
         self.settings = settings or AgentSettings()
         self.tools = tools if tools is not None else default_tools()
-        self.injector = injector or Injector(self.root, self.settings)
+        self.injector = injector
         self.session = session
         self.episodes = episodes
         self.clock = clock

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from theus.agent.injection import estimate_tokens
+from knowledge.context import count_tokens
 
 # Meta keys on our message dicts start with "_" and are stripped before sending.
 T_KEY = "_t"
@@ -65,10 +65,10 @@ def plan(
         name, arguments = calls.get(call_id, ("?", ""))
         if not clearable(name):
             continue
-        tokens = estimate_tokens(str(message.get("content") or ""))
+        tokens = count_tokens(str(message.get("content") or ""))
         text = placeholder(name, arguments, tokens)
         placeholders[call_id] = text
-        saved += tokens - estimate_tokens(text)
+        saved += tokens - count_tokens(text)
     if not placeholders:
         return None
     return Clearing(placeholders, kept=min(keep, len(results)), tokens_saved=max(saved, 0))

@@ -36,10 +36,18 @@ class Memory:
         """Recaller factory for the Injector (runs on a worker thread, may be slow once)."""
         if self.project is None:
             raise RuntimeError("the project memory could not be opened")
-        from knowledge.recall import Recaller
+        from knowledge.recall import make_recaller
 
         reranker = self.semantic.reranker if self.semantic is not None else None
-        return Recaller(self.project.graph, self.project.root, reranker=reranker)
+        return make_recaller(self.project.graph, self.project.root, reranker=reranker)
+
+    def injection_stats(self) -> Any:
+        """Injection counters that persist for `theus status` (in memory without a project)."""
+        from knowledge.recall.status import InjectionStats, state_path
+
+        if self.project is None:
+            return InjectionStats()
+        return InjectionStats.load(state_path(self.project.paths))
 
     def on_update(self, update: Any) -> None:
         """Watcher callback: re-embed what changed first."""

@@ -47,7 +47,7 @@ def start_agent(
     `approver=None` means: emit ApprovalRequest events and wait for their futures."""
     memory = open_memory(root, embed_in_background=not headless)
     settings = settings or AgentSettings.from_env(semantic_on=memory.semantic_on)
-    injector = Injector(root, settings, recaller_factory=memory.recaller)
+    injector = Injector(settings, memory.recaller, memory.injection_stats())
     injector.warm()
     model = ModelClient(model_settings)
     agent = Agent(

@@ -39,10 +39,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be at least 1, got {args.top}")
     root = project_root(args.project_path or getattr(args, "path", None))
 
-    from knowledge.context import INJECT_TOP, build_block, count_tokens
+    from knowledge.context import INJECT_TOP, build_context
     from knowledge.embed.layer import SemanticLayer
     from knowledge.project import Project
-    from knowledge.recall import Recaller
+    from knowledge.recall import make_recaller
     from knowledge.store import StoreError
 
     project = Project(root)
@@ -54,22 +54,25 @@ def run(args: argparse.Namespace) -> int:
             except StoreError as exc:
                 sys.stderr.write(f"theus: {exc}; recalling from the unsaved index\n")
         layer = SemanticLayer(project)
-        recaller = Recaller(project.graph, project.root, reranker=layer.reranker)
+        recaller = make_recaller(project.graph, project.root, reranker=layer.reranker)
         recaller.warm(WARM_BUDGET_S)
-        # The block is built exactly as injection builds it (from INJECT_TOP hits); the list
-        # shows the first --top of the same ranking.
-        result = recaller.recall(query, top=max(args.top, INJECT_TOP), path_prefix=args.under)
-        block = build_block(result, project.graph)
-        result.hits = result.hits[: args.top]
+        # The block is built exactly as the agent builds it; the list shows the first --top
+        # hits of the same ranking, and `files` at least --top distinct files.
+        context = build_context(recaller, query, path_prefix=args.under)
+        if args.top > INJECT_TOP:
+            wider = recaller.recall(query, top=args.top, path_prefix=args.under)
+            context.recall.hits, context.recall.files = wider.hits, wider.files
         layer.stop()
     finally:
         project.close()
-    tokens = count_tokens(block)
+    result, block, tokens = context.recall, context.block, context.tokens
+    result.hits = result.hits[: args.top]
     if args.json:
         print_json({
             "query": query,
             "took_ms": result.took_ms,
             "best_score": result.best_score,
+            "files": result.files,
             "results": [
                 {"key": h.key, "kind": h.kind, "path": h.path, "name": h.name, "line": h.line,
                  "score": h.score, "why": h.why, "layer": h.layer}
@@ -89,7 +92,7 @@ def _print_plain(result: Recall, block: str, tokens: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from knowledge.context import THRESHOLD
+    from knowledge.recall import THRESHOLD
 
     console = Console(highlight=False)
     if not result.hits:

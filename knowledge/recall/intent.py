@@ -1,0 +1,36 @@
+"""What kind of answer a request wants: the code itself, its tests, or its documentation.
+
+Decided on the request's head (its first line, up to the first sentence end), where a request
+says what it is about; a long body mentions tests and docs in passing ("added a test", "see
+the docs") without asking for them. A change or a bug wants implementation files first; a
+request about tests wants tests first; one about documentation wants docs first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from knowledge.recall.tokens import head
+
+_TESTS = re.compile(
+    r"\b(tests?|testing|tested|specs?|pytest|unittests?|jest|vitest|mocha|junit|fixtures?|"
+    r"test[ -]?cases?|test[ -]?suites?|flaky|coverage)\b",
+    re.IGNORECASE,
+)
+_DOCS = re.compile(
+    r"^\s*document\b|\b(docs|documentation|documented|readme|guides?|tutorials?|changelog|"
+    r"release notes|manual)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    tests: bool = False  # the request is about tests
+    docs: bool = False  # the request is about documentation
+
+
+def intent_of(query: str) -> Intent:
+    first = head(query)
+    return Intent(tests=bool(_TESTS.search(first)), docs=bool(_DOCS.search(first)))

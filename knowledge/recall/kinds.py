@@ -1,0 +1,75 @@
+"""What kind of file a path is, and how much each kind counts for a request.
+
+A change or a bug is made in code: tests repeat the words of the code they test, docs and
+changelogs mention every feature, declaration files (`.d.ts`, stubs) repeat every name of the
+implementation beside them, and configuration and data say little. So each kind counts by a
+factor, set by what the request wants (`intent`): a request about tests counts tests fully,
+one about docs counts docs fully.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+from knowledge.recall.intent import Intent
+
+CODE, TEST, EXAMPLE, DOC, DECLARATION, CHANGELOG, DATA = (
+    "code", "test", "example", "doc", "declaration", "changelog", "data")
+KINDS = (CODE, TEST, EXAMPLE, DOC, DECLARATION, CHANGELOG, DATA)
+
+CODE_SUFFIXES = frozenset({
+    ".py", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".go", ".rs", ".java",
+    ".kt", ".scala", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".vue",
+    ".svelte", ".lua", ".sh", ".sql", ".prisma", ".ex", ".exs", ".dart", ".zig",
+})
+DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
+DOC_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc", ".org"})
+_TEST = re.compile(
+    r"(^|/)(tests?|__tests__|__mocks__|testing|testdata|test-data|spec|specs|e2e|fixtures)/"
+    r"|(^|/)test_[^/]*$|(^|/)conftest\.py$|[._-](test|spec)s?\.[^/]*$|_test\.go$"
+    r"|Tests?\.(java|kt|cs)$",
+)
+_EXAMPLE = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench)/", re.IGNORECASE)
+_DOC_DIR = re.compile(r"(^|/)(docs?|documentation)/", re.IGNORECASE)
+_CHANGELOG = re.compile(
+    r"(^|/)(changelog|changes|history|news|releases?|release-notes)([-_.][^/]*)?$",
+    re.IGNORECASE,
+)
+
+# How much a file of each kind counts against code, by what the request wants.
+FACTORS = {CODE: 1.0, TEST: 0.3, EXAMPLE: 0.3, DOC: 0.3, DECLARATION: 0.5, CHANGELOG: 0.1,
+           DATA: 0.3}
+WANTED = 1.0  # tests for a request about tests, docs for one about docs
+
+
+@lru_cache(maxsize=65536)
+def kind_of(path: str) -> str:
+    name = PurePosixPath(path).name
+    lower = name.lower()
+    if lower.endswith(DECLARATION_SUFFIXES):
+        return DECLARATION
+    if _CHANGELOG.search(path):
+        return CHANGELOG
+    suffix = PurePosixPath(lower).suffix
+    if _TEST.search(path):
+        return TEST
+    if suffix in DOC_SUFFIXES or _DOC_DIR.search(path):
+        return DOC
+    if suffix not in CODE_SUFFIXES:
+        return DATA
+    if _EXAMPLE.search(path):
+        return EXAMPLE
+    return CODE
+
+
+def factor(kind: str, intent: Intent) -> float:
+    if (kind == TEST and intent.tests) or (kind == DOC and intent.docs):
+        return WANTED
+    return FACTORS[kind]
+
+
+def wanted_kinds(intent: Intent) -> tuple[str, ...]:
+    """The kinds a request is answered in: their words set the rarity (IDF) of a term."""
+    return (CODE, *((TEST,) if intent.tests else ()), *((DOC,) if intent.docs else ()))

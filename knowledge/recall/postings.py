@@ -1,0 +1,70 @@
+"""Append-only postings for the recall indexes: term -> (slots, values), read by numpy.
+
+An index gives each document a slot; a term's postings are two `array`s (slots, values) that
+numpy reads without a copy. A changed document takes a new slot and its old one is marked
+dead by the index, which filters dead slots at query time and calls `compact` with a
+renumbering when the dead outnumber the living. Compact and cheap to update: a one-file change
+appends a few entries, and a query touches only the terms it asks for.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+DEAD = -1
+COMPACT_MIN = 4096  # dead slots tolerated before compacting, however small the index
+Slots = npt.NDArray[np.int32]
+
+
+class Postings:
+    def __init__(self, value_code: str) -> None:
+        """`value_code`: the `array` type of the values ("i" counts, "f" weights)."""
+        self._code = value_code
+        self._dtype = np.dtype(np.int32 if value_code == "i" else np.float32)
+        self._ids: dict[str, array] = {}
+        self._vals: dict[str, array] = {}
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._ids
+
+    def add(self, slot: int, items: Iterable[tuple[str, float]]) -> None:
+        for term, value in items:
+            ids = self._ids.get(term)
+            if ids is None:
+                ids = self._ids[term] = array("i")
+                self._vals[term] = array(self._code)
+            ids.append(slot)
+            self._vals[term].append(value)  # type: ignore[arg-type]
+
+    def get(self, term: str) -> tuple[Slots, np.ndarray] | None:
+        """Views on a term's (slots, values), dead slots included; None when unknown. The
+        views must not outlive the caller's lock: appending needs the buffers unexported."""
+        ids = self._ids.get(term)
+        if ids is None:
+            return None
+        return (np.frombuffer(ids, dtype=np.int32),
+                np.frombuffer(self._vals[term], dtype=self._dtype))
+
+    def compact(self, renumber: npt.NDArray[np.int64]) -> None:
+        """Apply `renumber` (old slot -> new slot, or DEAD) to every posting."""
+        for term in list(self._ids):
+            ids, vals = self.get(term)  # type: ignore[misc]
+            new = renumber[ids]
+            keep = new != DEAD
+            if not keep.any():
+                del self._ids[term], self._vals[term]
+                continue
+            self._ids[term] = array("i", new[keep].astype(np.int32).tobytes())
+            self._vals[term] = array(self._code, vals[keep].tobytes())
+
+
+def grow(values: np.ndarray, size: int, fill: float | int) -> np.ndarray:
+    """`values` with room for index `size - 1` (doubling), new entries set to `fill`."""
+    if size <= len(values):
+        return values
+    extra = np.full(max(64, len(values), size - len(values)), fill, dtype=values.dtype)
+    return np.concatenate([values, extra])

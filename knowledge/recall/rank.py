@@ -1,0 +1,249 @@
+"""Rank the files for a request, then pick the nodes that show why.
+
+Files first: a request is answered in files, and a file is the unit every signal agrees on.
+Per file (all in one scale, each normalised by its best over this request):
+
+    lexical = content / best content           BM25 over the file's text (`content`)
+            + NAMES * names / best names       IDF keywords over its labels (`lexical`)
+            + IDENTS / sqrt(files so named)    per identifier the request spells out that
+                                               this file defines (at most `MAX_NAMED` files)
+    lexical *= kind factor                     code 1, tests 0.5, docs 0.3... (`kinds`)
+    score = (1 - HASH) * lexical / best + HASH * cosine(hash(request), hash(file))
+          + GRAPH * what traversal from the best files brings it (`traverse`)
+
+The hash tie-break only re-orders files that already have keyword signal; traversal starts
+at the best `SEEDS` files and their best matching nodes. A declaration file (`.d.ts`, a stub)
+never precedes the implementation beside it: it is moved to just after it. Every weight is a
+field of `RecallTuning`, so the benchmark can switch each signal off (bench/recall.py
+--ablate); the defaults are what bench/recall.py measured best on its tuning repositories.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field, replace
+
+from knowledge import keys
+from knowledge.graph import Graph, Node
+from knowledge.recall.content import ContentMatch
+from knowledge.recall.hashvec import Vector, cosines, embed
+from knowledge.recall.intent import Intent
+from knowledge.recall.kinds import CODE, DECLARATION, DECLARATION_SUFFIXES, factor, kind_of
+from knowledge.recall.lexical import Match
+from knowledge.recall.traverse import spread
+
+POOL = 150  # files kept after the lexical pass, for the tie-break and traversal
+SEEDS = 8  # best files traversal starts from (HOT)
+SEED_FLOOR = 0.5  # ... scoring at least this share of the best
+MAX_NAMED = 20  # an identifier more files define than this names nothing in particular
+MAX_CACHED = 50_000  # hash vectors kept
+EXPLAINED = 30  # files whose reason is spelled out (the rest are not shown)
+
+
+@dataclass(frozen=True)
+class RecallTuning:
+    """The ranking's weights (see the module docstring); `ablations` switches each off."""
+
+    content: float = 1.0
+    names: float = 0.4
+    idents: float = 0.3
+    head: float = 3.0  # weight of a word in the request's head (`tokens.head`)
+    kinds: bool = True
+    hash: float = 0.2
+    graph: float = 0.1
+
+    def ablations(self) -> dict[str, RecallTuning]:
+        return {
+            "content": replace(self, content=0.0),
+            "names": replace(self, names=0.0),
+            "idents": replace(self, idents=0.0),
+            "head": replace(self, head=1.0),
+            "kinds": replace(self, kinds=False),
+            "hash": replace(self, hash=0.0),
+            "graph": replace(self, graph=0.0),
+        }
+
+
+@dataclass(slots=True)
+class RankedFile:
+    path: str
+    score: float  # in [0, 1], relative to the best file of this request
+    layer: str  # HOT (a seed), WARM, COLD
+    why: str
+    coverage: float = 0.0  # share of the request's weighted IDF mass the file contains
+
+
+@dataclass
+class Signals:
+    """What the indexes found for one request."""
+
+    intent: Intent
+    match: Match  # labels
+    content: ContentMatch
+    named: dict[str, list[str]] = field(default_factory=dict)  # identifier -> defining files
+
+
+class HashCache:
+    """Hash vectors of file text (path, summary, names), kept per file node object: a changed
+    file is a new node object."""
+
+    def __init__(self) -> None:
+        self._vecs: dict[str, tuple[Node, Vector]] = {}
+
+    def vector(self, graph: Graph, node: Node) -> Vector:
+        cached = self._vecs.get(node.key)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        names = " ".join(e.dst.rsplit("#", 1)[-1] for e in graph.out_edges(node.key, "defines"))
+        vec = embed(" ".join((node.path, node.summary, names)))
+        if len(self._vecs) > MAX_CACHED:
+            self._vecs.clear()
+        self._vecs[node.key] = (node, vec)
+        return vec
+
+
+def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
+    """Per path: content, labels and named identifiers on one scale, times the kind factor."""
+    content = signals.content.scores if tuning.content else {}
+    names = signals.match.best if tuning.names else {}
+    best_content = max(content.values(), default=0.0) or 1.0
+    best_names = max(names.values(), default=0.0) or 1.0
+    out: dict[str, float] = {}
+    for path, value in content.items():
+        out[path] = tuning.content * value / best_content
+    for path, value in names.items():
+        out[path] = out.get(path, 0.0) + tuning.names * value / best_names
+    if tuning.idents:
+        for files in signals.named.values():
+            if 0 < len(files) <= MAX_NAMED:
+                bonus = tuning.idents / math.sqrt(len(files))
+                for path in files:
+                    out[path] = out.get(path, 0.0) + bonus
+    if tuning.kinds:
+        intent = signals.intent
+        out = {p: v * factor(kind_of(p), intent) for p, v in out.items()}
+    return out
+
+
+def rank_files(graph: Graph, query: str, signals: Signals, hashes: HashCache,
+               tuning: RecallTuning) -> list[RankedFile]:
+    lexical = lexical_scores(signals, tuning)
+    pool = heapq.nlargest(POOL, lexical.items(), key=lambda kv: (kv[1], kv[0]))
+    pool = [(p, v) for p, v in pool if v > 0]
+    if not pool:
+        return []
+    best = pool[0][1]
+    nodes = {p: n for p, _ in pool if (n := graph.get(keys.file_key(p))) is not None}
+    sims = dict.fromkeys(nodes, 0.0)
+    if tuning.hash and nodes:
+        vectors = [hashes.vector(graph, n) for n in nodes.values()]
+        sims = dict(zip(nodes, cosines(embed(query), vectors), strict=True))
+    coverage = signals.content.found
+    ranked = {
+        p: RankedFile(p, (1 - tuning.hash) * v / best + tuning.hash * sims.get(p, 0.0), "WARM",
+                      "", max(coverage.get(p, 0.0), signals.match.best.get(p, 0.0)))
+        for p, v in pool
+    }
+    order = sorted(ranked.values(), key=lambda r: (-r.score, r.path))
+    seeds = [r for r in order[:SEEDS] if r.score >= SEED_FLOOR * order[0].score]
+    for r in seeds:
+        r.layer = "HOT"
+    _traverse(graph, signals.match, seeds, ranked, tuning.graph)
+    order = sorted(ranked.values(), key=lambda r: (-r.score, r.path))
+    order = _declarations_after_implementations(order)
+    top = order[0].score or 1.0
+    for r in order:
+        r.score = min(1.0, r.score / top)
+    for r in order[:EXPLAINED]:
+        r.why = _reason(r.path, signals, r.why)
+    return order
+
+
+def _traverse(graph: Graph, match: Match, seeds: list[RankedFile],
+              ranked: dict[str, RankedFile], weight: float) -> None:
+    """Spread from the seed files and their best symbols; a file reached gains `weight` times
+    the best its nodes reached; a file only traversal found joins as WARM (1 hop) or COLD."""
+    start: dict[str, float] = {}
+    seed_paths = {r.path for r in seeds}
+    for r in seeds:
+        start[keys.file_key(r.path)] = r.score
+    for r in seeds:
+        for _, key in match.top.get(r.path, ()):
+            start[key] = r.score
+    if not start:
+        return
+    reached_by_file: dict[str, tuple[float, int, str]] = {}
+    for key, reached in spread(graph, start).items():
+        node = graph.get(key)
+        if node is None or not node.path or node.path in seed_paths:
+            continue
+        known = reached_by_file.get(node.path)
+        if known is None or reached.score > known[0]:
+            reached_by_file[node.path] = (reached.score, reached.hop, reached.via)
+    for path, (value, hop, via) in reached_by_file.items():
+        known = ranked.get(path)
+        if known is not None:
+            known.score += weight * value
+            known.why += f"; {via}"
+        elif weight and kind_of(path) == CODE:
+            ranked[path] = RankedFile(path, weight * value, "WARM" if hop == 1 else "COLD", via)
+
+
+def _declarations_after_implementations(order: list[RankedFile]) -> list[RankedFile]:
+    """A declaration file never precedes what it declares: one ranked ahead of its
+    implementation (same folder and stem) moves to just after it; one whose implementation
+    is not beside it (`typings/index.d.ts`, a stub package) moves to just after the best code
+    file when it was ahead of it."""
+    position = {r.path: i for i, r in enumerate(order)}
+    first_code = next((r.path for r in order if kind_of(r.path) == CODE), None)
+    moves: dict[str, str] = {}  # declaration -> the file it follows
+    for i, r in enumerate(order):
+        if kind_of(r.path) != DECLARATION:
+            continue
+        impls = [p for p in _implementations(r.path) if p in position]
+        target = impls[0] if impls else first_code
+        if target is not None and position[target] > i:
+            moves[r.path] = target
+    if not moves:
+        return order
+    out: list[RankedFile] = []
+    for r in order:
+        if r.path in moves:
+            continue
+        out.append(r)
+        for d in order:
+            if moves.get(d.path) == r.path:
+                d.score = min(d.score, r.score)  # it follows: it scores no more
+                out.append(d)
+    return out
+
+
+def _implementations(path: str) -> list[str]:
+    """The files a declaration declares: same folder and stem, a source suffix."""
+    lower = path.lower()
+    suffix = next(s for s in DECLARATION_SUFFIXES if lower.endswith(s))
+    stem = path[: -len(suffix)]
+    if suffix == ".pyi":
+        return [stem + ".py"]
+    return [stem + s for s in (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts", ".cts", ".jsx")]
+
+
+def _reason(path: str, signals: Signals, via: str) -> str:
+    """Why a file ranks: the identifiers it defines, the label words its best nodes matched,
+    its text's words, and what traversal reached it by."""
+    match = signals.match
+    named = [i for i, files in signals.named.items() if path in files]
+    words: list[str] = []
+    for _, key in match.top.get(path, ()):
+        words += [w for w in match.terms_of(key) if w not in words]
+    parts = []
+    if named:
+        parts.append("defines " + ", ".join(named[:3]))
+    if words:
+        parts.append("names match " + ", ".join(words[:5]))
+    if path in signals.content.scores:
+        parts.append("words in its text")
+    if via:
+        parts.append(via.lstrip("; "))
+    return "; ".join(parts) or "related"
