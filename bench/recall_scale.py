@@ -1,14 +1,18 @@
-"""Recall latency on generated graphs (a benchmark, not a test).
+"""Recall latency at scale, on generated projects (a benchmark, not a test).
 
     python bench/recall_scale.py [--nodes 20000 100000] [--queries 200] [--runs 3]
+        [--no-semantic]
 
-Builds a synthetic project graph per size (files of ~10 symbols named from a Zipf-distributed
-vocabulary, with signatures, docstrings, imports and references), then reports: the lexical
-index's first build, recall p50/p95 over random requests (2-7 words, common and rare), and a
-one-file change (replace one owner, then the incremental index update and the next recall).
+Writes a synthetic Python project per size (files of a class and ~10 methods with mostly
+unique names, docstrings and bodies of Zipf-distributed words, imports between files), indexes it
+with the real indexer, warms the recaller as the app does, then reports recall p50/p95 (the
+block included: `build_context`) for short requests (2-7 words) and long ones (a subject and
+four sentences, like the benchmark's commit messages), and a one-file change (the file
+rewritten, `Project.update`, then the next recall). With the semantic layer (default) the
+same requests run again with the re-ranker warm: the real local model embeds each request,
+and every file has random unit vectors for its chunks (their values do not change the cost).
 Wall-clock and CPU (thread) times are both printed: on a shared machine the first includes
-waiting for a CPU. Figures are medians over `--runs`. Files do not exist on disk, so the
-content index is empty here: this measures the graph side.
+waiting for a CPU. Figures are medians over `--runs`.
 """
 
 from __future__ import annotations
@@ -17,19 +21,24 @@ import argparse
 import itertools
 import os
 import random
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from knowledge import keys
-from knowledge.context import build_block
-from knowledge.graph import Edge, Graph, Node
-from knowledge.recall import Recaller
+from knowledge.context import build_context
+from knowledge.project import Project
+from knowledge.recall import Recaller, Reranker, make_recaller
 
-SYMBOLS_PER_FILE = 9
+SYMBOLS_PER_FILE = 10
+LINES_PER_METHOD = 8
+_CUMULATIVE: dict[int, list[float]] = {}
 
 
 def vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
@@ -38,9 +47,6 @@ def vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
     while len(words) < size:
         words.add("".join(rng.choice(letters) for _ in range(rng.randint(3, 9))))
     return sorted(words)
-
-
-_CUMULATIVE: dict[int, list[float]] = {}
 
 
 def zipf_word(rng: random.Random, words: list[str]) -> str:
@@ -52,49 +58,47 @@ def zipf_word(rng: random.Random, words: list[str]) -> str:
     return rng.choices(words, cum_weights=cum)[0]
 
 
-def file_nodes(rng: random.Random, words: list[str], rel: str, salt: str = ""
-               ) -> tuple[list[Node], list[Edge]]:
-    fkey = keys.file_key(rel)
-    nodes = [Node(fkey, "file", rel.rsplit("/", 1)[-1], rel, 1, 200,
-                  summary=" ".join(zipf_word(rng, words) for _ in range(6)), subkind="python")]
-    edges = []
-    cls = "".join(zipf_word(rng, words).title() for _ in range(2)) + salt.title()
-    for i in range(SYMBOLS_PER_FILE):
-        parts = [zipf_word(rng, words) for _ in range(rng.randint(1, 3))]
-        name = "_".join(parts) if i else cls
-        qual = name if i == 0 else f"{cls}.{name}"
-        args = ", ".join(zipf_word(rng, words) for _ in range(rng.randint(0, 3)))
-        key = keys.symbol_key(rel, qual)
-        nodes.append(Node(key, "symbol", qual, rel, 10 + i * 20, 25 + i * 20,
-                          summary=" ".join(zipf_word(rng, words) for _ in range(8)),
-                          subkind="class" if i == 0 else "method",
-                          signature=f"def {name}({args})"))
-        edges.append(Edge(fkey, key, "defines"))
-        parent = fkey if i == 0 else keys.symbol_key(rel, cls)
-        edges.append(Edge(parent, key, "contains"))
-    return nodes, edges
+def source(rng: random.Random, words: list[str], modules: list[str], salt: str = "") -> str:
+    w = lambda: zipf_word(rng, words)  # noqa: E731
+    lines = [f'"""{" ".join(w() for _ in range(8))}."""', ""]
+    for other in rng.sample(modules, min(3, len(modules))):
+        lines.append(f"from src import {other}")
+    cls = "".join(w().title() for _ in range(2)) + salt.title()
+    lines += ["", "", f"class {cls}:", f'    """{" ".join(w() for _ in range(10))}."""']
+    for _ in range(SYMBOLS_PER_FILE - 1):
+        # Names are mostly unique, as in real code; prose and bodies follow Zipf's law.
+        name = "_".join(rng.choice(words) for _ in range(rng.randint(1, 3)))
+        args = ", ".join(w() for _ in range(rng.randint(0, 3)))
+        lines += ["", f"    def {name}(self{', ' if args else ''}{args}):",
+                  f'        """{" ".join(w() for _ in range(8))}."""']
+        for _ in range(LINES_PER_METHOD):
+            lines.append(f"        {w()} = {w()}({w()}, {w()})  # {w()} {w()}")
+        lines.append(f"        return {w()}")
+    return "\n".join(lines) + "\n"
 
 
-def build(size: int, seed: int = 7) -> tuple[Graph, list[str], list[str]]:
+def write_project(root: Path, size: int, seed: int) -> tuple[list[str], list[str]]:
     rng = random.Random(seed)
     words = vocabulary(rng)
-    graph = Graph()
-    n_files = max(1, size // SYMBOLS_PER_FILE)
-    rels = [f"src/{zipf_word(rng, words)}/{i}_{zipf_word(rng, words)}.py" for i in range(n_files)]
-    for rel in rels:
-        nodes, edges = file_nodes(rng, words, rel)
-        graph.replace_owner(rel, nodes, edges)
-    for rel in rels:  # cross-file edges, some hubs
-        for _ in range(4):
-            other = rels[min(n_files - 1, int(rng.paretovariate(0.8)) - 1)]
-            graph.add_edge(keys.file_key(rel), keys.file_key(other), "imports")
-    return graph, rels, words
+    files = max(1, size // (SYMBOLS_PER_FILE + 1))
+    modules = [f"m{i}_{zipf_word(rng, words)}" for i in range(files)]
+    (root / "src").mkdir(parents=True)
+    for module in modules:
+        (root / "src" / f"{module}.py").write_text(source(rng, words, modules))
+    return modules, words
 
 
-def query(rng: random.Random, words: list[str]) -> str:
+def short_request(rng: random.Random, words: list[str]) -> str:
     picks = [zipf_word(rng, words) for _ in range(rng.randint(1, 4))]
     picks += [rng.choice(words) for _ in range(rng.randint(1, 3))]
     return " ".join(picks)
+
+
+def long_request(rng: random.Random, words: list[str]) -> str:
+    head = short_request(rng, words)
+    body = [" ".join(zipf_word(rng, words) for _ in range(rng.randint(8, 16))) + "."
+            for _ in range(4)]
+    return head + "\n\n" + " ".join(body)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -102,45 +106,80 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(size: int, queries: int, seed: int) -> dict[str, float]:
-    graph, rels, words = build(size)
-    recaller = Recaller(graph, Path("/nonexistent-theus-bench"))
-    start = time.perf_counter()
-    recaller.sync()
-    first_build = (time.perf_counter() - start) * 1e3
-    recaller.warm()
-    rng = random.Random(seed)
+def timed(recaller: Recaller, requests: list[str]) -> tuple[list[float], list[float]]:
     lat, cpu = [], []
-    for _ in range(queries):
-        q = query(rng, words)
+    for text in requests:
         start, start_cpu = time.perf_counter(), time.thread_time()
-        result = recaller.recall(q, top=30)
-        build_block(result, graph)
+        build_context(recaller, text)
         lat.append((time.perf_counter() - start) * 1e3)
         cpu.append((time.thread_time() - start_cpu) * 1e3)
-    updates, update_cpu, after = [], [], []
-    for i in range(10):
-        rel = rng.choice(rels)
-        nodes, edges = file_nodes(rng, words, rel, salt=f"v{i}")
-        graph.replace_owner(rel, nodes, edges)
-        start, start_cpu = time.perf_counter(), time.thread_time()
-        recaller.sync()
-        updates.append((time.perf_counter() - start) * 1e3)
-        update_cpu.append((time.thread_time() - start_cpu) * 1e3)
+    return lat, cpu
+
+
+def semantic(project: Project) -> Reranker:
+    """A warm re-ranker: the real local model for requests, random rows for the chunks."""
+    from knowledge.embed.indexer import NodeVectors, embed_texts
+    from knowledge.embed.local import LocalEmbedder
+    from knowledge.recall.semantic import SemanticReranker
+
+    embedder = LocalEmbedder()
+    embedder.load()
+    vectors = NodeVectors(embedder.dim)
+    rng = np.random.default_rng(0)
+    for node in project.graph.nodes():
+        texts = embed_texts(node, project.root)
+        if texts:
+            rows = rng.standard_normal((len(texts), embedder.dim)).astype(np.float32)
+            vectors.put(node, rows / np.linalg.norm(rows, axis=1, keepdims=True))
+    return SemanticReranker.fixed(embedder, vectors)
+
+
+def run(size: int, queries: int, seed: int, with_semantic: bool) -> dict[str, float]:
+    home = tempfile.mkdtemp(prefix="theus-scale-home-")
+    os.environ["THEUS_HOME"] = home
+    root = Path(tempfile.mkdtemp(prefix="theus-scale-"))
+    try:
+        modules, words = write_project(root, size, seed)
+        project = Project(root)
+        project.index()
+        recaller = make_recaller(project.graph, root)
         start = time.perf_counter()
-        recaller.recall(query(rng, words), top=30)
-        after.append((time.perf_counter() - start) * 1e3)
-    return {
-        "nodes": float(len(graph)),
-        "build_ms": first_build,
-        "p50_ms": statistics.median(lat),
-        "p95_ms": percentile(lat, 0.95),
-        "cpu_p50_ms": statistics.median(cpu),
-        "cpu_p95_ms": percentile(cpu, 0.95),
-        "update_ms": statistics.median(updates),
-        "update_cpu_ms": statistics.median(update_cpu),
-        "recall_after_update_ms": statistics.median(after),
-    }
+        recaller.warm()
+        out: dict[str, float] = {"nodes": float(len(project.graph)),
+                                 "warm_ms": (time.perf_counter() - start) * 1e3}
+        rng = random.Random(seed)
+        kinds = {"short": [short_request(rng, words) for _ in range(queries)],
+                 "long": [long_request(rng, words) for _ in range(queries)]}
+        for kind, requests in kinds.items():
+            lat, cpu = timed(recaller, requests)
+            out[f"{kind}_p50"], out[f"{kind}_p95"] = statistics.median(lat), percentile(lat, .95)
+            out[f"{kind}_cpu95"] = percentile(cpu, 0.95)
+        updates, after = [], []
+        for i in range(10):
+            module = rng.choice(modules)
+            (root / "src" / f"{module}.py").write_text(
+                source(rng, words, modules, salt=f"v{i}"))
+            start = time.perf_counter()
+            project.update([f"src/{module}.py"])
+            recaller.sync()
+            updates.append((time.perf_counter() - start) * 1e3)
+            start = time.perf_counter()
+            build_context(recaller, short_request(rng, words))
+            after.append((time.perf_counter() - start) * 1e3)
+        out["update_ms"], out["after_ms"] = statistics.median(updates), statistics.median(after)
+        if with_semantic:
+            sem = make_recaller(project.graph, root, reranker=semantic(project))
+            sem.warm()
+            for kind, requests in kinds.items():
+                build_context(sem, requests[0])  # the model's first call pays for its setup
+                lat, _ = timed(sem, requests)
+                out[f"sem_{kind}_p50"] = statistics.median(lat)
+                out[f"sem_{kind}_p95"] = percentile(lat, 0.95)
+        project.close()
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def main() -> int:
@@ -148,15 +187,22 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, nargs="+", default=[20_000, 100_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-semantic", action="store_true")
     args = ap.parse_args()
     for size in args.nodes:
-        runs = [run(size, args.queries, seed) for seed in range(args.runs)]
+        runs = [run(size, args.queries, seed, not args.no_semantic) for seed in range(args.runs)]
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        print(f"{int(med['nodes']):>7} nodes: index build {med['build_ms']:.0f} ms | recall "
-              f"p50 {med['p50_ms']:.1f} ms, p95 {med['p95_ms']:.1f} ms (CPU p50 "
-              f"{med['cpu_p50_ms']:.1f}, p95 {med['cpu_p95_ms']:.1f}) | one-file update "
-              f"{med['update_ms']:.1f} ms (CPU {med['update_cpu_ms']:.1f}), next recall "
-              f"{med['recall_after_update_ms']:.1f} ms (median of {args.runs} runs)", flush=True)
+        print(f"{int(med['nodes']):>7} nodes (warm-up {med['warm_ms']:.0f} ms), medians of "
+              f"{args.runs} runs:")
+        for kind in ("short", "long"):
+            line = (f"  {kind:<5} requests: p50 {med[f'{kind}_p50']:.1f} ms, p95 "
+                    f"{med[f'{kind}_p95']:.1f} ms (CPU p95 {med[f'{kind}_cpu95']:.1f})")
+            if f"sem_{kind}_p95" in med:
+                line += (f" | semantic layer warm: p50 {med[f'sem_{kind}_p50']:.1f} ms, "
+                         f"p95 {med[f'sem_{kind}_p95']:.1f} ms")
+            print(line)
+        print(f"  one-file change: update {med['update_ms']:.1f} ms, next recall "
+              f"{med['after_ms']:.1f} ms", flush=True)
     print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
           f"on {os.cpu_count()} CPUs (wall times include waiting for a CPU; CPU times do not)")
     return 0

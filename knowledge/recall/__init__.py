@@ -28,13 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from knowledge import keys
 from knowledge.graph import Graph
+from knowledge.recall import kinds
 from knowledge.recall.content import ContentIndex
 from knowledge.recall.intent import intent_of
-from knowledge.recall.kinds import wanted_kinds
 from knowledge.recall.lexical import LexicalIndex, Match
-from knowledge.recall.rank import HashCache, RankedFile, RecallTuning, Signals, rank_files
+from knowledge.recall.rank import RankedFile, RecallTuning, Signals, rank_files
 from knowledge.recall.tokens import mentioned_identifiers, query_terms, query_weights
 from knowledge.recall.track import NodeTracker
 
@@ -92,7 +94,6 @@ class Recaller:
         self.tuning = tuning or RecallTuning()
         self._tracker = NodeTracker()
         self.index = LexicalIndex()
-        self._hashes = HashCache()
         self.content = ContentIndex(self.root)
         self._warmer: threading.Thread | None = None
 
@@ -147,13 +148,16 @@ class Recaller:
                 notes.append("file contents not fully read yet")
                 self._warm_in_background()
             match = self.index.search(words, path_prefix)
+            factors = (kinds.factors(intent) if tuning.kinds
+                       else np.ones(len(kinds.KINDS) + 1))
             content = self.content.search(query_weights(query, tuning.head),
-                                          wanted_kinds(intent), match.idf, path_prefix)
+                                          kinds.wanted_kinds(intent), factors, match.idf,
+                                          path_prefix)
             named = {i: [p for p in self.index.named(i)
                          if not path_prefix or p.startswith(path_prefix)]
                      for i in mentioned_identifiers(query)}
             signals = Signals(intent, match, content, named)
-            files = rank_files(graph, query, signals, self._hashes, tuning)
+            files = rank_files(graph, query, signals, self.index.hash_vectors, tuning)
             best = calibrate(files[0].coverage, match.total) if files else 0.0
             candidates = _file_hits(graph, files, best) + _memory_hits(graph, match)
         candidates.sort(key=lambda h: -h.score)  # stable: files keep their order
@@ -240,7 +244,7 @@ def _expand(graph: Graph, candidates: list[Hit], match: Match, limit: int) -> li
             hits.append(hit)
             continue
         shown = 0
-        for _, key in match.top.get(hit.path, ()):
+        for _, key in match.top(hit.path):
             node = graph.get(key)
             if node is None:
                 continue

@@ -25,18 +25,18 @@ import numpy as np
 
 from knowledge.graph import Node
 from knowledge.recall import postings
-from knowledge.recall.kinds import KINDS, kind_of
+from knowledge.recall.kinds import CODES, KINDS, kind_of
 from knowledge.recall.postings import DEAD, Postings, grow
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
 
 MAX_FILE_BYTES = 512 * 1024
+CANDIDATES = 400  # files a search returns (the fusion keeps its best 150)
 K1 = 1.5
 B = 0.75
 _LOCKFILES = frozenset(
     {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb", "go.sum",
      "cargo.lock", "poetry.lock", "pipfile.lock", "uv.lock", "composer.lock", "gemfile.lock"}
 )
-_KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 
 
 def file_terms(text: str) -> Counter[str]:
@@ -45,12 +45,14 @@ def file_terms(text: str) -> Counter[str]:
 
 @dataclass
 class ContentMatch:
-    """BM25 per path (raw, summed over the request's weighted terms) and, per path, the share
-    of the request's IDF mass (as the caller weighs its words) whose words the file holds."""
+    """BM25 (raw, summed over the request's weighted terms) of the best `CANDIDATES` files
+    by BM25 times their kind's factor, the best raw BM25 of all, and per path the share of
+    the request's IDF mass (as the caller weighs its words) whose words the file holds."""
 
     scores: dict[str, float]
     found: dict[str, float]
     idf: dict[str, float]
+    best: float = 0.0
 
 
 class ContentIndex:
@@ -105,7 +107,7 @@ class ContentIndex:
         self._nodes.append(node)
         self._kind = grow(self._kind, slot + 1, DEAD)
         self._length = grow(self._length, slot + 1, 0.0)
-        self._kind[slot] = _KIND_CODE[kind_of(path)]
+        self._kind[slot] = CODES[kind_of(path)]
         self._length[slot] = sum(counts.values())
         self._slot[path] = slot
         self._postings.add(slot, counts.items())
@@ -146,21 +148,22 @@ class ContentIndex:
             return ""
         return node.path + "\n" + data.decode("utf-8", errors="replace")
 
-    def search(self, weights: dict[str, float], wanted: tuple[str, ...],
+    def search(self, weights: dict[str, float], wanted: tuple[str, ...], factors: np.ndarray,
                mass: dict[str, float], path_prefix: str | None = None) -> ContentMatch:
-        """BM25 of every file for the weighted request terms (IDF and average length over the
-        files of the `wanted` kinds), and each file's share of `mass` (term -> weight)."""
+        """BM25 of the files for the weighted request terms (IDF and average length over the
+        files of the `wanted` kinds; `factors` by kind code choose the candidates), and each
+        file's share of `mass` (term -> weight)."""
         with self.lock:
-            return self._search(weights, wanted, mass, path_prefix)
+            return self._search(weights, wanted, factors, mass, path_prefix)
 
-    def _search(self, weights: dict[str, float], wanted: tuple[str, ...],
+    def _search(self, weights: dict[str, float], wanted: tuple[str, ...], factors: np.ndarray,
                 mass: dict[str, float], path_prefix: str | None) -> ContentMatch:
         size = len(self._nodes)
         if not self._slot or not weights:
             return ContentMatch({}, {}, {})
         kinds = self._kind[:size]
         mask = np.zeros(len(KINDS) + 1, bool)  # index DEAD (-1) is the last entry: False
-        mask[[_KIND_CODE[k] for k in wanted]] = True
+        mask[[CODES[k] for k in wanted]] = True
         in_wanted = mask[kinds]
         n = int(in_wanted.sum()) or len(self._slot)
         lengths = self._length[:size]
@@ -183,12 +186,18 @@ class ContentIndex:
             scores[ids] += weight * w_idf * tfs * (K1 + 1.0) / (tfs + norm[ids])
             found[ids] += mass.get(term, 0.0)
         total = sum(mass.values()) or 1.0
+        if path_prefix:
+            outside = [s for p, s in self._slot.items() if not p.startswith(path_prefix)]
+            scores[outside] = 0.0
+        ranked = scores * factors[kinds]
+        hit = np.flatnonzero(ranked)
+        if len(hit) > CANDIDATES:
+            hit = hit[np.argpartition(-ranked[hit], CANDIDATES)[:CANDIDATES]]
         out: dict[str, float] = {}
         share: dict[str, float] = {}
-        for slot in np.flatnonzero(scores):
-            node = self._nodes[int(slot)]
-            if node is None or (path_prefix and not node.path.startswith(path_prefix)):
-                continue
-            out[node.path] = float(scores[slot])
-            share[node.path] = float(found[slot]) / total
-        return ContentMatch(out, share, idf)
+        for slot in hit.tolist():
+            node = self._nodes[slot]
+            if node is not None:
+                out[node.path] = float(scores[slot])
+                share[node.path] = float(found[slot]) / total
+        return ContentMatch(out, share, idf, float(scores.max(initial=0.0)))

@@ -13,6 +13,8 @@ import re
 from functools import lru_cache
 from pathlib import PurePosixPath
 
+import numpy as np
+
 from knowledge.recall.intent import Intent
 
 CODE, TEST, EXAMPLE, DOC, DECLARATION, CHANGELOG, DATA = (
@@ -68,6 +70,14 @@ def factor(kind: str, intent: Intent) -> float:
     if (kind == TEST and intent.tests) or (kind == DOC and intent.docs):
         return WANTED
     return FACTORS[kind]
+
+
+CODES = {k: i for i, k in enumerate(KINDS)}  # a kind's index in `factors` arrays
+
+
+def factors(intent: Intent) -> np.ndarray:
+    """`factor` of every kind, by `CODES`, with a trailing 0.0 for dead slots (index -1)."""
+    return np.array([*(factor(k, intent) for k in KINDS), 0.0])
 
 
 def wanted_kinds(intent: Intent) -> tuple[str, ...]:

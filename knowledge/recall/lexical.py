@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from knowledge import keys as node_keys
 from knowledge.graph import Node
 from knowledge.recall import postings
+from knowledge.recall.hashvec import Vector, embed
 from knowledge.recall.postings import DEAD, Postings, grow
 from knowledge.recall.tokens import fold, split_words, stem, terms
 
@@ -107,9 +109,23 @@ class Match:
     total: float = 0.0  # the request's IDF mass
     best: dict[str, float] = field(default_factory=dict)  # path -> its best node's score
     texts: dict[str, float] = field(default_factory=dict)  # memories, episodes -> score
-    # path -> its best matching nodes other than the file node, (score, key), best first
-    top: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     index: LexicalIndex | None = None
+    # Matched slots other than file nodes, sorted by (file id, -score, slot), and where each
+    # file's run starts: `top` reads a file's best nodes from them.
+    _sorted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    _scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    _runs: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def top(self, path: str) -> list[tuple[float, str]]:
+        """The file's `TOP_PER_FILE` best matching nodes other than the file node: (score,
+        key), best first."""
+        index = self.index
+        fid = index._file_id.get(path) if index is not None else None
+        if fid is None or fid not in self._runs:
+            return []
+        start, end = self._runs[fid]
+        slots = self._sorted[start:min(end, start + TOP_PER_FILE)]
+        return [(float(self._scores[s]), index._keys[s] or "") for s in slots]  # type: ignore[union-attr]
 
     def terms_of(self, key: str) -> list[str]:
         """The request's terms a node matched (exactly or by stem)."""
@@ -137,6 +153,8 @@ class LexicalIndex:
         self._stem_df: Counter[str] = Counter()
         self._dead = 0
         self.idents: dict[str, dict[str, None]] = {}  # whole name -> keys of nodes so named
+        # path -> hash vector of the file's path, summary and names (the tie-break's input)
+        self.hash_vectors: dict[str, Vector] = {}
         self.last_sync_changed = 0
 
     # -- keeping up with the graph ---------------------------------------------------------
@@ -150,11 +168,25 @@ class LexicalIndex:
         for node in changed:
             self._remove(node.key)
             self._add(_doc(node))
+        for path in {n.path for n in changed} | {n.path for n in gone}:
+            self._hash_file(path)
         if self._dead > max(postings.COMPACT_MIN, len(self.docs)):
             self._compact()
         self.last_sync_changed = len(changed) + len({n.key for n in gone} - {
             n.key for n in changed})
         return self.last_sync_changed
+
+    def _hash_file(self, path: str) -> None:
+        keys = self.by_path.get(path)
+        file_doc = self.docs.get(node_keys.file_key(path)) if path else None
+        if not keys or file_doc is None:
+            self.hash_vectors.pop(path, None)
+            return
+        # In source order: the vector reads the first 2000 characters.
+        nodes = sorted((self.docs[k].node for k in keys if k != file_doc.node.key),
+                       key=lambda n: (n.line, n.key))
+        names = " ".join(n.label for n in nodes)
+        self.hash_vectors[path] = embed(" ".join((path, file_doc.node.summary, names)))
 
     def postings(self) -> dict[str, dict[str, float]]:
         """term -> {key: weight} of the live nodes (for tests and inspection)."""
@@ -283,23 +315,17 @@ class LexicalIndex:
         match.best = {self._file_path[f]: float(best[f]) for f in np.flatnonzero(best)}
         match.texts = {k: float(scores[s]) for s in hit[owners == NO_FILE]
                        if (k := self._keys[s]) is not None}
-        match.top = self._top_per_file(with_path[~self._is_file[with_path]], scores)
+        nodes = with_path[~self._is_file[with_path]]
+        owner = self._file[nodes]
+        order = np.lexsort((nodes, -scores[nodes], owner))
+        match._sorted, match._scores = nodes[order], scores
+        grouped = owner[order]
+        if len(grouped):
+            starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+            ends = np.r_[starts[1:], len(grouped)]
+            match._runs = {int(grouped[a]): (int(a), int(b))
+                           for a, b in zip(starts.tolist(), ends.tolist(), strict=True)}
         return match
-
-    def _top_per_file(self, slots: np.ndarray, scores: np.ndarray
-                      ) -> dict[str, list[tuple[float, str]]]:
-        """Per file, its `TOP_PER_FILE` best slots among `slots` (one sort for all files)."""
-        files = self._file[slots]
-        order = np.lexsort((slots, -scores[slots], files))
-        grouped = files[order]
-        starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
-        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-        out: dict[str, list[tuple[float, str]]] = {}
-        for i in order[rank < TOP_PER_FILE]:
-            slot = slots[i]
-            out.setdefault(self._file_path[files[i]], []).append(
-                (float(scores[slot]), self._keys[slot] or ""))
-        return out
 
 
 def _live(postings: Postings, keys: list[str | None], df: Counter[str]

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from knowledge import keys
-from knowledge.graph import Graph, Node
+from knowledge.graph import Graph
 from knowledge.recall.content import ContentMatch
 from knowledge.recall.hashvec import Vector, cosines, embed
 from knowledge.recall.intent import Intent
@@ -37,8 +37,8 @@ POOL = 150  # files kept after the lexical pass, for the tie-break and traversal
 SEEDS = 8  # best files traversal starts from (HOT)
 SEED_FLOOR = 0.5  # ... scoring at least this share of the best
 MAX_NAMED = 20  # an identifier more files define than this names nothing in particular
-MAX_CACHED = 50_000  # hash vectors kept
 EXPLAINED = 30  # files whose reason is spelled out (the rest are not shown)
+REACHED = 20  # files found by traversal alone that join the ranking (the best reached)
 
 
 @dataclass(frozen=True)
@@ -84,30 +84,11 @@ class Signals:
     named: dict[str, list[str]] = field(default_factory=dict)  # identifier -> defining files
 
 
-class HashCache:
-    """Hash vectors of file text (path, summary, names), kept per file node object: a changed
-    file is a new node object."""
-
-    def __init__(self) -> None:
-        self._vecs: dict[str, tuple[Node, Vector]] = {}
-
-    def vector(self, graph: Graph, node: Node) -> Vector:
-        cached = self._vecs.get(node.key)
-        if cached is not None and cached[0] is node:
-            return cached[1]
-        names = " ".join(e.dst.rsplit("#", 1)[-1] for e in graph.out_edges(node.key, "defines"))
-        vec = embed(" ".join((node.path, node.summary, names)))
-        if len(self._vecs) > MAX_CACHED:
-            self._vecs.clear()
-        self._vecs[node.key] = (node, vec)
-        return vec
-
-
 def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
     """Per path: content, labels and named identifiers on one scale, times the kind factor."""
     content = signals.content.scores if tuning.content else {}
     names = signals.match.best if tuning.names else {}
-    best_content = max(content.values(), default=0.0) or 1.0
+    best_content = signals.content.best or 1.0
     best_names = max(names.values(), default=0.0) or 1.0
     out: dict[str, float] = {}
     for path, value in content.items():
@@ -126,19 +107,19 @@ def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
     return out
 
 
-def rank_files(graph: Graph, query: str, signals: Signals, hashes: HashCache,
+def rank_files(graph: Graph, query: str, signals: Signals, hashes: dict[str, Vector],
                tuning: RecallTuning) -> list[RankedFile]:
+    """`hashes`: the files' hash vectors (`LexicalIndex.hash_vectors`)."""
     lexical = lexical_scores(signals, tuning)
     pool = heapq.nlargest(POOL, lexical.items(), key=lambda kv: (kv[1], kv[0]))
     pool = [(p, v) for p, v in pool if v > 0]
     if not pool:
         return []
     best = pool[0][1]
-    nodes = {p: n for p, _ in pool if (n := graph.get(keys.file_key(p))) is not None}
-    sims = dict.fromkeys(nodes, 0.0)
-    if tuning.hash and nodes:
-        vectors = [hashes.vector(graph, n) for n in nodes.values()]
-        sims = dict(zip(nodes, cosines(embed(query), vectors), strict=True))
+    sims: dict[str, float] = {}
+    hashed = [p for p, _ in pool if p in hashes]
+    if tuning.hash and hashed:
+        sims = dict(zip(hashed, cosines(embed(query), [hashes[p] for p in hashed]), strict=True))
     coverage = signals.content.found
     ranked = {
         p: RankedFile(p, (1 - tuning.hash) * v / best + tuning.hash * sims.get(p, 0.0), "WARM",
@@ -169,7 +150,7 @@ def _traverse(graph: Graph, match: Match, seeds: list[RankedFile],
     for r in seeds:
         start[keys.file_key(r.path)] = r.score
     for r in seeds:
-        for _, key in match.top.get(r.path, ()):
+        for _, key in match.top(r.path):
             start[key] = r.score
     if not start:
         return
@@ -181,13 +162,15 @@ def _traverse(graph: Graph, match: Match, seeds: list[RankedFile],
         known = reached_by_file.get(node.path)
         if known is None or reached.score > known[0]:
             reached_by_file[node.path] = (reached.score, reached.hop, reached.via)
-    for path, (value, hop, via) in reached_by_file.items():
+    joined = 0
+    for path, (value, hop, via) in sorted(reached_by_file.items(), key=lambda kv: -kv[1][0]):
         known = ranked.get(path)
         if known is not None:
             known.score += weight * value
             known.why += f"; {via}"
-        elif weight and kind_of(path) == CODE:
+        elif weight and joined < REACHED and kind_of(path) == CODE:
             ranked[path] = RankedFile(path, weight * value, "WARM" if hop == 1 else "COLD", via)
+            joined += 1
 
 
 def _declarations_after_implementations(order: list[RankedFile]) -> list[RankedFile]:
@@ -235,7 +218,7 @@ def _reason(path: str, signals: Signals, via: str) -> str:
     match = signals.match
     named = [i for i, files in signals.named.items() if path in files]
     words: list[str] = []
-    for _, key in match.top.get(path, ()):
+    for _, key in match.top(path):
         words += [w for w in match.terms_of(key) if w not in words]
     parts = []
     if named:

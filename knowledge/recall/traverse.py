@@ -35,7 +35,7 @@ REVERSE_FACTOR = 0.8
 DECAY = 0.6
 FAN_OUT = 24
 HUB_DEGREE = 40
-FRONTIER = 64  # best nodes of a hop that the next hop spreads from
+FRONTIER = 32  # best nodes of a hop that the next hop spreads from
 
 
 @dataclass(slots=True)
