@@ -1,7 +1,7 @@
 """What the semantic layer embeds per node, and the pass that embeds what is missing.
 
 Chosen by measurement (bench/recall_semantic.py, real history of five repositories): a file is
-embedded as chunks of its content (`CHUNK_LINES` lines, the path first), not as one line of
+embedded as chunks of its content (its passages, the path first), not as one line of
 names. Per-file retrieval over signature-and-doc-line texts scored MRR 0.46 on click where
 content chunks scored 0.59; symbols add nothing once their file's chunks are there, so they get
 no vectors of their own (a symbol is as close to a request as its file's best chunk); nor do
@@ -28,21 +28,15 @@ import numpy.typing as npt
 
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
+from knowledge.filetext import passages, read_text
 from knowledge.graph import Graph, Node
 
 Progress = Callable[[int, int], None]
 
 BATCH = 32
-CHUNK_LINES = 30
 CHUNK_CHARS = 1500  # past ~256 word pieces the model truncates anyway
-MAX_FILE_BYTES = 512 * 1024
 TEXT_CHARS = 1000  # memories and episodes: their text is all they have
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
-# Lockfiles are long and say nothing a request is about.
-_SKIP_NAMES = frozenset(
-    {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "go.sum", "cargo.lock",
-     "poetry.lock", "pipfile.lock", "uv.lock", "composer.lock", "gemfile.lock"}
-)
 
 Rows = npt.NDArray[np.float32]
 
@@ -62,30 +56,14 @@ def embed_texts(node: Node, root: Path) -> list[str]:
 
 
 def file_chunks(node: Node, root: Path) -> list[str]:
-    """`path` + each run of CHUNK_LINES lines; [] for binary, huge or unreadable files."""
-    if node.path.rsplit("/", 1)[-1].lower() in _SKIP_NAMES:
-        return []
-    if int(node.data.get("size", 0) or 0) > MAX_FILE_BYTES:
-        return []
-    try:
-        with open(root / node.path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError:
-        return []
-    if len(data) > MAX_FILE_BYTES or b"\0" in data[:4096]:
-        return []
-    return chunk_text(node.path, data.decode("utf-8", errors="replace"))
+    """`path` + each passage (`filetext.passages`); [] for binary, huge or unreadable files."""
+    text = read_text(root, node.path, int(node.data.get("size", 0) or 0))
+    return [] if text is None else chunk_text(node.path, text)
 
 
 def chunk_text(path: str, text: str) -> list[str]:
-    """`path` + each run of CHUNK_LINES lines of `text` (at least one chunk)."""
-    lines = text.splitlines()
-    out = []
-    for at in range(0, max(len(lines), 1), CHUNK_LINES):
-        body = "\n".join(lines[at : at + CHUNK_LINES]).strip()
-        if body or at == 0:
-            out.append(f"{path}\n{body}"[:CHUNK_CHARS])
-    return out
+    """`path` + each passage of `text`, cut at `CHUNK_CHARS` (at least one chunk)."""
+    return [f"{path}\n{body}"[:CHUNK_CHARS] for body in passages(text)]
 
 
 @dataclass

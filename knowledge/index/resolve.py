@@ -201,9 +201,12 @@ def _script(importer: str, imp: Import, files: RepoFiles) -> list[str]:
     else:  # bare: a package, or a path under a `baseUrl` of "." or "src"
         bases = [spec, f"src/{spec}"]
     for base in bases:
-        if base in ("", ".", "..") or base.startswith("../"):
+        if base in ("", "..") or base.startswith("../"):
             continue
-        found = files.first(_script_candidates(base))
+        # `require("../")` from a folder below the root: the root's index file.
+        candidates = ([f"index{e}" for e in _SCRIPT_EXTENSIONS] if base == "."
+                      else _script_candidates(base))
+        found = files.first(candidates)
         if found:
             return found
     return []

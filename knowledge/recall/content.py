@@ -1,15 +1,18 @@
-"""Words in file contents: BM25 over the indexed files' text, the strongest single signal.
+"""Words in file contents: BM25 over the indexed files' text and over their passages.
 
 Labels only hold names, signatures and first doc lines; a request mostly uses words that
-appear in code and comments. Every file the graph holds is read (ignored, secret, binary and
-oversized files stay unread, and never lockfiles), but rarity (IDF) and the average length
-come from the files of the kinds the request wants (`kinds.wanted_kinds`): tests and docs
-repeat the code's words, and counting them would make the code's own words look common.
+appear in code and comments. Every file the graph holds is read (`filetext`: ignored, secret,
+binary and oversized files stay unread, and never lockfiles), and each is kept as its passages
+(runs of 30 lines). Two scores come from the same postings: the file's BM25 (its passages'
+counts summed) and its best passage's BM25, since a change usually lives in one place of a
+long file. Rarity (IDF) and the average length come from the files (and passages) of the
+kinds the request wants (`kinds.wanted_kinds`): tests and docs repeat the code's words, and
+counting them would make the code's own words look common.
 
-Postings are append-only arrays (`postings`): a changed file takes a new slot, its old one
-dies. The index follows the same `NodeTracker` deltas as the lexical index and reads pending
-files within a time budget per call, so a cold start never blocks a turn; `read` with no
-deadline (or `Recaller.warm`) reads everything.
+Postings are append-only arrays by passage slot (`postings`): a changed file takes new slots,
+its old ones die. The index follows the same `NodeTracker` deltas as the lexical index and
+reads pending files within a time budget per call, so a cold start never blocks a turn;
+`read` with no deadline (or `Recaller.warm`) reads everything.
 """
 
 from __future__ import annotations
@@ -23,20 +26,16 @@ from pathlib import Path
 
 import numpy as np
 
+from knowledge.filetext import passages, read_text
 from knowledge.graph import Node
 from knowledge.recall import postings
 from knowledge.recall.kinds import CODES, KINDS, kind_of
 from knowledge.recall.postings import DEAD, Postings, grow
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
 
-MAX_FILE_BYTES = 512 * 1024
 CANDIDATES = 400  # files a search returns (the fusion keeps its best 150)
 K1 = 1.5
 B = 0.75
-_LOCKFILES = frozenset(
-    {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb", "go.sum",
-     "cargo.lock", "poetry.lock", "pipfile.lock", "uv.lock", "composer.lock", "gemfile.lock"}
-)
 
 
 def file_terms(text: str) -> Counter[str]:
@@ -45,14 +44,17 @@ def file_terms(text: str) -> Counter[str]:
 
 @dataclass
 class ContentMatch:
-    """BM25 (raw, summed over the request's weighted terms) of the best `CANDIDATES` files
-    by BM25 times their kind's factor, the best raw BM25 of all, and per path the share of
-    the request's IDF mass (as the caller weighs its words) whose words the file holds."""
+    """For the best `CANDIDATES` files by BM25 times their kind's factor: their BM25 (raw,
+    summed over the request's weighted terms), their best passage's BM25, and the share of
+    the request's IDF mass (as the caller weighs its words) whose words the file holds; and
+    the best raw BM25 and passage BM25 over all files."""
 
     scores: dict[str, float]
+    passages: dict[str, float]
     found: dict[str, float]
     idf: dict[str, float]
     best: float = 0.0
+    best_passage: float = 0.0
 
 
 class ContentIndex:
@@ -60,12 +62,15 @@ class ContentIndex:
         self.root = root
         self.complete = False
         self._pending: dict[str, Node] = {}  # file nodes whose text is not read yet
-        self._slot: dict[str, int] = {}  # path -> live slot
-        self._nodes: list[Node | None] = []  # slot -> node (None once dead)
-        self._kind = np.zeros(0, np.int8)  # slot -> kind code, DEAD when dead
-        self._length = np.zeros(0, np.float32)
-        self._postings = Postings("i")  # term -> (slots, counts)
-        self._dead = 0
+        self._slot: dict[str, int] = {}  # path -> live file slot
+        self._nodes: list[Node | None] = []  # file slot -> node (None once dead)
+        self._kind = np.zeros(0, np.int8)  # file slot -> kind code, DEAD when dead
+        self._length = np.zeros(0, np.float32)  # file slot -> words
+        self._owner = np.zeros(0, np.int32)  # passage slot -> file slot
+        self._passage_length = np.zeros(0, np.float32)
+        self._passages = 0  # passage slots used
+        self._postings = Postings("i")  # term -> (passage slots, counts)
+        self._dead = 0  # dead file slots
         self.lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -95,22 +100,33 @@ class ContentIndex:
                 if deadline is not None and time.perf_counter() > deadline:
                     break
                 self._drop(path)
-                self._add(path, node, file_terms(self._read(node)))
+                self._add(path, node, self._read(node))
                 del self._pending[path]
             if self._dead > max(postings.COMPACT_MIN, len(self._slot)):
                 self._compact()
             self.complete = not self._pending
             return self.complete
 
-    def _add(self, path: str, node: Node, counts: Counter[str]) -> None:
+    def _add(self, path: str, node: Node, text: str) -> None:
         slot = len(self._nodes)
         self._nodes.append(node)
         self._kind = grow(self._kind, slot + 1, DEAD)
         self._length = grow(self._length, slot + 1, 0.0)
         self._kind[slot] = CODES[kind_of(path)]
-        self._length[slot] = sum(counts.values())
         self._slot[path] = slot
-        self._postings.add(slot, counts.items())
+        words = 0
+        for i, body in enumerate(passages(text)):
+            # The path is part of the file's text: it is read once, with the first passage.
+            counts = file_terms(f"{path}\n{body}" if i == 0 else body)
+            at = self._passages
+            self._passages += 1
+            self._owner = grow(self._owner, at + 1, 0)
+            self._passage_length = grow(self._passage_length, at + 1, 0.0)
+            self._owner[at] = slot
+            self._passage_length[at] = length = sum(counts.values())
+            words += length
+            self._postings.add(at, counts.items())
+        self._length[slot] = words
 
     def _drop(self, path: str) -> None:
         slot = self._slot.pop(path, None)
@@ -124,9 +140,16 @@ class ContentIndex:
     def _compact(self) -> None:
         """Renumber the living slots and drop the dead ones' postings."""
         live = np.flatnonzero(self._kind[: len(self._nodes)] != DEAD)
-        renumber = np.full(len(self._nodes), DEAD, np.int64)
-        renumber[live] = np.arange(len(live))
+        files = np.full(len(self._nodes), DEAD, np.int64)
+        files[live] = np.arange(len(live))
+        owner = self._owner[: self._passages]
+        kept = np.flatnonzero(files[owner] != DEAD)
+        renumber = np.full(self._passages, DEAD, np.int64)
+        renumber[kept] = np.arange(len(kept))
         self._postings.compact(renumber)
+        self._owner = files[owner[kept]].astype(np.int32)
+        self._passage_length = self._passage_length[kept].copy()
+        self._passages = len(kept)
         self._nodes = [self._nodes[i] for i in live]
         self._kind = self._kind[live].copy()
         self._length = self._length[live].copy()
@@ -134,19 +157,9 @@ class ContentIndex:
         self._dead = 0
 
     def _read(self, node: Node) -> str:
-        name = node.path.rsplit("/", 1)[-1].lower()
-        if node.status == "skipped" or name in _LOCKFILES:  # too large, minified, binary
+        if node.status == "skipped":  # too large, minified, binary: a file node only
             return ""
-        if int(node.data.get("size", 0) or 0) > MAX_FILE_BYTES:
-            return ""
-        try:
-            with open(self.root / node.path, "rb") as fh:
-                data = fh.read(MAX_FILE_BYTES + 1)
-        except OSError:
-            return ""
-        if len(data) > MAX_FILE_BYTES or b"\0" in data[:4096]:
-            return ""
-        return node.path + "\n" + data.decode("utf-8", errors="replace")
+        return read_text(self.root, node.path, int(node.data.get("size", 0) or 0)) or ""
 
     def search(self, weights: dict[str, float], wanted: tuple[str, ...], factors: np.ndarray,
                mass: dict[str, float], path_prefix: str | None = None) -> ContentMatch:
@@ -158,46 +171,67 @@ class ContentIndex:
 
     def _search(self, weights: dict[str, float], wanted: tuple[str, ...], factors: np.ndarray,
                 mass: dict[str, float], path_prefix: str | None) -> ContentMatch:
-        size = len(self._nodes)
+        size, count = len(self._nodes), self._passages
         if not self._slot or not weights:
-            return ContentMatch({}, {}, {})
+            return ContentMatch({}, {}, {}, {})
         kinds = self._kind[:size]
         mask = np.zeros(len(KINDS) + 1, bool)  # index DEAD (-1) is the last entry: False
         mask[[CODES[k] for k in wanted]] = True
         in_wanted = mask[kinds]
-        n = int(in_wanted.sum()) or len(self._slot)
-        lengths = self._length[:size]
-        avg = max(1.0, float(lengths[in_wanted].sum()) / n if in_wanted.any()
-                  else float(lengths.sum()) / len(self._slot))
-        norm = K1 * (1.0 - B + B * lengths / avg)
+        if not in_wanted.any():
+            in_wanted = kinds != DEAD
+        owner = self._owner[:count]
+        passage_wanted = in_wanted[owner]
+        n, n_passages = int(in_wanted.sum()), int(passage_wanted.sum())
+        lengths, passage_lengths = self._length[:size], self._passage_length[:count]
+        norm = K1 * (1.0 - B + B * lengths / max(1.0, float(lengths[in_wanted].mean())))
+        passage_norm = K1 * (1.0 - B + B * passage_lengths
+                             / max(1.0, float(passage_lengths[passage_wanted].mean())))
         scores = np.zeros(size, np.float64)
         found = np.zeros(size, np.float64)
+        passage_scores = np.zeros(count, np.float64)
         idf: dict[str, float] = {}
         for term, weight in weights.items():
             stored = self._postings.get(term)
             if stored is None:
-                idf[term] = math.log(1.0 + (n + 0.5) / 0.5)  # absent: counts as rare
+                idf[term] = _idf(n, 0)  # absent: counts as rare
                 continue
             ids, counts = stored
-            alive = kinds[ids] != DEAD
-            ids, tfs = ids[alive], counts[alive].astype(np.float64)
-            df = int(in_wanted[ids].sum())
-            idf[term] = w_idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            scores[ids] += weight * w_idf * tfs * (K1 + 1.0) / (tfs + norm[ids])
-            found[ids] += mass.get(term, 0.0)
-        total = sum(mass.values()) or 1.0
+            files = owner[ids]
+            alive = kinds[files] != DEAD
+            ids, files, tfs = ids[alive], files[alive], counts[alive].astype(np.float64)
+            per_file = np.bincount(files, weights=tfs, minlength=size)
+            hit = np.flatnonzero(per_file)
+            idf[term] = w_idf = _idf(n, int(in_wanted[hit].sum()))
+            tf = per_file[hit]
+            scores[hit] += weight * w_idf * tf * (K1 + 1.0) / (tf + norm[hit])
+            found[hit] += mass.get(term, 0.0)
+            p_idf = _idf(n_passages, int(passage_wanted[ids].sum()))
+            passage_scores[ids] += (weight * p_idf * tfs * (K1 + 1.0)
+                                    / (tfs + passage_norm[ids]))
+        best_passage = np.zeros(size, np.float64)
+        np.maximum.at(best_passage, owner, passage_scores)
         if path_prefix:
             outside = [s for p, s in self._slot.items() if not p.startswith(path_prefix)]
             scores[outside] = 0.0
+            best_passage[outside] = 0.0
         ranked = scores * factors[kinds]
         hit = np.flatnonzero(ranked)
         if len(hit) > CANDIDATES:
             hit = hit[np.argpartition(-ranked[hit], CANDIDATES)[:CANDIDATES]]
+        total = sum(mass.values()) or 1.0
         out: dict[str, float] = {}
+        best: dict[str, float] = {}
         share: dict[str, float] = {}
         for slot in hit.tolist():
             node = self._nodes[slot]
             if node is not None:
                 out[node.path] = float(scores[slot])
+                best[node.path] = float(best_passage[slot])
                 share[node.path] = float(found[slot]) / total
-        return ContentMatch(out, share, idf, float(scores.max(initial=0.0)))
+        return ContentMatch(out, best, share, idf, float(scores.max(initial=0.0)),
+                            float(best_passage.max(initial=0.0)))
+
+
+def _idf(n: int, df: int) -> float:
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))

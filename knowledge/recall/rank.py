@@ -4,6 +4,7 @@ Files first: a request is answered in files, and a file is the unit every signal
 Per file (all in one scale, each normalised by its best over this request):
 
     lexical = content / best content           BM25 over the file's text (`content`)
+            + PASSAGES * passage / best passage  BM25 of its best 30-line passage
             + NAMES * names / best names       IDF keywords over its labels (`lexical`)
             + IDENTS / sqrt(files so named)    per identifier the request spells out that
                                                this file defines (at most `MAX_NAMED` files)
@@ -12,8 +13,9 @@ Per file (all in one scale, each normalised by its best over this request):
           + GRAPH * what traversal from the best files brings it (`traverse`)
 
 The hash tie-break only re-orders files that already have keyword signal; traversal starts
-at the best `SEEDS` files and their best matching nodes. A declaration file (`.d.ts`, a stub)
-never precedes the implementation beside it: it is moved to just after it. Every weight is a
+at the best `SEEDS` files and their best matching nodes. A file that serves another never
+precedes it (`_after_what_they_serve`): declarations follow their implementation, tests and
+examples the code they import, unless the request is about tests. Every weight is a
 field of `RecallTuning`, so the benchmark can switch each signal off (bench/recall.py
 --ablate); the defaults are what bench/recall.py measured best on its tuning repositories.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from dataclasses import dataclass, field, replace
 
 from knowledge import keys
@@ -29,7 +32,15 @@ from knowledge.graph import Graph
 from knowledge.recall.content import ContentMatch
 from knowledge.recall.hashvec import Vector, cosines, embed
 from knowledge.recall.intent import Intent
-from knowledge.recall.kinds import CODE, DECLARATION, DECLARATION_SUFFIXES, factor, kind_of
+from knowledge.recall.kinds import (
+    CODE,
+    DECLARATION,
+    DECLARATION_SUFFIXES,
+    EXAMPLE,
+    TEST,
+    factor,
+    kind_of,
+)
 from knowledge.recall.lexical import Match
 from knowledge.recall.traverse import spread
 
@@ -46,6 +57,7 @@ class RecallTuning:
     """The ranking's weights (see the module docstring); `ablations` switches each off."""
 
     content: float = 1.0
+    passages: float = 0.5  # the file's best passage (`content`)
     names: float = 0.4
     idents: float = 0.3
     head: float = 3.0  # weight of a word in the request's head (`tokens.head`)
@@ -55,7 +67,8 @@ class RecallTuning:
 
     def ablations(self) -> dict[str, RecallTuning]:
         return {
-            "content": replace(self, content=0.0),
+            "content": replace(self, content=0.0, passages=0.0),
+            "passages": replace(self, passages=0.0),
             "names": replace(self, names=0.0),
             "idents": replace(self, idents=0.0),
             "head": replace(self, head=1.0),
@@ -90,9 +103,11 @@ def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
     names = signals.match.best if tuning.names else {}
     best_content = signals.content.best or 1.0
     best_names = max(names.values(), default=0.0) or 1.0
+    best_passage = signals.content.best_passage or 1.0
     out: dict[str, float] = {}
     for path, value in content.items():
-        out[path] = tuning.content * value / best_content
+        out[path] = (tuning.content * value / best_content
+                     + tuning.passages * signals.content.passages[path] / best_passage)
     for path, value in names.items():
         out[path] = out.get(path, 0.0) + tuning.names * value / best_names
     if tuning.idents:
@@ -132,7 +147,7 @@ def rank_files(graph: Graph, query: str, signals: Signals, hashes: dict[str, Vec
         r.layer = "HOT"
     _traverse(graph, signals.match, seeds, ranked, tuning.graph)
     order = sorted(ranked.values(), key=lambda r: (-r.score, r.path))
-    order = _declarations_after_implementations(order)
+    order = _after_what_they_serve(graph, order, signals.intent)
     top = order[0].score or 1.0
     for r in order:
         r.score = min(1.0, r.score / top)
@@ -173,19 +188,25 @@ def _traverse(graph: Graph, match: Match, seeds: list[RankedFile],
             joined += 1
 
 
-def _declarations_after_implementations(order: list[RankedFile]) -> list[RankedFile]:
-    """A declaration file never precedes what it declares: one ranked ahead of its
-    implementation (same folder and stem) moves to just after it; one whose implementation
-    is not beside it (`typings/index.d.ts`, a stub package) moves to just after the best code
-    file when it was ahead of it."""
+def _after_what_they_serve(graph: Graph, order: list[RankedFile], intent: Intent
+                           ) -> list[RankedFile]:
+    """A file that serves another never precedes it: a declaration (`.d.ts`, a stub) follows
+    the implementation beside it, or else the best code file; a test or an example follows
+    the best code file it imports or is named after, unless the request is about tests.
+    Each moves to just after what it serves when it was ranked ahead of it."""
     position = {r.path: i for i, r in enumerate(order)}
     first_code = next((r.path for r in order if kind_of(r.path) == CODE), None)
-    moves: dict[str, str] = {}  # declaration -> the file it follows
+    moves: dict[str, str] = {}  # file -> the file it follows
     for i, r in enumerate(order):
-        if kind_of(r.path) != DECLARATION:
+        kind = kind_of(r.path)
+        if kind == DECLARATION:
+            served = [p for p in _implementations(r.path) if p in position]
+            target = served[0] if served else first_code
+        elif kind in (TEST, EXAMPLE) and not intent.tests:
+            served = [p for p in _tested(graph, r.path) if p in position]
+            target = min(served, key=position.__getitem__) if served else None
+        else:
             continue
-        impls = [p for p in _implementations(r.path) if p in position]
-        target = impls[0] if impls else first_code
         if target is not None and position[target] > i:
             moves[r.path] = target
     if not moves:
@@ -210,6 +231,22 @@ def _implementations(path: str) -> list[str]:
     if suffix == ".pyi":
         return [stem + ".py"]
     return [stem + s for s in (".ts", ".tsx", ".js", ".mjs", ".cjs", ".mts", ".cts", ".jsx")]
+
+
+_TESTED_NAME = re.compile(r"^(test_)?(?P<stem>.+?)([._-](test|spec)s?|Tests?)?$")
+
+
+def _tested(graph: Graph, path: str) -> list[str]:
+    """The code files a test (or an example) is about: those it imports, and the file in
+    the same folder named after it (`foo_test.go` -> `foo.go`, `test_foo.py` -> `foo.py`)."""
+    out = [e.dst.removeprefix("file:") for e in graph.out_edges(keys.file_key(path), "imports")]
+    folder, _, name = path.rpartition("/")
+    stem, dot, suffix = name.rpartition(".") if "." in name else (name, "", "")
+    found = _TESTED_NAME.match(stem)
+    if found and found.group("stem") != stem:
+        base = f"{folder}/{found.group('stem')}" if folder else found.group("stem")
+        out.append(f"{base}{dot}{suffix}")
+    return out
 
 
 def _reason(path: str, signals: Signals, via: str) -> str:

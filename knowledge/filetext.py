@@ -1,0 +1,44 @@
+"""An indexed file's text as recall and the embedder read it, cut into passages.
+
+Both read the same bytes the same way: nothing past `MAX_FILE_BYTES`, nothing binary (a NUL
+in the first 4 KiB), never a lockfile (long, and about nothing a request asks). Passages are
+runs of `PASSAGE_LINES` lines: the unit of the content index's passage score and of the
+semantic layer's chunks, so both see a file in the same pieces.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MAX_FILE_BYTES = 512 * 1024
+PASSAGE_LINES = 30
+LOCKFILES = frozenset(
+    {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb", "go.sum",
+     "cargo.lock", "poetry.lock", "pipfile.lock", "uv.lock", "composer.lock", "gemfile.lock"}
+)
+
+
+def read_text(root: Path, path: str, size: int = 0) -> str | None:
+    """The file's text, or None when it is not read (lockfile, too large, binary, gone).
+    `size` is what the index recorded, to skip an oversized file without opening it."""
+    if path.rsplit("/", 1)[-1].lower() in LOCKFILES or size > MAX_FILE_BYTES:
+        return None
+    try:
+        with open(root / path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_FILE_BYTES or b"\0" in data[:4096]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def passages(text: str) -> list[str]:
+    """Runs of `PASSAGE_LINES` lines, blank runs dropped; at least one (maybe empty)."""
+    lines = text.splitlines()
+    out = []
+    for at in range(0, max(len(lines), 1), PASSAGE_LINES):
+        body = "\n".join(lines[at : at + PASSAGE_LINES]).strip()
+        if body or at == 0:
+            out.append(body)
+    return out
