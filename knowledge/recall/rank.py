@@ -59,7 +59,7 @@ class RecallTuning:
     content: float = 1.0
     passages: float = 0.5  # the file's best passage (`content`)
     names: float = 0.4
-    idents: float = 0.3
+    idents: float = 0.5
     head: float = 3.0  # weight of a word in the request's head (`tokens.head`)
     kinds: bool = True
     hash: float = 0.2

@@ -39,6 +39,25 @@ def test_json_contract(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert out["injected_tokens"] > 0
 
 
+def test_json_files_are_not_cut_short_by_hits_in_one_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    root = tmp_path / "many"
+    (root / "pkg").mkdir(parents=True)
+    for i in range(8):  # each file has several hits: `results` alone would name few files
+        (root / f"pkg/parser_{i}.py").write_text(
+            "".join(f"def parse_token_{j}(token):\n    return token\n\n" for j in range(4)))
+    assert main(["recall", "--json", "--path", str(root), "--top", "6", "parse token"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["results"]) == 6
+    assert len({r["path"] for r in out["results"]}) < 6
+    files = out["files"]
+    assert len(files) >= 6 and len(set(files)) == len(files)
+    assert all(f.startswith("pkg/parser_") for f in files)
+    assert files[0] == out["results"][0]["path"]
+
+
 def test_json_context_is_empty_when_nothing_matches(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

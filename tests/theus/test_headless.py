@@ -214,8 +214,10 @@ def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
     from knowledge.paths import ProjectPaths
 
     index(repo)
+    request = "how does Cart.total use price_of?"
+    recalled = json.loads(theus(["recall", "--json", request], None, repo).stdout)
     server.add(tool("read", {"path": "cart.py"}), text("It sums price_of over items."))
-    done = theus(["-p", "how does Cart.total use price_of?", "--output-format", "stream-json"],
+    done = theus(["-p", request, "--output-format", "stream-json"],
                  server, repo, THEUS_NO_WATCH="0")
     assert done.returncode == 0, done.stderr
     events = lines(done.stdout)
@@ -227,6 +229,12 @@ def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
     episodes = list(ProjectPaths.for_root(repo).episodes.glob("*.md"))
     assert len(episodes) == 1
     assert "how does Cart.total use price_of?" in episodes[0].read_text()
+    # One pipeline, one token counter: `theus recall` showed the block that was injected.
+    assert recalled["context"] in reminder.replace("\n> ", "\n").replace("> ", "", 1)
+    assert recalled["injected_tokens"] == injection["tokens"]
+    # The injection's outcome is counted for `theus status`, in another process.
+    status = json.loads(theus(["status", "--json"], None, repo).stdout)
+    assert status["recall"]["injected"] == 1 and status["recall"]["failed"] == 0
 
 
 def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Path) -> None:

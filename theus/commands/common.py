@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import sys
 from pathlib import Path
@@ -26,8 +28,10 @@ def print_json(payload: Any) -> None:
 
 
 def add_path_argument(parser: Any) -> None:
-    parser.add_argument("path", nargs="?", default=".", metavar="PATH",
-                        help="project folder (default: current folder)")
+    # SUPPRESS: without PATH the global `--path` (default ".") stands, instead of "."
+    # silently overriding `theus --path X status`.
+    parser.add_argument("path", nargs="?", default=argparse.SUPPRESS, metavar="PATH",
+                        help="project folder (default: --path, else the current folder)")
 
 
 def add_project_options(parser: Any, default: Any) -> None:
