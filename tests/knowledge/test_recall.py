@@ -10,8 +10,8 @@ import pytest
 from knowledge.graph import Node
 from knowledge.project import Project
 from knowledge.recall import Hit, Recaller
-from knowledge.recall.intent import intent_of
 from knowledge.recall.hashvec import cosines, embed
+from knowledge.recall.intent import intent_of
 from tests.conftest import indexed_project
 
 
