@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
+import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +43,33 @@ HEADLESS_DENIED = "headless runs need --allow-edits for edits and --allow-shell 
 
 
 class Printer:
-    """Turns agent events into the chosen output format."""
+    """Turns agent events into the chosen output format. When the reader of stdout goes away
+    (`| head -1`), `gone` is set, stdout points at /dev/null and `on_gone` stops the run."""
 
     def __init__(self, fmt: str, out: Any = None, err: Any = None) -> None:
         self.fmt = fmt
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        self.gone = False
+        self.on_gone: Callable[[], None] | None = None
 
     def line(self, payload: dict[str, Any]) -> None:
-        self.out.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
-        self.out.flush()
+        self.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+
+    def write(self, text: str) -> None:
+        if self.gone:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self.gone = True
+            with contextlib.suppress(OSError, ValueError):  # a test's stream has no fd
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.out.fileno())
+                os.close(devnull)
+            if self.on_gone is not None:
+                self.on_gone()
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Error):
@@ -182,6 +202,9 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         messages=messages, max_turns=args.max_turns, headless=True,
         denied_hint=HEADLESS_DENIED)
     agent = runtime.agent
+    turn = asyncio.current_task()
+    if turn is not None:  # nobody reads the answer any more: stop working on it
+        printer.on_gone = turn.cancel
     try:
         # One-shot: there is no typing time to hide the graph load behind, so wait for it
         # once (bounded); the 150 ms deadline then applies to the recall itself.
@@ -202,9 +225,11 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
                              error=error)
     if printer.fmt == "text":
         if subtype == "success":
-            printer.out.write(text.rstrip("\n") + "\n")
+            printer.write(text.rstrip("\n") + "\n")
     else:
         printer.line(payload)
+    if printer.gone:  # the reader stopped (`| head`): a quiet exit 0, as `git log | head`
+        return 0
     if stop == "cancelled":
         sys.stderr.write("theus: interrupted\n")
         return 130

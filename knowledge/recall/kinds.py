@@ -48,15 +48,14 @@ WANTED = 1.0  # tests for a request about tests, docs for one about docs
 
 @lru_cache(maxsize=65536)
 def kind_of(path: str) -> str:
-    name = PurePosixPath(path).name
-    lower = name.lower()
-    if lower.endswith(DECLARATION_SUFFIXES):
-        return DECLARATION
+    lower = PurePosixPath(path).name.lower()
     if _CHANGELOG.search(path):
         return CHANGELOG
-    suffix = PurePosixPath(lower).suffix
-    if _TEST.search(path):
+    if _TEST.search(path):  # test data too: a stub under test-data/ is a fixture
         return TEST
+    if lower.endswith(DECLARATION_SUFFIXES):
+        return DECLARATION
+    suffix = PurePosixPath(lower).suffix
     if suffix in DOC_SUFFIXES or _DOC_DIR.search(path):
         return DOC
     if suffix not in CODE_SUFFIXES:

@@ -43,3 +43,15 @@ def add_project_options(parser: Any, default: Any) -> None:
                         help="project folder (default: current folder)")
     parser.add_argument("--json", action="store_true",
                         default=False if default is None else default, help="print JSON")
+
+
+def console(**options: Any) -> Any:
+    """A rich Console for a command's output; a closed pipe raises BrokenPipeError (which
+    `theus.cli.main` turns into a quiet exit 0) instead of rich's own exit 1."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    return _Console(**options)

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from theus.commands.common import UsageError, print_json, project_root
+from theus.commands.common import console as console_for
 
 if TYPE_CHECKING:
     from knowledge.recall import Recall
@@ -88,13 +89,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_plain(result: Recall, block: str, tokens: int) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     from knowledge.recall import THRESHOLD
 
-    console = Console(highlight=False)
+    console = console_for(highlight=False)
     if not result.hits:
         console.print(f"Nothing recalled for {result.query!r} ({result.took_ms:.1f} ms).")
         return

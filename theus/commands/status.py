@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from theus.commands.common import add_path_argument, print_json, project_root
+from theus.commands.common import add_path_argument, console, print_json, project_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(show_header=False, box=None, pad_edge=False)
@@ -46,4 +45,4 @@ def _print(report: dict[str, Any]) -> None:
             elif isinstance(value, list):
                 value = ", ".join(map(str, value)) or "none"
             table.add_row(f"  {key}", "—" if value is None else str(value))
-    Console().print(table)
+    console().print(table)
