@@ -7,7 +7,7 @@
 
 Serves `POST /v1/chat/completions` (streaming SSE, with `stream_options.include_usage`, and
 non-streaming) and `GET /v1/models`. Each chat request consumes the next scripted `Reply`:
-text, tool calls, an error status, a delay. A reply with `repeat=True` is served forever (a
+text, tool calls, an error status, a delay before answering, a stall mid-stream. A reply with `repeat=True` is served forever (a
 server that always fails). A script item may also be a callable `body -> Reply` for replies
 that depend on the request. When the script runs out the server answers 500 "script exhausted",
 so a test that expects fewer calls fails loudly. Runs on a daemon thread on 127.0.0.1 only.
@@ -34,7 +34,11 @@ class Reply:
     tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
     status: int = 200
     error: str = ""
-    delay_s: float = 0.0
+    delay_s: float = 0.0  # before answering at all (a server still reading the prompt)
+    # After this many chunks the stream goes silent for `stall_s` (a server that hangs
+    # mid-answer); None streams straight through.
+    stall_after: int | None = None
+    stall_s: float = 0.0
     repeat: bool = False
     # Overrides for the usage report; by default ~4 characters a token of the request/reply.
     prompt_tokens: int | None = None
@@ -197,7 +201,9 @@ class ScriptedServer:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
-                for chunk in _chunks(body, reply, server.chunk_chars):
+                for i, chunk in enumerate(_chunks(body, reply, server.chunk_chars)):
+                    if i == reply.stall_after:
+                        time.sleep(reply.stall_s)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")

@@ -32,9 +32,11 @@ class ModelSettings:
     api_key: str = field(repr=False)
     model: str
     source: str  # where the endpoint came from, for diagnostics (never the key)
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # until the first token (a local server may think long)
     max_retries: int = 4
     retry_base_s: float = 0.5
+    idle_timeout_s: float = 60.0  # a stream that sends nothing this long has failed
+    retry_deadline_s: float = 180.0  # no retry starts after this much time spent on a call
 
 
 def _env(name: str) -> str:
@@ -88,6 +90,8 @@ def load_model_settings(model_override: str | None = None) -> ModelSettings | No
         timeout_s=_float_env("THEUS_TIMEOUT", 120.0),
         max_retries=int(_float_env("THEUS_MAX_RETRIES", 4)),
         retry_base_s=_float_env("THEUS_RETRY_BASE", 0.5),
+        idle_timeout_s=_float_env("THEUS_IDLE_TIMEOUT", 60.0),
+        retry_deadline_s=_float_env("THEUS_RETRY_DEADLINE", 180.0),
     )
 
 

@@ -1,5 +1,10 @@
 """The chat model: one streaming chat-completions call with tools, against any
-OpenAI-compatible server, with retries on 429/5xx and one clear line for what cannot be retried."""
+OpenAI-compatible server, with retries on 429/5xx and one clear line for what cannot be retried.
+
+Every wait is bounded: the first token must come within THEUS_TIMEOUT (a local server may
+read a long prompt for a while), then a stream that sends nothing for THEUS_IDLE_TIMEOUT has
+failed, and no retry starts once THEUS_RETRY_DEADLINE has passed since the call began; the
+message says how long was really waited."""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,10 +53,12 @@ class ModelClient:
 
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings
+        # Our own waits (`_stream`) are the real bounds; httpx's are a backstop past them.
+        backstop = max(settings.timeout_s, settings.idle_timeout_s) + 5.0
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
-            timeout=settings.timeout_s,
+            timeout=backstop,
             max_retries=0,
         )
         self._usage_in_stream = True
@@ -69,6 +77,7 @@ class ModelClient:
         on_text: TextCallback | None = None,
     ) -> Completion:
         attempt = 0
+        started = time.monotonic()
         while True:
             emitted = False
 
@@ -78,8 +87,9 @@ class ModelClient:
                 if on_text is not None:
                     on_text(piece)
 
+            left = self.settings.retry_deadline_s - (time.monotonic() - started)
             try:
-                return await self._stream(messages, tools, relay)
+                return await self._stream(messages, tools, relay, left)
             except openai.BadRequestError as exc:
                 if self._usage_in_stream and "stream_options" in _short(exc):
                     # Some compatible servers reject stream_options: go on without usage.
@@ -87,19 +97,22 @@ class ModelClient:
                     self._usage_in_stream = False
                     continue
                 raise self._classify(exc) from exc
-            except openai.APIError as exc:
+            except (openai.APIError, _Stalled) as exc:
                 error = self._classify(exc)
                 retryable = error.kind in ("rate_limit", "server", "network", "timeout")
-                if not retryable or emitted or attempt >= self.settings.max_retries:
-                    raise error from exc
                 delay = self._delay(attempt, exc)
+                spent = time.monotonic() - started
+                if not retryable or emitted or attempt >= self.settings.max_retries:
+                    raise _after(error, attempt + 1, spent) from exc
+                if spent + delay > self.settings.retry_deadline_s:
+                    raise _after(error, attempt + 1, spent, deadline=True) from exc
                 log.warning("model call failed (%s), retry %d in %.2fs", error, attempt + 1, delay)
                 attempt += 1
                 await asyncio.sleep(delay)
 
     async def _stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-        on_text: TextCallback,
+        on_text: TextCallback, left_s: float,
     ) -> Completion:
         kwargs: dict[str, Any] = {
             "model": self.settings.model,
@@ -110,11 +123,18 @@ class ModelClient:
             kwargs["stream_options"] = {"include_usage": True}
         if tools:
             kwargs["tools"] = tools
-        stream = await self._client.chat.completions.create(**kwargs)
+        # The first token may take THEUS_TIMEOUT, but never past the call's deadline.
+        first_token = max(1.0, min(self.settings.timeout_s, left_s))
+        try:
+            stream = await asyncio.wait_for(
+                self._client.chat.completions.create(**kwargs), first_token)
+        except TimeoutError:
+            raise _Stalled(f"did not start answering within {first_token:g}s "
+                           "(raise THEUS_TIMEOUT or check the server)") from None
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         result = Completion(text="")
-        async for chunk in stream:
+        async for chunk in _bounded(stream, first_token, self.settings.idle_timeout_s):
             if chunk.usage is not None:
                 result.prompt_tokens = chunk.usage.prompt_tokens or 0
                 result.completion_tokens = chunk.usage.completion_tokens or 0
@@ -139,7 +159,7 @@ class ModelClient:
         ]
         return result
 
-    def _delay(self, attempt: int, exc: openai.APIError) -> float:
+    def _delay(self, attempt: int, exc: Exception) -> float:
         base = self.settings.retry_base_s
         delay = base * (2**attempt) * (0.5 + random.random() / 2)
         response = getattr(exc, "response", None)
@@ -149,12 +169,14 @@ class ModelClient:
                 delay = max(delay, float(retry_after))
         return min(delay, 30.0)
 
-    def _classify(self, exc: openai.APIError) -> ModelError:
+    def _classify(self, exc: Exception) -> ModelError:
         url, model = self.settings.base_url, self.settings.model
+        if isinstance(exc, _Stalled):
+            return ModelError(f"the model server at {url} {exc}", kind="timeout")
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(
-                f"the model server at {url} did not answer within {self.settings.timeout_s:g}s "
-                "(raise THEUS_TIMEOUT or check the server)", kind="timeout")
+                f"the model server at {url} timed out ({_short(exc)}); check the server",
+                kind="timeout")
         if isinstance(exc, openai.APIConnectionError):
             return ModelError(
                 f"cannot reach the model server at {url} (check THEUS_BASE_URL and that the "
@@ -181,6 +203,40 @@ class ModelClient:
                 kind="model", status=status)
         return ModelError(f"the model call failed ({status}): {detail}", kind="request",
                           status=status)
+
+
+class _Stalled(Exception):
+    """The server sent nothing within a bound; `str` says which, as a phrase."""
+
+
+async def _bounded(stream: Any, first_s: float, idle_s: float) -> Any:
+    """The stream's chunks, failing with `_Stalled` when the first takes longer than
+    `first_s` or any later one longer than `idle_s`; the stream is closed either way."""
+    chunks = stream.__aiter__()
+    wait, phrase = first_s, f"did not start answering within {first_s:g}s (THEUS_TIMEOUT)"
+    try:
+        while True:
+            try:
+                chunk = await asyncio.wait_for(chunks.__anext__(), wait)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise _Stalled(phrase) from None
+            yield chunk
+            wait, phrase = idle_s, f"sent nothing for {idle_s:g}s mid-answer (THEUS_IDLE_TIMEOUT)"
+    finally:
+        with contextlib.suppress(Exception):
+            await stream.close()
+
+
+def _after(error: ModelError, attempts: int, spent: float, deadline: bool = False
+           ) -> ModelError:
+    """`error`, saying how many attempts it took and how long was waited in all."""
+    if attempts == 1:
+        return error
+    why = " (THEUS_RETRY_DEADLINE)" if deadline else ""
+    return ModelError(f"{error}; gave up after {attempts} attempts in {spent:.0f}s{why}",
+                      kind=error.kind, status=error.status)
 
 
 def _short(exc: Exception) -> str:

@@ -259,3 +259,17 @@ def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Pat
     events = lines(out)
     assert proc.returncode == 130, err
     assert events[-1]["type"] == "result" and events[-1]["subtype"] == "error_interrupted"
+
+
+def test_a_stalled_server_ends_the_run_with_one_line_and_a_result(
+        server: ScriptedServer, repo: Path) -> None:
+    server.add(text("a long answer that hangs", stall_after=1, stall_s=30.0, repeat=True))
+    start = time.monotonic()
+    done = theus(["-p", "hello", "--output-format", "stream-json"], server, repo,
+                 THEUS_IDLE_TIMEOUT="1", THEUS_MAX_RETRIES="2")
+    assert time.monotonic() - start < 20
+    assert done.returncode == 1
+    assert "sent nothing for 1s mid-answer (THEUS_IDLE_TIMEOUT)" in done.stderr
+    result = lines(done.stdout)[-1]
+    assert result["type"] == "result" and result["is_error"]
+    assert "THEUS_IDLE_TIMEOUT" in result["error"]
