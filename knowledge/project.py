@@ -29,7 +29,7 @@ from knowledge.index.nodes import file_nodes
 from knowledge.index.resolve import RepoFiles, go_module_path, resolve
 from knowledge.index.walker import FileEntry, walk
 from knowledge.paths import ProjectPaths
-from knowledge.store import FileState, Links, Store
+from knowledge.store import FileState, Links, Store, StoreCorrupt, quarantine
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,12 @@ class Project:
         self.paths = paths or ProjectPaths.for_root(root)
         self.root = self.paths.root
         self.store = Store.open(self.paths.store)
-        self.files: dict[str, FileState] = self.store.files()
-        meta = self.store.meta()
+        try:
+            self.files: dict[str, FileState] = self.store.files()
+            meta = self.store.meta()
+        except StoreCorrupt as exc:  # damage the checks at open could not see
+            self._recover(exc)
+            self.files, meta = {}, {}
         self.walk_skipped: dict[str, str] = json.loads(meta.get("walk_skipped", "{}"))
         self.last_index = float(meta.get("last_index", 0) or 0)
         self.rules = IgnoreRules(self.root)
@@ -85,8 +89,25 @@ class Project:
         if self._graph is None:
             with self.lock:  # background layers may ask first; load once
                 if self._graph is None:
-                    self._graph = self.store.load_graph()
+                    try:
+                        self._graph = self.store.load_graph()
+                    except StoreCorrupt as exc:
+                        self._recover(exc)
+                        self._graph = Graph()
         return self._graph
+
+    def _recover(self, exc: StoreCorrupt) -> None:
+        """A store found corrupt while reading: its bytes are moved aside, a new store takes
+        its place, and the project reads as never indexed, so the next index rebuilds it."""
+        path = self.store.path
+        self.store.close()
+        aside = quarantine(path)
+        log.warning("store %s is corrupt (%s); moved aside to %s and rebuilding", path, exc,
+                    aside)
+        self.store = Store.open(path)
+        self.store.recovered_from = aside
+        self.files, self.last_index, self.walk_skipped = {}, 0.0, {}
+        self._links = None
 
     @property
     def links(self) -> dict[str, Links]:

@@ -4,6 +4,16 @@ SQLite in WAL mode with synchronous=FULL gives the crash property the product ne
 `kill -9` at any instant leaves the last committed transaction, and a commit returns only
 once it is durable. Rows are grouped by owner (a file path, or a memory/episode key), so a
 changed file rewrites its own rows and nothing else.
+
+Opening tells three cases apart, and only the first moves anything:
+- corrupt (`StoreCorrupt`): not a regular file, empty, not SQLite, malformed, a foreign or
+  wrong-schema database, tables or rows missing, or a failed `quick_check` after a writer did
+  not close cleanly. Checked read-only first, so the bytes moved aside are exactly the bytes
+  found; the project is then rebuilt from the source tree.
+- unavailable (`StoreUnavailable`): the disk or the permissions refuse us (I/O error, disk
+  full, read-only folder with no store yet). Nothing is moved; the caller fails open.
+- read-only: a healthy store we cannot write (full disk, read-only folder). It is opened for
+  reading; every save raises `StoreError` and the previous state stays intact.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import shutil
+import os
 import sqlite3
 import threading
 import time
@@ -55,8 +65,15 @@ class StoreError(Exception):
     """The store could not be written (disk full, read-only, locked). State is unchanged."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be opened for now (I/O error, permissions, disk full); nothing moved."""
+
+
 class StoreCorrupt(Exception):
     """The database is not a readable Theus store."""
+
+
+_REQUIRED_TABLES = ("meta", "files", "links", "nodes", "edges")
 
 
 @dataclass(slots=True)
@@ -112,26 +129,50 @@ def row_node(row: tuple[Any, ...]) -> Node:
 class Store:
     """Open with `Store.open(path)`: a corrupt file is moved aside and a fresh store created."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, recovered: Path | None) -> None:
+    def __init__(self, path: Path, conn: sqlite3.Connection, recovered: Path | None,
+                 read_only: bool = False) -> None:
         self.path = path
         self._conn = conn
         self._lock = threading.Lock()
         self.recovered_from = recovered  # where a corrupt store's bytes were moved, if any
+        self.read_only = read_only  # healthy, but this process cannot write it
+        self.read_only_reason = ""
+        self._writing = False  # the unclean-shutdown mark is set (see `_mark_writing`)
 
     @classmethod
     def open(cls, path: Path) -> Store:
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            return cls(path, _connect(path), None)
-        except (sqlite3.DatabaseError, StoreCorrupt) as exc:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot create {path.parent}: {exc.strerror}") from exc
+        aside = None
+        problem = inspect(path)
+        if problem is not None:
             aside = quarantine(path)
-            log.warning("store %s unreadable (%s); moved aside to %s", path, exc, aside)
+            log.warning("store %s is unusable (%s); moved aside to %s and rebuilding",
+                        path, problem, aside)
+        try:
             return cls(path, _connect(path), aside)
+        except sqlite3.OperationalError as exc:  # cannot write here: disk full, read-only
+            if not path.exists() or path.stat().st_size == 0:
+                _discard_empty(path)
+                raise StoreUnavailable(f"cannot create the store {path}: {exc}") from exc
+            try:
+                conn = _connect_read_only(path)
+            except sqlite3.Error as again:
+                raise StoreUnavailable(f"cannot open the store {path}: {again}") from again
+            store = cls(path, conn, aside, read_only=True)
+            store.read_only_reason = str(exc)
+            log.warning("store %s opened read-only (%s): changes will not be saved", path, exc)
+            return store
 
     def close(self) -> None:
         with self._lock:
-            # Fold the WAL back so the store on disk is one compact file.
             with contextlib.suppress(sqlite3.Error):
+                if self._writing:  # a clean close: the next open needs no integrity check
+                    self._conn.execute("UPDATE meta SET v = 'closed' WHERE k = 'writer'")
+                    self._writing = False
+                # Fold the WAL back so the store on disk is one compact file.
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
 
@@ -164,6 +205,10 @@ class Store:
         with self._lock:
             try:
                 return self._conn.execute(sql).fetchall()
+            except sqlite3.OperationalError as exc:
+                if _is_damage(exc):
+                    raise StoreCorrupt(str(exc)) from exc
+                raise StoreUnavailable(f"cannot read the store {self.path}: {exc}") from exc
             except sqlite3.DatabaseError as exc:
                 raise StoreCorrupt(str(exc)) from exc
 
@@ -197,9 +242,13 @@ class Store:
         ]
         gone = [(p,) for p in removed_files]
         try:
+            if self.read_only:
+                raise sqlite3.OperationalError(f"opened read-only: {self.read_only_reason}")
             with self._lock, self._conn:
                 c = self._conn
                 c.execute("BEGIN IMMEDIATE")
+                if not self._writing:  # until `close`: a crash leaves this mark behind
+                    c.execute("INSERT OR REPLACE INTO meta VALUES ('writer', 'open')")
                 owners = [(o,) for o in dirty]
                 c.executemany("DELETE FROM nodes WHERE owner = ?", owners)
                 c.executemany("DELETE FROM edges WHERE owner = ?", owners)
@@ -214,6 +263,7 @@ class Store:
                 c.executemany("INSERT OR REPLACE INTO links VALUES (?, ?, ?, ?)", link_rows)
                 stamp = {"saved_at": str(time.time()), **(meta or {})}
                 c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", stamp.items())
+            self._writing = True
         except sqlite3.Error as exc:
             with graph.lock:
                 graph.dirty_owners |= dirty
@@ -221,30 +271,107 @@ class Store:
         return len(dirty)
 
 
+def inspect(path: Path) -> str | None:
+    """Why the store at `path` is corrupt, or None when it is healthy or absent. Read-only:
+    the file is not changed. Raises `StoreUnavailable` when it cannot even be read."""
+    if not os.path.lexists(path):
+        return None
+    if path.is_symlink() or not path.is_file():
+        return "not a regular file"
+    conn = None
+    try:
+        if path.stat().st_size == 0:
+            return "an empty file"
+        conn = _connect_read_only(path)
+        return _problem(conn)
+    except sqlite3.OperationalError as exc:
+        if _is_damage(exc):
+            return str(exc)
+        raise StoreUnavailable(f"cannot read the store {path}: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot read the store {path}: {exc.strerror}") from exc
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _is_damage(exc: sqlite3.Error) -> bool:
+    """Whether an error says the file is damaged (rather than the disk refusing us)."""
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
+def _problem(conn: sqlite3.Connection) -> str | None:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not tables:
+        return "no tables"
+    if "meta" not in tables:
+        return "not a Theus store"
+    meta = dict(conn.execute("SELECT k, v FROM meta").fetchall())
+    if meta.get("schema") != str(SCHEMA_VERSION):
+        return f"schema version {meta.get('schema')}, expected {SCHEMA_VERSION}"
+    missing = [t for t in _REQUIRED_TABLES if t not in tables]
+    if missing:
+        return "missing tables: " + ", ".join(missing)
+    # Touch every table: a truncated file fails here, not in the middle of a session.
+    counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+              for t in _REQUIRED_TABLES}
+    if counts["files"] and not counts["nodes"]:
+        return f"{counts['files']} files but no nodes"
+    if meta.get("writer") == "open":  # the last writer did not close: check the pages
+        verdict = conn.execute("PRAGMA quick_check").fetchone()[0]
+        if verdict != "ok":
+            return f"quick_check: {verdict}"
+    return None
+
+
 def _connect(path: Path) -> sqlite3.Connection:
+    """A read-write connection; creates the schema in a new store. Raises
+    `sqlite3.OperationalError` when this process cannot write there."""
     conn = sqlite3.connect(path, timeout=5.0, check_same_thread=False, isolation_level=None)
     try:
         if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("PRAGMA synchronous=FULL")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if tables and "meta" not in tables:
-            raise StoreCorrupt("not a Theus store")
-        conn.executescript(_SCHEMA)
-        row = conn.execute("SELECT v FROM meta WHERE k = 'schema'").fetchone()
-        if row is None:
-            if tables:
-                raise StoreCorrupt("store has no schema version")
+        if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0:
+            conn.executescript(_SCHEMA)
             conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif row[0] != str(SCHEMA_VERSION):
-            raise StoreCorrupt(f"schema version {row[0]}, expected {SCHEMA_VERSION}")
-        # Touch every table so a truncated file fails here, not in the middle of a session.
-        for table in ("files", "links", "nodes", "edges"):
-            conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection. A WAL database wants its `-shm` file even to read; where that
+    cannot be created (full disk, read-only folder) and no WAL content waits to be folded in,
+    the file alone is the whole database and is read as immutable."""
+    options = {"timeout": 5.0, "check_same_thread": False, "isolation_level": None,
+               "uri": True}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", **options)  # type: ignore[arg-type]
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        wal = Path(f"{path}-wal")
+        if _is_damage(exc) or (wal.exists() and wal.stat().st_size > 0):
+            raise
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise
+    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", **options)  # type: ignore[arg-type]
+
+
+def _discard_empty(path: Path) -> None:
+    """A store that could not even be created leaves no empty file to be reused later."""
+    for suffix in ("", "-wal", "-shm"):
+        target = Path(str(path) + suffix)
+        with contextlib.suppress(OSError):
+            if target.exists() and target.stat().st_size == 0:
+                target.unlink()
 
 
 def quarantine(path: Path) -> Path:
@@ -257,6 +384,6 @@ def quarantine(path: Path) -> Path:
         aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
     for suffix in ("", "-wal", "-shm"):
         src = Path(str(path) + suffix)
-        if src.exists():
-            shutil.move(src, Path(str(aside) + suffix))
+        if os.path.lexists(src):  # a dangling symlink is moved too (the link itself)
+            os.replace(src, Path(str(aside) + suffix))
     return aside
