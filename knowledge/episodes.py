@@ -30,6 +30,7 @@ from knowledge.frontmatter import Problem, first_line, parse_frontmatter, render
 from knowledge.frontmatter import shorten as _shorten
 from knowledge.graph import Node
 from knowledge.mentions import Mentions
+from knowledge.paths import report_unwritable
 from knowledge.project import Project
 from knowledge.store import StoreError
 from knowledge.switches import is_off
@@ -161,7 +162,7 @@ class EpisodeStore:
         try:
             self._write(episode, when.strftime("%Y-%m-%d"))
         except OSError as exc:
-            self._failed(f"episode file not written: {exc}")
+            self._failed(f"episode file not written: {exc}", quiet=report_unwritable(exc))
             return None
         with self.project.lock:
             if not self._loaded:  # a store rebuilt since start gets its history back first
@@ -205,8 +206,11 @@ class EpisodeStore:
             mentions.link(node.key, episode.text, episode.files)
         return changed
 
-    def _failed(self, message: str) -> None:
-        log.warning("episodes: %s", message)
+    def _failed(self, message: str, quiet: bool = False) -> None:
+        """Record the failure for `theus status`; `quiet` when it was already told (a data
+        folder that refuses every write is one warning, `paths.report_unwritable`)."""
+        if not quiet:
+            log.warning("episodes: %s", message)
         _last_error[str(self.project.root)] = message
 
     # -- reading ---------------------------------------------------------------------------

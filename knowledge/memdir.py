@@ -427,13 +427,16 @@ def _write_memory(mdir: MemoryDir, key: str, text: str) -> str:
     return name
 
 
-def _save(project: Project, report: SyncReport) -> None:
+def _save(project: Project, report: SyncReport) -> bool:
+    """Save what the report changed; False (and a warning) when the store refused it."""
     if not report.changed:
-        return
+        return True
     try:
         project.save()
     except StoreError as exc:  # the graph keeps the change and retries on the next save
         report.warnings.append(str(exc))
+        return False
+    return True
 
 
 # -- the API for the agent's remember tool, `theus memory`, and the app's memories panel ------
@@ -443,6 +446,9 @@ class MemoryChange:
     topic: str = ""
     created: bool = True
     warnings: list[str] = field(default_factory=list)
+    # On disk somewhere that survives this process: MEMORY.md or the graph store. False when
+    # both refused it (full or read-only disk): the change is not acknowledged.
+    durable: bool = True
 
 
 class MemoryNotFound(LookupError):
@@ -495,7 +501,7 @@ def _upsert_graph_only(project: Project, key: str, text: str, change: MemoryChan
         graph.remove_out_edges(key, ("derived-from",))
         Mentions(graph).link(key, text)
     report = SyncReport(added=[key])
-    _save(project, report)
+    change.durable = _save(project, report)
     change.warnings.extend(report.warnings)
 
 
@@ -580,7 +586,7 @@ def delete_memory(project: Project, key: str, caps: Caps = DEFAULT_CAPS) -> Memo
         with project.graph.lock:
             project.graph.remove_node(key)
         report = SyncReport(removed=[key])
-        _save(project, report)
+        change.durable = _save(project, report)
         change.warnings.extend(report.warnings)
         return change
 

@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import logging
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
 from knowledge.keys import slugify
+
+log = logging.getLogger(__name__)
+# Errors that say the data folder refuses writes as a whole, not that one file is bad.
+_REFUSED = frozenset({errno.EROFS, errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EDQUOT})
+_told: set[str] = set()
+_told_lock = threading.Lock()
+
+
+def report_unwritable(exc: OSError) -> bool:
+    """One warning per process for a data folder that refuses writes (read-only, full, no
+    permission), instead of one from every layer; True when `exc` is such a refusal."""
+    if exc.errno not in _REFUSED:
+        return False
+    home = str(data_home())
+    with _told_lock:
+        if home in _told:
+            return True
+        _told.add(home)
+    log.warning("the data folder %s is not writable (%s): sessions, episodes and memory "
+                "changes are not being saved", home, exc.strerror)
+    return True
 
 
 def data_home() -> Path:

@@ -163,7 +163,7 @@ class Store:
                 raise StoreUnavailable(f"cannot open the store {path}: {again}") from again
             store = cls(path, conn, aside, read_only=True)
             store.read_only_reason = str(exc)
-            log.warning("store %s opened read-only (%s): changes will not be saved", path, exc)
+            log.info("store %s opened read-only (%s): changes will not be saved", path, exc)
             return store
 
     def close(self) -> None:

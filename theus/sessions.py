@@ -4,11 +4,15 @@ Records are appended as they happen (a crash loses at most the line being writte
 `meta` (first line), `message` (one chat message), `microcompact` (which tool results were
 cleared and the placeholders), `compaction` (the message list that replaced the history).
 Replaying them in order rebuilds the conversation for `--continue` / `--resume`.
+
+Failing open: a transcript that cannot be written (full disk, read-only data folder) is one
+warning, and the conversation goes on without it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import secrets
@@ -17,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knowledge.paths import ProjectPaths
+from knowledge.paths import ProjectPaths, report_unwritable
 from theus.agent import microcompact
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,80}$")
+log = logging.getLogger(__name__)
 
 
 class SessionNotFound(Exception):
@@ -45,25 +50,41 @@ class Session:
     def __init__(self, session_id: str, path: Path) -> None:
         self.id = session_id
         self.path = path
+        self.unsaved = ""  # why the transcript stopped being written ("" while it is)
 
     def append(self, record: dict[str, Any]) -> None:
+        if self.unsaved:
+            return
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8"))
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.fail(exc)
+
+    def fail(self, exc: OSError) -> None:
+        """Stop writing the transcript, with one warning; the conversation goes on."""
+        self.unsaved = exc.strerror or str(exc)
+        if not report_unwritable(exc):
+            log.warning("the session transcript is not being saved (%s): %s", self.unsaved,
+                        self.path)
 
     def records(self) -> list[dict[str, Any]]:
         out = []
-        with self.path.open(encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line after a crash
-                if isinstance(record, dict):
-                    out.append(record)
+        try:
+            with self.path.open(encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        continue  # a torn last line after a crash
+                    if isinstance(record, dict):
+                        out.append(record)
+        except FileNotFoundError:  # never written (a read-only data folder)
+            return []
         return out
 
     def messages(self) -> list[dict[str, Any]]:
@@ -85,9 +106,12 @@ class SessionStore:
         self.dir = ProjectPaths.for_root(root).sessions
 
     def create(self, **meta: Any) -> Session:
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         session_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
         session = Session(session_id, self.dir / f"{session_id}.jsonl")
+        try:
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            session.fail(exc)
         session.append({"type": "meta", "id": session_id, "created": time.time(), **meta})
         return session
 

@@ -39,6 +39,12 @@ class Disk(type(Path())):  # type: ignore[misc]
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a killed process
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, self._limit[1]))
 
+    def preexec(self) -> None:
+        """For a child process: without a real full disk, the same zero file-size limit."""
+        if not self.mounted:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+
     def release(self) -> None:
         if self._limit is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, self._limit)

@@ -90,6 +90,10 @@ def _check_text(args: argparse.Namespace) -> None:
 
 
 def _done(change: Any, verb: str, as_json: bool, shown: set[str]) -> int:
+    if not change.durable:  # neither MEMORY.md nor the store took it: nothing acknowledged
+        reason = change.warnings[-1] if change.warnings else "the disk refused it"
+        sys.stderr.write(f"theus: the memory was not saved: {reason}\n")
+        return 1
     _warn([w for w in change.warnings if w not in shown])
     if as_json:
         print_json({"key": change.key, "topic": change.topic or None, "result": verb,
