@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,9 @@ def walk(root: Path, rules: IgnoreRules | None = None, skip: Path | None = None)
             continue
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not _decodable(entry.name):  # bytes that are not UTF-8: one reason, shown safely
+                out.skipped[printable(rel)] = "undecodable-name"
+                continue
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=True)
@@ -63,6 +67,8 @@ def walk(root: Path, rules: IgnoreRules | None = None, skip: Path | None = None)
                 continue
             if is_link:
                 reason = _link_problem(root, Path(entry.path))
+                if not reason and is_dir:
+                    reason = _folder_link(Path(entry.path))
                 if reason:
                     out.skipped[rel] = reason
                     continue
@@ -81,14 +87,38 @@ def walk(root: Path, rules: IgnoreRules | None = None, skip: Path | None = None)
                 seen_dirs.add(ident)
                 out.dirs.append(rel)
                 stack.append((Path(entry.path), rel))
-            elif entry.is_file(follow_symlinks=True):
+            elif stat.S_ISREG(st.st_mode):
                 out.files.append(FileEntry(rel, st.st_size, st.st_mtime_ns))
+            else:  # a FIFO (opening it would block), a socket, a device
+                out.skipped[rel] = "not-a-regular-file"
     out.files.sort(key=lambda f: f.rel)
     return out
 
 
+def _decodable(name: str) -> bool:
+    """Whether a name from the OS is real text (undecodable bytes arrive as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(path: str) -> str:
+    """`path` with undecodable bytes written as `\\xff`: safe to store and to print."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def _folder_link(link: Path) -> str:
+    """A link to a folder inside the project: to one of its own parents it is a loop; to any
+    other folder a duplicate, walked under its own path only, so that its files are indexed
+    once, where they live."""
+    target, parent = link.resolve(), link.parent.resolve()
+    return "symlink-loop" if target == parent or target in parent.parents else "symlink-duplicate"
 
 
 def _link_problem(root: Path, link: Path) -> str:

@@ -36,6 +36,7 @@ OpenWatch = Callable[..., AsyncIterator[set[tuple[Change, str]]]]
 _Generation = tuple["asyncio.Task[BaseException | None]", threading.Event]
 
 _IGNORE_FILES = (".gitignore", ".theusignore")
+_RESTARTS, _RESTART_WINDOW_S = 3, 60.0  # restarts in the same mode before degrading
 _GROUP_MS = 200  # watchfiles groups a stream of events at most this long before yielding
 _STEP_MS = 20  # ...and yields once nothing new arrived for this long
 _STOP_GRACE = 2.0
@@ -118,6 +119,7 @@ class Watcher:
         self._wake: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._last_save = self._last_rescan = 0.0
+        self._restarts: list[float] = []
 
     # -- public API ----------------------------------------------------------------------------
     async def run(self, stop: threading.Event | None = None) -> None:
@@ -232,6 +234,8 @@ class Watcher:
                 failure, self._failure = self._failure, None
                 self._degrade(failure)
                 await self._rewatch(force=True)
+                # Events of the batch that failed are lost: look at the disk instead.
+                await self._guarded(self._rescan())
             elif self._rewatch_wanted:
                 await self._rewatch()
             now = time.monotonic()
@@ -407,7 +411,8 @@ class Watcher:
                 poll_delay_ms=self.poll_ms, recursive=False, ignore_permission_denied=True,
             ):
                 self._note(changes)
-        except (OSError, RuntimeError) as exc:
+        except Exception as exc:  # watchfiles wraps its errors in anyio's ExceptionGroup
+            exc = _unwrap(exc)
             current = self._generation is not None and self._generation[1] is stop
             if current and not stop.is_set():  # died while in use: degrade on the next tick
                 self._failure = exc
@@ -426,6 +431,17 @@ class Watcher:
             await asyncio.wait(self._retired, timeout=_STOP_GRACE)
 
     def _degrade(self, failure: BaseException) -> None:
+        now = time.monotonic()
+        self._restarts = [t for t in self._restarts if now - t < _RESTART_WINDOW_S]
+        if len(self._restarts) < _RESTARTS and "decode" in str(failure):
+            # One odd file name (not UTF-8) kills the watch, not the watching: start again
+            # in the same mode (the walk skips that file), unless it keeps happening.
+            self._restarts.append(now)
+            message = f"the file watcher restarted after: {failure}"
+            log.warning(message)
+            self.warnings["watch"] = message
+            self._persist()
+            return
         if self.mode == "native":
             self.mode = "polling"
             message = f"native file watching failed ({failure}); polling every {self.poll_ms} ms"
@@ -457,6 +473,13 @@ class Watcher:
             "rescans": self.rescans,
             "warning": "; ".join(self.warnings.values()) or None,
         })
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _data_dir_inside(project: Project) -> str:
