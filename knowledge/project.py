@@ -6,10 +6,12 @@ the agent and the dashboard all go through it, so there is one way to change the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -262,7 +264,10 @@ class Project:
             ctx = _pool_context()
             finished = 0
             try:
-                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                parent = os.getpid() if ctx.get_start_method() == "fork" else 0
+                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                         initializer=_die_with_parent,
+                                         initargs=(parent,)) as pool:
                     for batch in pool.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
                         yield from batch
                         finished += 1
@@ -415,6 +420,9 @@ class Project:
         schema.discover(graph, definitions)
 
 
+_PR_SET_PDEATHSIG = 1
+
+
 def _pool_context() -> multiprocessing.context.BaseContext:
     """fork is cheapest but unsafe once other threads run (the watcher, the app); then a fork
     server, started once with the indexer preloaded, forks workers without re-importing it."""
@@ -423,6 +431,19 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["knowledge.project"])
     return ctx
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool workers never outlive the indexer (a `kill -9` of `theus index`): the kernel
+    kills a worker when the process that forked it dies (Linux's PR_SET_PDEATHSIG; for a fork
+    server, which itself exits with the indexer, that is the server), and a forked worker
+    whose parent is already gone exits at once."""
+    with contextlib.suppress(Exception):  # not Linux: the pool's own checks remain
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent and os.getppid() != parent:
+        os._exit(0)
 
 
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:

@@ -107,6 +107,9 @@ class AgentSettings:
     microcompact_after_s: float = 3600.0
     microcompact_keep: int = 5
     context_tokens: int = 128_000
+    # Model turns per request before the agent stops and says so: a model that keeps calling
+    # tools must not loop unwatched (`--max-turns`, THEUS_MAX_TURNS).
+    max_turns: int = 50
     # Compaction starts when the conversation passes this share of the context size.
     compact_ratio: float = 0.8
 
@@ -120,6 +123,7 @@ class AgentSettings:
             inject=not is_off("knowledge_inject"),
             semantic_on=semantic_on,
             context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
+            max_turns=max(1, int(_float_env("THEUS_MAX_TURNS", 50))),
         )
 
 

@@ -23,6 +23,9 @@ from theus.agent.events import ToolCall
 from theus.config import ModelSettings
 
 log = logging.getLogger(__name__)
+# An answer (text and tool-call arguments) is cut here: a server streaming without end must
+# not fill the memory and the session file (about 250k tokens, past any real reply).
+MAX_ANSWER_CHARS = 1_000_000
 
 
 class ModelError(Exception):
@@ -134,13 +137,19 @@ class ModelClient:
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         result = Completion(text="")
+        size = 0
         async for chunk in _bounded(stream, first_token, self.settings.idle_timeout_s):
+            if size > MAX_ANSWER_CHARS:
+                log.warning("the answer was cut at %s characters", f"{MAX_ANSWER_CHARS:,}")
+                result.finish_reason = "length"
+                break
             if chunk.usage is not None:
                 result.prompt_tokens = chunk.usage.prompt_tokens or 0
                 result.completion_tokens = chunk.usage.completion_tokens or 0
             for choice in chunk.choices or ():
                 delta = choice.delta
                 if delta is not None and delta.content:
+                    size += len(delta.content)
                     text.append(delta.content)
                     on_text(delta.content)
                 for tc in (delta.tool_calls or ()) if delta is not None else ():
@@ -150,6 +159,7 @@ class ModelClient:
                     if tc.function is not None:
                         slot["name"] += tc.function.name or ""
                         slot["arguments"] += tc.function.arguments or ""
+                        size += len(tc.function.arguments or "")
                 if choice.finish_reason:
                     result.finish_reason = choice.finish_reason
         result.text = "".join(text)

@@ -78,7 +78,7 @@ async def test_max_turns_stops_the_loop(server: ScriptedServer, make_agent: Make
     result = await agent.run_turn("loop forever")
     assert result.stop == "max_turns" and result.is_error
     assert len(server.requests) == 3
-    assert rec.of(Error)[-1].fatal and "max-turns 3" in rec.of(Error)[-1].message
+    assert rec.of(Error)[-1].fatal and "the limit is 3" in rec.of(Error)[-1].message
 
 
 async def test_a_500_then_success(server: ScriptedServer, make_agent: MakeAgent) -> None:

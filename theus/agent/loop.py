@@ -107,7 +107,7 @@ class Agent:
         self.session = session
         self.episodes = episodes
         self.clock = clock
-        self.max_turns = max_turns
+        self.max_turns = max_turns if max_turns is not None else self.settings.max_turns
         self.inject_requests = inject_requests
         self.usage = Usage()
         self.num_turns = 0
@@ -152,8 +152,9 @@ class Agent:
                     return self._finish(completion.text, turn, steps, "end")
                 for call in completion.tool_calls:
                     await self._run_tool(call)
-                if self.max_turns is not None and steps >= self.max_turns:
-                    message = f"stopped after {steps} model turns (--max-turns {self.max_turns})"
+                if steps >= self.max_turns:
+                    message = (f"stopped after {steps} model turns: the limit is "
+                               f"{self.max_turns} (raise it with --max-turns or THEUS_MAX_TURNS)")
                     self._emit(Error(message, fatal=True))
                     return self._finish(completion.text, turn, steps, "max_turns", message)
         except ModelError as exc:

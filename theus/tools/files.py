@@ -6,6 +6,7 @@ import asyncio
 import difflib
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ MAX_READ_BYTES = 2_000_000
 MAX_LINE_CHARS = 2000
 MAX_LIST = 500
 MAX_MATCHES = 200
+GREP_BUDGET_S = 10.0  # a search that backtracks without end is cut here
 
 
 def _read_text(jail: Jail, raw: str) -> tuple[str, Path]:
@@ -122,10 +124,13 @@ async def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def _grep(jail: Jail, pattern: str, path: str, glob: str, ignore_case: bool) -> str:
+    import regex as regex_engine  # `re` has no time limit; this one does
+
     try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
+        regex = regex_engine.compile(pattern, regex_engine.IGNORECASE if ignore_case else 0)
+    except regex_engine.error as exc:
         raise ToolError(f"invalid regular expression: {exc}") from None
+    deadline = time.monotonic() + GREP_BUDGET_S
     start = jail.resolve(path)
     name_filter = glob_regex(glob) if glob else None
     files = [start] if start.is_file() else walk_files(jail, start)
@@ -138,7 +143,14 @@ def _grep(jail: Jail, pattern: str, path: str, glob: str, ignore_case: bool) -> 
         except (ToolError, JailError):
             continue
         for n, line in enumerate(text.splitlines(), start=1):
-            if regex.search(line):
+            try:
+                found = regex.search(line, timeout=max(0.001, deadline - time.monotonic()))
+            except TimeoutError:
+                raise ToolError(
+                    f"the pattern {pattern!r} took longer than {GREP_BUDGET_S:g}s to search "
+                    "(nested repetition such as (a+)+ backtracks without end): simplify it"
+                ) from None
+            if found:
                 hits.append(f"{jail.rel(full)}:{n}: {line.strip()[:300]}")
                 if len(hits) >= MAX_MATCHES:
                     return "\n".join(hits) + f"\n... (stopped at {MAX_MATCHES} matches)"

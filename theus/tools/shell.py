@@ -28,18 +28,41 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
         command, cwd=ctx.jail.root, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         start_new_session=True)  # its own process group, so a timeout kills the whole tree
+    assert proc.stdout is not None
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        text = await asyncio.wait_for(_bounded_output(proc.stdout), timeout)
+        await proc.wait()
     except (TimeoutError, asyncio.CancelledError):
         _kill_group(proc.pid)
         await proc.wait()
         if asyncio.current_task() is not None and asyncio.current_task().cancelling():
             raise
         raise ToolError(f"timed out after {timeout}s (the command was killed)") from None
-    text = out.decode("utf-8", errors="replace")
-    if len(text) > MAX_OUTPUT:
-        text = text[:MAX_OUTPUT // 2] + "\n... (output cut) ...\n" + text[-MAX_OUTPUT // 2:]
     return f"exit {proc.returncode}\n{text}".rstrip()
+
+
+async def _bounded_output(stream: asyncio.StreamReader) -> str:
+    """All of a command's output read, but only its head and tail kept (`MAX_OUTPUT`
+    characters in all): a command printing gigabytes costs time, never memory."""
+    half = MAX_OUTPUT // 2
+    head = bytearray()
+    tail = bytearray()
+    total = 0
+    while chunk := await stream.read(65536):
+        total += len(chunk)
+        if len(head) < half:
+            take = half - len(head)
+            head += chunk[:take]
+            chunk = chunk[take:]
+        tail += chunk
+        if len(tail) > 2 * half:  # trimmed in steps, not on every read
+            del tail[: len(tail) - half]
+    decode = lambda data: data.decode("utf-8", errors="replace")  # noqa: E731
+    if total <= MAX_OUTPUT:
+        return decode(bytes(head + tail))
+    cut = total - len(head) - min(len(tail), half)
+    return (decode(bytes(head)) + f"\n... ({cut:,} bytes of output cut) ...\n"
+            + decode(bytes(tail[-half:])))
 
 
 def _kill_group(pid: int) -> None:
