@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -140,13 +139,12 @@ def mine(git_dir: Path, base: str, name: str, limit: int) -> list[Task]:
 
 
 def checkout(git_dir: Path, commit: str) -> Path:
-    """The tree at `commit`, extracted into a temporary folder (the caller deletes it)."""
+    """A work tree at `commit` with its history (a shared clone, HEAD detached at `commit`),
+    in a temporary folder the caller deletes. Only what HEAD reaches is history: the later
+    commits the tasks come from are objects in the mirror, never reachable from HEAD."""
     out = Path(tempfile.mkdtemp(prefix="theus-bench-"))
-    archive = out.with_suffix(".tar")
-    with open(archive, "wb") as fh:
-        subprocess.run(["git", f"--git-dir={git_dir}", "archive", commit], check=True,
-                       stdout=fh)
-    with tarfile.open(archive) as tar:
-        tar.extractall(out, filter="data")
-    archive.unlink()
+    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(git_dir),
+                    str(out)], check=True)
+    subprocess.run(["git", "-C", str(out), "checkout", "--quiet", "--detach", commit],
+                   check=True)
     return out

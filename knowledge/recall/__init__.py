@@ -34,6 +34,7 @@ from knowledge import keys
 from knowledge.graph import Graph
 from knowledge.recall import kinds
 from knowledge.recall.content import ContentIndex
+from knowledge.recall.history import HistoryIndex
 from knowledge.recall.intent import intent_of
 from knowledge.recall.lexical import LexicalIndex, Match
 from knowledge.recall.rank import RankedFile, RecallTuning, Signals, rank_files
@@ -95,14 +96,22 @@ class Recaller:
         self._tracker = NodeTracker()
         self.index = LexicalIndex()
         self.content = ContentIndex(self.root)
+        self.history = HistoryIndex(self.root)
         self._warmer: threading.Thread | None = None
 
     def warm(self, budget_s: float | None = None) -> bool:
-        """Bring both indexes up to date (e.g. from a background thread at start); file
+        """Bring the indexes up to date (e.g. from a background thread at start); file
         contents are read for at most `budget_s` seconds if given. True when complete."""
         deadline = None if budget_s is None else time.perf_counter() + budget_s
         self.sync()
+        self._refresh_history()
         return self.content.read(deadline)
+
+    def _refresh_history(self) -> None:
+        try:
+            self.history.refresh()
+        except Exception:  # the history signal is optional: recall goes on without it
+            log.exception("reading the project's history for recall failed")
 
     def sync(self) -> int:
         """Bring both indexes in step with the graph (free when its version has not moved);
@@ -121,6 +130,8 @@ class Recaller:
             return
 
         def run() -> None:
+            if self.history.stale:
+                self._refresh_history()
             try:
                 while not self.content.read(time.perf_counter() + WARM_SLICE_S):
                     time.sleep(0.001)
@@ -147,16 +158,21 @@ class Recaller:
             if not self.content.read(time.perf_counter() + CONTENT_CATCH_UP_S):
                 notes.append("file contents not fully read yet")
                 self._warm_in_background()
+            elif self.history.stale:
+                self._warm_in_background()
             match = self.index.search(words, path_prefix)
             factors = (kinds.factors(intent) if tuning.kinds
                        else np.ones(len(kinds.KINDS) + 1))
-            content = self.content.search(query_weights(query, tuning.head),
-                                          kinds.wanted_kinds(intent), factors, match.idf,
-                                          path_prefix)
+            weights = query_weights(query, tuning.head)
+            content = self.content.search(weights, kinds.wanted_kinds(intent), factors,
+                                          match.idf, path_prefix)
+            history = {p: v for p, v in self.history.votes(weights).items()
+                       if p in self.content and (not path_prefix or p.startswith(path_prefix))
+                       } if tuning.history else {}
             named = {i: [p for p in self.index.named(i)
                          if not path_prefix or p.startswith(path_prefix)]
                      for i in mentioned_identifiers(query)}
-            signals = Signals(intent, match, content, named)
+            signals = Signals(intent, match, content, named, history)
             files = rank_files(graph, query, signals, self.index.hash_vectors, tuning)
             best = calibrate(files[0].coverage, match.total) if files else 0.0
             candidates = _file_hits(graph, files, best) + _memory_hits(graph, match)

@@ -76,6 +76,9 @@ class ContentIndex:
     def __len__(self) -> int:
         return len(self._slot)
 
+    def __contains__(self, path: object) -> bool:
+        return path in self._slot
+
     def apply(self, changed: list[Node], gone: list[Node]) -> None:
         """Follow a `NodeTracker` delta: changed file nodes wait in `pending` to be read."""
         with self.lock:

@@ -8,6 +8,7 @@ Per file (all in one scale, each normalised by its best over this request):
             + NAMES * names / best names       IDF keywords over its labels (`lexical`)
             + IDENTS / sqrt(files so named)    per identifier the request spells out that
                                                this file defines (at most `MAX_NAMED` files)
+            + HISTORY * votes / best votes     from the past commits most like the request
     lexical *= kind factor                     code 1, tests 0.5, docs 0.3... (`kinds`)
     score = (1 - HASH) * lexical / best + HASH * cosine(hash(request), hash(file))
           + GRAPH * what traversal from the best files brings it (`traverse`)
@@ -60,6 +61,7 @@ class RecallTuning:
     passages: float = 0.5  # the file's best passage (`content`)
     names: float = 0.4
     idents: float = 0.5
+    history: float = 0.5  # votes of the commits most like the request (`history`)
     head: float = 3.0  # weight of a word in the request's head (`tokens.head`)
     kinds: bool = True
     hash: float = 0.2
@@ -71,6 +73,7 @@ class RecallTuning:
             "passages": replace(self, passages=0.0),
             "names": replace(self, names=0.0),
             "idents": replace(self, idents=0.0),
+            "history": replace(self, history=0.0),
             "head": replace(self, head=1.0),
             "kinds": replace(self, kinds=False),
             "hash": replace(self, hash=0.0),
@@ -95,6 +98,7 @@ class Signals:
     match: Match  # labels
     content: ContentMatch
     named: dict[str, list[str]] = field(default_factory=dict)  # identifier -> defining files
+    history: dict[str, float] = field(default_factory=dict)  # path -> votes of past commits
 
 
 def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
@@ -116,6 +120,9 @@ def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
                 bonus = tuning.idents / math.sqrt(len(files))
                 for path in files:
                     out[path] = out.get(path, 0.0) + bonus
+    best_votes = max(signals.history.values(), default=0.0) or 1.0
+    for path, value in signals.history.items():
+        out[path] = out.get(path, 0.0) + tuning.history * value / best_votes
     if tuning.kinds:
         intent = signals.intent
         out = {p: v * factor(kind_of(p), intent) for p, v in out.items()}
@@ -264,6 +271,8 @@ def _reason(path: str, signals: Signals, via: str) -> str:
         parts.append("names match " + ", ".join(words[:5]))
     if path in signals.content.scores:
         parts.append("words in its text")
+    if path in signals.history:
+        parts.append("changed by similar commits")
     if via:
         parts.append(via.lstrip("; "))
     return "; ".join(parts) or "related"

@@ -5,6 +5,7 @@ identifiers and the one passage of a long file that a request is about."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -129,3 +130,39 @@ def test_files_lists_distinct_paths_in_rank_order(tmp_path: Path) -> None:
     assert len(result.hits) == 3
     assert len(result.files) >= 12 and len(set(result.files)) == len(result.files)
     assert result.files[0] == result.hits[0].path
+
+
+def test_past_commits_like_the_request_point_at_their_files(tmp_path: Path) -> None:
+    import subprocess
+
+    root = tmp_path / "repo"
+    files = {
+        # Both say the same; the walker a little more: only history tells them apart.
+        "ignore/default_types.py": "# the kinds of files we support\n"
+                                   "TYPES = [('python', '*.py'), ('rust', '*.rs')]\n",
+        "search/walker.py": ("# the kinds of files we support: walk the files\n"
+                                  + "WALKERS.append(('python', 'walk'))\n" * 4),
+    }
+    project = indexed_project(root, files)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+                            "HOME": str(tmp_path), "PATH": os.environ["PATH"]})
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "start")
+    for language in ("go", "java", "zig"):
+        with open(root / "ignore/default_types.py", "a") as fh:
+            fh.write(f"TYPES.append(('{language}', '*.{language}'))\n")
+        git("commit", "-q", "-am", f"add support for {language} files")
+    project.update(["ignore/default_types.py"])
+    found = make_recaller(project.graph, project.root)
+    found.warm()
+    request = "add support for kotlin files"
+    assert found.recall(request).files[0] == "ignore/default_types.py"
+    assert "changed by similar commits" in found.recall(request).hits[0].why
+    found.tuning = replace(found.tuning, history=0.0)  # the signal this test is about
+    assert found.recall(request).files[0] == "search/walker.py"

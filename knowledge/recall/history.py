@@ -1,0 +1,96 @@
+"""Earlier changes like this request: BM25 over the project's commit messages, whose files
+vote for the ranking (`knowledge.history` reads them from git).
+
+A request resembles past commits ("add the X file type" after "add the Y file type"), and
+those commits' files are where it will likely land. The best `TOP_COMMITS` commits vote: each
+gives its files its score divided by the square root of how many files it changed (a commit
+about one file says more about that file). The index is rebuilt when HEAD moves, at most
+every `REFRESH_S`, off the query path.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from knowledge.history import Commit, head, read_history
+from knowledge.recall.tokens import terms
+
+TOP_COMMITS = 20
+REFRESH_S = 60.0
+K1, B = 1.2, 0.75
+SUBJECT_WEIGHT = 2  # a commit's subject says what it did; its body, how
+
+
+class HistoryIndex:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._head: str | None = None
+        self._checked = 0.0
+        self._commits: list[Commit] = []
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._norm = np.zeros(0)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._commits)
+
+    def refresh(self) -> bool:
+        """Re-read the history if HEAD moved (blocking: git runs). True when rebuilt."""
+        self._checked = time.monotonic()
+        current = head(self.root)
+        if current == self._head:
+            return False
+        commits = read_history(self.root) if current else []
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        lengths = []
+        for i, commit in enumerate(commits):
+            subject, _, body = commit.text.partition("\n")
+            counts = Counter(terms(subject) * SUBJECT_WEIGHT + terms(body))
+            lengths.append(sum(counts.values()))
+            for term, n in counts.items():
+                ids, tfs = postings.setdefault(term, ([], []))
+                ids.append(i)
+                tfs.append(n)
+        arrays = {t: (np.array(ids, np.int32), np.array(tfs, np.float64))
+                  for t, (ids, tfs) in postings.items()}
+        length = np.array(lengths, np.float64)
+        norm = K1 * (1 - B + B * length / max(1.0, float(length.mean()))) if len(length) else length
+        with self._lock:
+            self._head, self._commits, self._postings, self._norm = current, commits, arrays, norm
+        return True
+
+    @property
+    def stale(self) -> bool:
+        return time.monotonic() - self._checked > REFRESH_S
+
+    def votes(self, weights: dict[str, float]) -> dict[str, float]:
+        """path -> its votes from the commits most like the request (weighted terms)."""
+        with self._lock:
+            commits, postings, norm = self._commits, self._postings, self._norm
+        n = len(commits)
+        if not n:
+            return {}
+        scores = np.zeros(n)
+        for term, weight in weights.items():
+            found = postings.get(term)
+            if found is None:
+                continue
+            ids, tfs = found
+            idf = math.log(1.0 + (n - len(ids) + 0.5) / (len(ids) + 0.5))
+            scores[ids] += weight * idf * tfs * (K1 + 1.0) / (tfs + norm[ids])
+        best = np.flatnonzero(scores)
+        if len(best) > TOP_COMMITS:
+            best = best[np.argpartition(-scores[best], TOP_COMMITS)[:TOP_COMMITS]]
+        out: dict[str, float] = {}
+        for i in best.tolist():
+            files = commits[i].files
+            share = float(scores[i]) / math.sqrt(len(files))
+            for path in files:
+                out[path] = out.get(path, 0.0) + share
+        return out
