@@ -104,7 +104,7 @@ def test_no_store_can_be_created_on_a_full_disk_and_none_is_left(tmp_path: Path)
 
 
 def test_a_read_only_folder_opens_the_store_for_reading(tmp_path: Path) -> None:
-    root, store = indexed(tmp_path)
+    _root, store = indexed(tmp_path)
     good = store.read_bytes()
     with read_only(store.parent):
         opened = Store.open(store)
