@@ -9,8 +9,9 @@ Serves `POST /v1/chat/completions` (streaming SSE, with `stream_options.include_
 non-streaming) and `GET /v1/models`. Each chat request consumes the next scripted `Reply`:
 text, tool calls, an error status, a delay before answering, a stall mid-stream. A reply with
 `repeat=True` is served forever (a server that always fails). A script item may also be a
-callable `body -> Reply` for replies that depend on the request. When the script runs out the server answers 500 "script exhausted",
-so a test that expects fewer calls fails loudly. Runs on a daemon thread on 127.0.0.1 only.
+callable `body -> Reply` for replies that depend on the request. When the script runs out
+the server answers 500 "script exhausted", so a test that expects fewer calls fails loudly.
+Runs on a daemon thread on 127.0.0.1 only.
 """
 
 from __future__ import annotations
