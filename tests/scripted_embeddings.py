@@ -3,7 +3,7 @@
     script = EmbeddingsScript(vector=my_vector, dim=8)
     with serve_embeddings(script) as base_url:   # "http://127.0.0.1:PORT/v1"
         ...
-        script.mode = "hang"                     # ok | error | hang | ragged
+        script.mode = "hang"                     # ok | error | hang | ragged | html
 
 Every request body and its headers are recorded. Answers come back out of order, as some
 servers send them: a client must sort by `index`.
@@ -23,7 +23,9 @@ from typing import Any
 @dataclass
 class EmbeddingsScript:
     vector: Callable[[str, int], list[float]]  # text, dimension -> the vector to answer
-    mode: str = "ok"  # ok | error (500) | hang (until released) | ragged (last vector short)
+    # ok | error (500) | hang (until released) | ragged (last vector short) | html (a proxy's
+    # page with status 200)
+    mode: str = "ok"
     dim: int = 8
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -48,6 +50,14 @@ def _handler(script: EmbeddingsScript) -> type[BaseHTTPRequestHandler]:
                 return
             if script.mode == "error":
                 self._send(500, {"error": {"message": "boom", "type": "server_error"}})
+                return
+            if script.mode == "html":
+                page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
                 return
             data = [
                 {"object": "embedding", "index": i, "embedding": script.vector(text, script.dim)}

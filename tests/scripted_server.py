@@ -40,6 +40,8 @@ class Reply:
     # mid-answer); None streams straight through.
     stall_after: int | None = None
     stall_s: float = 0.0
+    raw: bytes | None = None  # sent as the whole response body instead (garbage, HTML...)
+    content_type: str = "text/event-stream"
     repeat: bool = False
     # Overrides for the usage report; by default ~4 characters a token of the request/reply.
     prompt_tokens: int | None = None
@@ -172,7 +174,9 @@ class ScriptedServer:
                 reply = server._next(body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                if reply.status != 200:
+                if reply.raw is not None:
+                    self._raw(reply)
+                elif reply.status != 200:
                     self._json(reply.status, _err(reply.error, "scripted_error"))
                 elif body.get("stream"):
                     self._stream(body, reply)
@@ -194,6 +198,15 @@ class ScriptedServer:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _raw(self, reply: Reply) -> None:
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                self.wfile.write(reply.raw or b"")
+                self.wfile.flush()
 
             def _stream(self, body: dict[str, Any], reply: Reply) -> None:
                 self.send_response(200)

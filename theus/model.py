@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import time
@@ -100,7 +101,13 @@ class ModelClient:
                     self._usage_in_stream = False
                     continue
                 raise self._classify(exc) from exc
-            except (openai.APIError, _Stalled) as exc:
+            except json.JSONDecodeError as exc:  # the SSE body was not JSON: no chat stream
+                error = self._classify(_Malformed(f"sent a malformed stream ({exc})"))
+                if emitted or attempt >= self.settings.max_retries:
+                    raise _after(error, attempt + 1, time.monotonic() - started) from exc
+                attempt += 1
+                await asyncio.sleep(self._delay(attempt - 1, exc))
+            except (openai.APIError, _Stalled, _Malformed) as exc:
                 error = self._classify(exc)
                 retryable = error.kind in ("rate_limit", "server", "network", "timeout")
                 delay = self._delay(attempt, exc)
@@ -138,7 +145,9 @@ class ModelClient:
         calls: dict[int, dict[str, str]] = {}
         result = Completion(text="")
         size = 0
+        chunks_seen = 0
         async for chunk in _bounded(stream, first_token, self.settings.idle_timeout_s):
+            chunks_seen += 1
             if size > MAX_ANSWER_CHARS:
                 log.warning("the answer was cut at %s characters", f"{MAX_ANSWER_CHARS:,}")
                 result.finish_reason = "length"
@@ -162,6 +171,8 @@ class ModelClient:
                         size += len(tc.function.arguments or "")
                 if choice.finish_reason:
                     result.finish_reason = choice.finish_reason
+        if not chunks_seen:
+            raise _Malformed("sent no answer (an empty response, or not a chat stream)")
         result.text = "".join(text)
         result.tool_calls = [
             ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
@@ -183,6 +194,9 @@ class ModelClient:
         url, model = self.settings.base_url, self.settings.model
         if isinstance(exc, _Stalled):
             return ModelError(f"the model server at {url} {exc}", kind="timeout")
+        if isinstance(exc, _Malformed):
+            return ModelError(f"the model server at {url} {exc}; check THEUS_BASE_URL points "
+                              "at an OpenAI-compatible /v1 endpoint", kind="server")
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(
                 f"the model server at {url} timed out ({_short(exc)}); check the server",
@@ -217,6 +231,10 @@ class ModelClient:
 
 class _Stalled(Exception):
     """The server sent nothing within a bound; `str` says which, as a phrase."""
+
+
+class _Malformed(Exception):
+    """The server answered, but not with a chat stream; `str` says how, as a phrase."""
 
 
 async def _bounded(stream: Any, first_s: float, idle_s: float) -> Any:

@@ -122,7 +122,13 @@ class HostedEmbedder:
             ) from exc
         except openai.OpenAIError as exc:
             raise EndpointError(f"{self.base_url}: {exc}") from exc
-        return self._check(response.data, len(texts))
+        except ValueError as exc:  # a body that is not JSON at all
+            raise EndpointError(f"{self.base_url}: not an embeddings answer ({exc})") from exc
+        data = getattr(response, "data", None)
+        if not isinstance(data, list):  # an HTML page or a proxy's error, parsed as a string
+            raise EndpointError(f"{self.base_url}: not an embeddings answer (got "
+                                f"{type(response).__name__}); check THEUS_EMBEDDINGS_URL")
+        return self._check(data, len(texts))
 
     def _check(self, data: list[openai.types.Embedding], expected_rows: int) -> Vectors:
         if len(data) != expected_rows:
