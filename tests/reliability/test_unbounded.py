@@ -34,7 +34,7 @@ def test_a_pattern_that_backtracks_without_end_is_cut_with_a_message(
 
 
 SHELL_CHILD = textwrap.dedent("""
-    import asyncio, resource, sys
+    import asyncio, sys
     from pathlib import Path
     from theus.tools.base import ToolContext
     from theus.tools.jail import Jail
@@ -46,7 +46,9 @@ SHELL_CHILD = textwrap.dedent("""
     async def main():
         ctx = ToolContext(jail=Jail(Path(sys.argv[1])), approve=approve)
         out = await run_shell({"command": "head -c 200000000 /dev/zero | tr '\\\\0' x"}, ctx)
-        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # VmHWM: this process's own peak (ru_maxrss would include the forking parent's)
+        status = Path("/proc/self/status").read_text()
+        rss_mb = int(next(l for l in status.splitlines() if l.startswith("VmHWM")).split()[1]) / 1024
         print(len(out), int(rss_mb), out.splitlines()[0].replace(" ", "_"))
 
     asyncio.run(main())
