@@ -11,6 +11,7 @@ import gzip
 import json
 import logging
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -130,11 +131,38 @@ class Dashboard:
             return {"status": {"error": f"{type(exc).__name__}: {exc}"}}
 
 
+MAX_CONNECTIONS = 64  # open at once; more are closed at once (a tab needs a handful)
+
+
 def _server_class(host: str) -> type[ThreadingHTTPServer]:
     class Server(ThreadingHTTPServer):
         daemon_threads = True
         request_queue_size = 64
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        _slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            # Thousands of idle connections must not cost thousands of threads, nor slow the
+            # answers to the one browser that is really asking.
+            if not self._slots.acquire(blocking=False):
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self._slots.release()
+                raise
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self._slots.release()
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # A client that went away mid-answer is routine, not a traceback on stderr.
+            if not isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+                super().handle_error(request, client_address)
 
     return Server
 
@@ -163,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "theus-dashboard"
     sys_version = ""
-    timeout = 30  # an idle keep-alive connection must not pin a thread forever
+    timeout = 5  # an idle connection must not hold a thread (and a slot) for long
 
     def do_GET(self) -> None:
         self._handle(head=False)
