@@ -244,7 +244,7 @@ def _memory_hits(graph: Graph, match: Match) -> list[Hit]:
         if node is not None:
             out.append(Hit(node.key, node.kind, "", node.label, node.line,
                            round(calibrate(own, match.total), 4),
-                           "matches " + ", ".join(match.terms_of(key)), "HOT"))
+                           "matches " + ", ".join(match.terms_of(node)), "HOT"))
     return out
 
 
@@ -264,7 +264,7 @@ def _expand(graph: Graph, candidates: list[Hit], match: Match, limit: int) -> li
             node = graph.get(key)
             if node is None:
                 continue
-            terms = match.terms_of(key)
+            terms = match.terms_of(node)
             why = "matches " + ", ".join(terms) if terms else hit.why
             hits.append(Hit(node.key, node.kind, node.path, node.label, node.line, hit.score,
                             why, hit.layer))

@@ -30,7 +30,8 @@ from knowledge.filetext import passages, read_text
 from knowledge.graph import Node
 from knowledge.recall import postings
 from knowledge.recall.kinds import CODES, KINDS, kind_of
-from knowledge.recall.postings import DEAD, Postings, grow
+from knowledge.recall.postings import DEAD, FrozenPostings, Postings, grow
+from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
 
 CANDIDATES = 400  # files a search returns (the fusion keeps its best 150)
@@ -174,7 +175,7 @@ class ContentIndex:
 
     def _search(self, weights: dict[str, float], wanted: tuple[str, ...], factors: np.ndarray,
                 mass: dict[str, float], path_prefix: str | None) -> ContentMatch:
-        size, count = len(self._nodes), self._passages
+        size, count = self._size(), self._passages
         if not self._slot or not weights:
             return ContentMatch({}, {}, {}, {})
         kinds = self._kind[:size]
@@ -227,13 +228,68 @@ class ContentIndex:
         best: dict[str, float] = {}
         share: dict[str, float] = {}
         for slot in hit.tolist():
-            node = self._nodes[slot]
-            if node is not None:
-                out[node.path] = float(scores[slot])
-                best[node.path] = float(best_passage[slot])
-                share[node.path] = float(found[slot]) / total
+            path = self._path_of(slot)
+            if path is not None:
+                out[path] = float(scores[slot])
+                best[path] = float(best_passage[slot])
+                share[path] = float(found[slot]) / total
         return ContentMatch(out, best, share, idf, float(scores.max(initial=0.0)),
                             float(best_passage.max(initial=0.0)))
+
+
+    def _path_of(self, slot: int) -> str | None:
+        node = self._nodes[slot]
+        return None if node is None else node.path
+
+    def _size(self) -> int:
+        return len(self._nodes)
+
+    # -- on disk (`snapshot`) ---------------------------------------------------------------
+    def freeze(self) -> dict[str, np.ndarray]:
+        """Everything searching reads, as arrays (see `FrozenContentIndex`); the files still
+        pending are read first."""
+        self.read()
+        with self.lock:
+            if self._dead:
+                self._compact()
+            size = len(self._nodes)
+            arrays = self._postings.export("content")
+            arrays["content.paths"], arrays["content.path_offsets"] = Strings.pack(
+                n.path if n is not None else "" for n in self._nodes)
+            arrays["content.kind"] = self._kind[:size].copy()
+            arrays["content.length"] = self._length[:size].copy()
+            arrays["content.owner"] = self._owner[: self._passages].copy()
+            arrays["content.passage_length"] = self._passage_length[: self._passages].copy()
+            return arrays
+
+
+class FrozenContentIndex(ContentIndex):
+    """A `ContentIndex` read back from a snapshot: searches exactly as the live one that
+    froze it, reads no file and never changes."""
+
+    def __init__(self, root: Path, arrays: dict[str, np.ndarray]) -> None:
+        super().__init__(root)
+        self._paths = Strings(arrays["content.paths"], arrays["content.path_offsets"])
+        self._slot = {p: i for i, p in enumerate(self._paths)}
+        self._kind = arrays["content.kind"]
+        self._length = arrays["content.length"]
+        self._owner = arrays["content.owner"]
+        self._passage_length = arrays["content.passage_length"]
+        self._passages = len(self._owner)
+        self._postings = FrozenPostings(arrays, "content")  # type: ignore[assignment]
+        self.complete = True
+
+    def apply(self, changed: list[Node], gone: list[Node]) -> None:
+        raise TypeError("a frozen index does not change: rebuild it from the graph")
+
+    def read(self, deadline: float | None = None) -> bool:
+        return True
+
+    def _path_of(self, slot: int) -> str | None:
+        return self._paths[slot]
+
+    def _size(self) -> int:
+        return len(self._paths)
 
 
 def _idf(n: int, df: int) -> float:

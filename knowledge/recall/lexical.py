@@ -22,8 +22,10 @@ import numpy as np
 from knowledge import keys as node_keys
 from knowledge.graph import Node
 from knowledge.recall import postings
+from knowledge.recall.hashvec import DIM as HASH_DIM
 from knowledge.recall.hashvec import Vector, embed
-from knowledge.recall.postings import DEAD, Postings, grow
+from knowledge.recall.postings import DEAD, FrozenPostings, Postings, grow
+from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import fold, split_words, stem, terms
 
 # Field weights: a word in a symbol's own name says more than one in its docstring.
@@ -127,11 +129,9 @@ class Match:
         slots = self._sorted[start:min(end, start + TOP_PER_FILE)]
         return [(float(self._scores[s]), index._keys[s] or "") for s in slots]  # type: ignore[union-attr]
 
-    def terms_of(self, key: str) -> list[str]:
+    def terms_of(self, node: Node) -> list[str]:
         """The request's terms a node matched (exactly or by stem)."""
-        doc = self.index.docs.get(key) if self.index is not None else None
-        if doc is None:
-            return []
+        doc = _doc(node)
         return [t for t in self.terms if t in doc.terms or stem(t) in doc.stems]
 
 
@@ -261,18 +261,28 @@ class LexicalIndex:
         keys = self.idents.get(ident, {})
         return list(dict.fromkeys(p for k in keys if (p := self.docs[k].node.path)))
 
+    # -- what searching reads (a frozen index reads it from a snapshot) ----------------------
+    def _count(self) -> int:
+        return len(self.docs)
+
+    def _exact_df(self, term: str) -> int:
+        return self._df.get(term, 0)
+
+    def _stem_df_of(self, term_stem: str) -> int:
+        return self._stem_df.get(term_stem, 0)
+
     # -- searching --------------------------------------------------------------------------
     def idf(self, term: str) -> float:
         """Smoothed IDF; a word no node holds counts as rare (it still dilutes the score)."""
-        n = len(self.docs) + 1
-        df = self._df.get(term, 0) or self._stem_df.get(stem(term), 0)
+        n = self._count() + 1
+        df = self._exact_df(term) or self._stem_df_of(stem(term))
         return math.log(1.0 + n / (df + 1.0))
 
     def search(self, query: list[str], path_prefix: str | None = None) -> Match:
         idf = {t: self.idf(t) for t in query}
         total = sum(idf.values())
         match = Match(query, idf, total, index=self)
-        if not query or total <= 0 or not self.docs:
+        if not query or total <= 0 or not self._count():
             return match
         size = len(self._keys)
         files = self._file[:size]
@@ -282,7 +292,7 @@ class LexicalIndex:
             allowed &= np.concatenate([inside, [False, False]])[files]  # NO_FILE, DEAD: False
         raw = np.zeros(size, np.float64)
         weight = np.zeros(size, np.float64)  # this term's weight per slot (scratch)
-        common = max(COMMON_POSTINGS, len(self.docs) // COMMON_SHARE)
+        common = max(COMMON_POSTINGS, self._count() // COMMON_SHARE)
         # Rarest first, so common terms can be limited to nodes already found.
         for term in sorted(query, key=lambda t: -idf[t]):
             exact = self._exact.get(term)
@@ -298,7 +308,7 @@ class LexicalIndex:
             # `+=` adds once per distinct slot.
             ids = touched[0] if len(touched) == 1 else np.concatenate(touched)
             ids = ids[allowed[ids]]
-            if self._df.get(term, 0) + self._stem_df.get(stem(term), 0) > common:
+            if self._exact_df(term) + self._stem_df_of(stem(term)) > common:
                 # A common word only adds to what rarer words found; when every word is
                 # common, start from the nodes *named* by the rarest one.
                 ids = (ids[raw[ids] > 0] if raw.any()
@@ -326,6 +336,73 @@ class LexicalIndex:
             match._runs = {int(grouped[a]): (int(a), int(b))
                            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)}
         return match
+
+
+    # -- on disk (`snapshot`) ---------------------------------------------------------------
+    def freeze(self) -> dict[str, np.ndarray]:
+        """Everything searching reads, as arrays (see `FrozenLexicalIndex`)."""
+        if self._dead:
+            self._compact()
+        arrays = {**self._exact.export("lex.exact"), **self._stems.export("lex.stems")}
+        exact = Strings(arrays["lex.exact.terms"], arrays["lex.exact.term_offsets"])
+        stems = Strings(arrays["lex.stems.terms"], arrays["lex.stems.term_offsets"])
+        arrays["lex.exact.df"] = np.array([self._df[t] for t in exact], np.int32)
+        arrays["lex.stems.df"] = np.array([self._stem_df[t] for t in stems], np.int32)
+        arrays["lex.keys"], arrays["lex.key_offsets"] = Strings.pack(
+            k or "" for k in self._keys)
+        arrays["lex.file"] = self._file[: len(self._keys)].copy()
+        arrays["lex.is_file"] = self._is_file[: len(self._keys)].copy()
+        arrays["lex.paths"], arrays["lex.path_offsets"] = Strings.pack(self._file_path)
+        named = Postings("i")
+        for ident, keys in self.idents.items():
+            named.add_term(ident, [self.slot[k] for k in keys])
+        arrays.update(named.export("lex.idents"))
+        hashed = sorted(self.hash_vectors)
+        arrays["lex.hash_paths"], arrays["lex.hash_path_offsets"] = Strings.pack(hashed)
+        arrays["lex.hash_vectors"] = (np.stack([self.hash_vectors[p] for p in hashed])
+                                      if hashed else np.zeros((0, HASH_DIM), np.float32))
+        return arrays
+
+
+class FrozenLexicalIndex(LexicalIndex):
+    """A `LexicalIndex` read back from a snapshot: searches exactly as the live index that
+    froze it, never changes (a one-shot command rebuilds when the snapshot is stale)."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        super().__init__()
+        self._exact = FrozenPostings(arrays, "lex.exact")  # type: ignore[assignment]
+        self._stems = FrozenPostings(arrays, "lex.stems")  # type: ignore[assignment]
+        self._exact_dfs = arrays["lex.exact.df"]
+        self._stem_dfs = arrays["lex.stems.df"]
+        self._keys = Strings(arrays["lex.keys"], arrays["lex.key_offsets"])  # type: ignore[assignment]
+        self._file = arrays["lex.file"]
+        self._is_file = arrays["lex.is_file"]
+        self._file_path = list(Strings(arrays["lex.paths"], arrays["lex.path_offsets"]))
+        self._file_id = {p: i for i, p in enumerate(self._file_path)}
+        self._named = FrozenPostings(arrays, "lex.idents")
+        paths = Strings(arrays["lex.hash_paths"], arrays["lex.hash_path_offsets"])
+        self.hash_vectors = dict(zip(paths, arrays["lex.hash_vectors"], strict=True))
+
+    def apply(self, changed: list[Node], gone: list[Node]) -> int:
+        raise TypeError("a frozen index does not change: rebuild it from the graph")
+
+    def named(self, ident: str) -> list[str]:
+        found = self._named.get(ident)
+        if found is None:
+            return []
+        return list(dict.fromkeys(
+            self._file_path[f] for f in self._file[found[0]].tolist() if f >= 0))
+
+    def _count(self) -> int:
+        return len(self._keys)
+
+    def _exact_df(self, term: str) -> int:
+        at = self._exact.terms.find(term)  # type: ignore[attr-defined]
+        return int(self._exact_dfs[at]) if at >= 0 else 0
+
+    def _stem_df_of(self, term_stem: str) -> int:
+        at = self._stems.terms.find(term_stem)  # type: ignore[attr-defined]
+        return int(self._stem_dfs[at]) if at >= 0 else 0
 
 
 def _live(postings: Postings, keys: list[str | None], df: Counter[str]

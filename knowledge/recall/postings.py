@@ -15,6 +15,8 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
+from knowledge.recall.snapshot import Strings
+
 DEAD = -1
 COMPACT_MIN = 4096  # dead slots tolerated before compacting, however small the index
 Slots = npt.NDArray[np.int32]
@@ -40,6 +42,11 @@ class Postings:
             ids.append(slot)
             self._vals[term].append(value)  # type: ignore[arg-type]
 
+    def add_term(self, term: str, slots: Iterable[int], value: float = 1) -> None:
+        """One term's postings at once (the value is the same for every slot)."""
+        for slot in slots:
+            self.add(slot, ((term, value),))
+
     def get(self, term: str) -> tuple[Slots, np.ndarray] | None:
         """Views on a term's (slots, values), dead slots included; None when unknown. The
         views must not outlive the caller's lock: appending needs the buffers unexported."""
@@ -60,6 +67,40 @@ class Postings:
                 continue
             self._ids[term] = array("i", new[keep].astype(np.int32).tobytes())
             self._vals[term] = array(self._code, vals[keep].tobytes())
+
+
+    def export(self, prefix: str) -> dict[str, np.ndarray]:
+        """The postings as flat arrays named `prefix.*`, terms sorted (see `FrozenPostings`).
+        Call on compacted postings: dead slots would be exported as they are."""
+        terms = sorted(self._ids)
+        blob, offsets = Strings.pack(terms)
+        counts = np.array([len(self._ids[t]) for t in terms], np.int64)
+        starts = np.zeros(len(terms) + 1, np.int64)
+        np.cumsum(counts, out=starts[1:])
+        ids = np.frombuffer(b"".join(self._ids[t].tobytes() for t in terms), np.int32)
+        vals = np.frombuffer(b"".join(self._vals[t].tobytes() for t in terms), self._dtype)
+        return {f"{prefix}.terms": blob, f"{prefix}.term_offsets": offsets,
+                f"{prefix}.starts": starts, f"{prefix}.ids": ids, f"{prefix}.vals": vals}
+
+
+class FrozenPostings:
+    """Postings read back from a snapshot: read-only views on the mapped file."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], prefix: str) -> None:
+        self.terms = Strings(arrays[f"{prefix}.terms"], arrays[f"{prefix}.term_offsets"])
+        self._starts = arrays[f"{prefix}.starts"]
+        self._ids = arrays[f"{prefix}.ids"]
+        self._vals = arrays[f"{prefix}.vals"]
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and self.terms.find(term) >= 0
+
+    def get(self, term: str) -> tuple[Slots, np.ndarray] | None:
+        at = self.terms.find(term)
+        if at < 0:
+            return None
+        start, end = int(self._starts[at]), int(self._starts[at + 1])
+        return self._ids[start:end], self._vals[start:end]
 
 
 def grow(values: np.ndarray, size: int, fill: float | int) -> np.ndarray:

@@ -159,7 +159,7 @@ def rank_files(graph: Graph, query: str, signals: Signals, hashes: dict[str, Vec
     for r in order:
         r.score = min(1.0, r.score / top)
     for r in order[:EXPLAINED]:
-        r.why = _reason(r.path, signals, r.why)
+        r.why = _reason(graph, r.path, signals, r.why)
     return order
 
 
@@ -256,14 +256,16 @@ def _tested(graph: Graph, path: str) -> list[str]:
     return out
 
 
-def _reason(path: str, signals: Signals, via: str) -> str:
+def _reason(graph: Graph, path: str, signals: Signals, via: str) -> str:
     """Why a file ranks: the identifiers it defines, the label words its best nodes matched,
     its text's words, and what traversal reached it by."""
     match = signals.match
     named = [i for i, files in signals.named.items() if path in files]
     words: list[str] = []
     for _, key in match.top(path):
-        words += [w for w in match.terms_of(key) if w not in words]
+        node = graph.get(key)
+        if node is not None:
+            words += [w for w in match.terms_of(node) if w not in words]
     parts = []
     if named:
         parts.append("defines " + ", ".join(named[:3]))
