@@ -134,6 +134,18 @@ class Graph:
             if kind is None or k == kind
         ]
 
+    def neighbours(self, key: str, limit: int) -> tuple[list[tuple[str, str]],
+                                                        list[tuple[str, str]], int]:
+        """(first `limit` out-edges as (dst, kind), first `limit` in-edges as (src, kind),
+        the node's degree): what a traversal step reads, without building every edge."""
+        idx = self._index.get(key)
+        if idx is None:
+            return [], [], 0
+        g = self._g
+        out = [(g[b].key, k) for _, b, k in g.out_edges(idx)[:limit]]
+        into = [(g[a].key, k) for a, _, k in g.in_edges(idx)[:limit]]
+        return out, into, g.in_degree(idx) + g.out_degree(idx)
+
     def degree(self, key: str) -> int:
         idx = self._index.get(key)
         return 0 if idx is None else self._g.in_degree(idx) + self._g.out_degree(idx)

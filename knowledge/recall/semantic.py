@@ -13,12 +13,12 @@ so a file far above the typical similarity gains up to `DENSE`, one below it gai
 Score fusion beat reciprocal-rank fusion on the benchmark's tuning repositories (R@5 0.823 vs
 0.815, MRR 0.727 vs 0.720, bench/recall.py), as recall's scores say how far ahead its best
 files are; once recall read the project's history, 0.3 beat 0.5 for `DENSE` (R@5 0.839 vs
-0.830, MRR 0.763 vs 0.758). `trust` is 1 when the keywords' best score reaches the injection threshold and
-falls with its square below it, so a request that shares no word with the right file can still
-find it by meaning. The files nearest in meaning join the candidates. Scores stay on recall's
-scale, so the threshold keeps its meaning: the best file keeps the larger of its score and
-its blend with its meaning, and every other file scores that times its fused score relative
-to the best. Memories and episodes keep their own score, lifted by their closeness in meaning.
+0.830, MRR 0.763 vs 0.758). `trust` is 1 when the keywords' best score reaches the injection
+threshold and falls with its square below it, so a request that shares no word with the
+right file can still find it by meaning. The files nearest in meaning join the candidates.
+Scores stay on recall's scale, so the threshold keeps its meaning: the best file keeps the
+larger of its score and its blend with its meaning, and every other file scores that times
+its fused score relative to the best. Memories and episodes keep their own score, lifted by their closeness in meaning.
 Candidates without vectors are looked up in the vector cache and, while time allows, a few are
 embedded.
 

@@ -49,21 +49,18 @@ def spread(graph: Graph, seeds: dict[str, float], hops: int = 2) -> dict[str, Re
     """Nodes reached from `seeds` (key -> score) within `hops`, seeds excluded."""
     reached: dict[str, Reached] = {}
     frontier = dict(seeds)
-    rx = graph.rx
     for hop in range(1, hops + 1):
         nxt: dict[str, float] = {}
         for key, score in frontier.items():
-            idx = graph.index_of(key)
-            if idx is None:
+            out, into, degree = graph.neighbours(key, FAN_OUT)
+            if not degree:
                 continue
-            degree = rx.in_degree(idx) + rx.out_degree(idx)
             damp = 1.0 if degree <= HUB_DEGREE else math.sqrt(HUB_DEGREE / degree)
             base = score * DECAY * damp
-            edges = [(t, k, 1.0, 0) for _, t, k in rx.out_edges(idx)[:FAN_OUT]]
-            edges += [(s, k, REVERSE_FACTOR, 1) for s, _, k in rx.in_edges(idx)[:FAN_OUT]]
-            for other, kind, factor, side in edges:
+            edges = [(t, k, 1.0, 0) for t, k in out]
+            edges += [(s, k, REVERSE_FACTOR, 1) for s, k in into]
+            for target, kind, factor, side in edges:
                 value = base * EDGE_WEIGHTS.get(kind, 0.3) * factor
-                target = rx[other].key
                 if target in seeds:
                     continue
                 known = reached.get(target)
