@@ -18,9 +18,9 @@ threshold and falls with its square below it, so a request that shares no word w
 right file can still find it by meaning. The files nearest in meaning join the candidates.
 Scores stay on recall's scale, so the threshold keeps its meaning: the best file keeps the
 larger of its score and its blend with its meaning, and every other file scores that times
-its fused score relative to the best. Memories and episodes keep their own score, lifted by their closeness in meaning.
-Candidates without vectors are looked up in the vector cache and, while time allows, a few are
-embedded.
+its fused score relative to the best. Memories and episodes keep their own score, lifted by
+their closeness in meaning. Candidates without vectors are looked up in the vector cache
+and, while time allows, a few are embedded.
 
 Failing open: a request that cannot be embedded by the deadline, or an embedder error, returns
 the candidates unchanged and is counted (`RerankStats`); nothing is raised.
