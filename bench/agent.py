@@ -154,7 +154,7 @@ def main() -> int:
     report = project.index()
     print(f"indexed {root.name}: {project.counts()} in {time.perf_counter() - start:.1f}s "
           f"({len(report.changed) if hasattr(report, 'changed') else '?'} files)")
-    recaller = make_recaller(project.graph, root)
+    recaller = make_recaller(project)
     recaller.warm()
     targets = pick_targets(project, args.turns)
     print(f"{len(targets)} turns; 61 minutes pass before turn {args.idle_before}\n")

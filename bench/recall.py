@@ -134,7 +134,7 @@ def semantic_reranker(repo: Repo, emb: base.Embeddings) -> SemanticReranker:
 
 def systems(repo: Repo, names: list[str], emb: base.Embeddings | None, ablate: bool
             ) -> dict[str, Ranker]:
-    graph, root = repo.project.graph, repo.root
+    root = repo.root
     out: dict[str, Ranker] = {}
     reranker = semantic_reranker(repo, emb) if emb and "theus+sem" in names else None
     variants: list[tuple[str, RecallTuning]] = [("", RecallTuning())]
@@ -142,10 +142,10 @@ def systems(repo: Repo, names: list[str], emb: base.Embeddings | None, ablate: b
         variants += [(f"-{n}", t) for n, t in RecallTuning().ablations().items()]
     for suffix, tuning in variants:
         if "theus" in names:
-            out["theus" + suffix] = theus_ranker(make_recaller(graph, root, tuning=tuning))
+            out["theus" + suffix] = theus_ranker(make_recaller(repo.project, tuning=tuning))
         if reranker is not None:
             out["theus+sem" + suffix] = theus_ranker(
-                make_recaller(graph, root, reranker=reranker, tuning=tuning))
+                make_recaller(repo.project, reranker=reranker, tuning=tuning))
     bm25 = base.bm25_code(root, repo.files) if {"bm25_code", "rrf"} & set(names) else None
     dense = base.dense(emb, root, repo.files) if emb and {"dense", "rrf"} & set(names) else None
     if bm25 and "bm25_code" in names:

@@ -142,7 +142,7 @@ def run(size: int, queries: int, seed: int, with_semantic: bool) -> dict[str, fl
         modules, words = write_project(root, size, seed)
         project = Project(root)
         project.index()
-        recaller = make_recaller(project.graph, root)
+        recaller = make_recaller(project)
         start = time.perf_counter()
         recaller.warm()
         out: dict[str, float] = {"nodes": float(len(project.graph)),
@@ -168,7 +168,7 @@ def run(size: int, queries: int, seed: int, with_semantic: bool) -> dict[str, fl
             after.append((time.perf_counter() - start) * 1e3)
         out["update_ms"], out["after_ms"] = statistics.median(updates), statistics.median(after)
         if with_semantic:
-            sem = make_recaller(project.graph, root, reranker=semantic(project))
+            sem = make_recaller(project, reranker=semantic(project))
             sem.warm()
             for kind, requests in kinds.items():
                 build_context(sem, requests[0])  # the model's first call pays for its setup

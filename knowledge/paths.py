@@ -79,5 +79,10 @@ class ProjectPaths:
         return self.home / "sessions"
 
     @property
+    def recall_index(self) -> Path:
+        """The scoring index snapshot a one-shot `theus recall` loads (`recall.snapshot`)."""
+        return self.home / "recall.idx"
+
+    @property
     def vectors(self) -> Path:
         return self.home / "vectors.db"

@@ -58,6 +58,8 @@ CREATE TABLE IF NOT EXISTS edges (
     src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL, owner TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS edges_owner ON edges(owner);
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
 """
 
 
@@ -180,6 +182,12 @@ class Store:
     def meta(self) -> dict[str, str]:
         return dict(self._read("SELECT k, v FROM meta"))
 
+    def generation(self) -> int:
+        """How many saves changed the graph or the files: derived data (the scoring index
+        snapshot) records the generation it was made from."""
+        rows = self._read("SELECT v FROM meta WHERE k = 'generation'")
+        return int(rows[0][0]) if rows else 0
+
     def files(self) -> dict[str, FileState]:
         return {r[0]: FileState(*r) for r in self._read("SELECT * FROM files")}
 
@@ -202,9 +210,12 @@ class Store:
         return graph
 
     def _read(self, sql: str) -> list[tuple[Any, ...]]:
+        return self._query(sql, ())
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
-                return self._conn.execute(sql).fetchall()
+                return self._conn.execute(sql, args).fetchall()
             except sqlite3.OperationalError as exc:
                 if _is_damage(exc):
                     raise StoreCorrupt(str(exc)) from exc
@@ -263,12 +274,46 @@ class Store:
                 c.executemany("INSERT OR REPLACE INTO links VALUES (?, ?, ?, ?)", link_rows)
                 stamp = {"saved_at": str(time.time()), **(meta or {})}
                 c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", stamp.items())
+                if dirty or file_rows or gone:  # what a snapshot of the index would miss
+                    c.execute("INSERT INTO meta VALUES ('generation', '1') ON CONFLICT(k) DO "
+                              "UPDATE SET v = CAST(v AS INTEGER) + 1")
             self._writing = True
         except sqlite3.Error as exc:
             with graph.lock:
                 graph.dirty_owners |= dirty
             raise StoreError(f"could not save the index to {self.path}: {exc}") from exc
         return len(dirty)
+
+
+class StoreGraph:
+    """The graph read straight from the store, node by node: what a one-shot command needs to
+    show a few dozen hits, without loading the whole graph (see `Graph` for the methods)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.lock = threading.RLock()
+        self.version = store.generation()
+
+    def get(self, key: str) -> Node | None:
+        rows = self._store._query("SELECT * FROM nodes WHERE key = ?", (key,))
+        return row_node(rows[0]) if rows else None
+
+    def out_edges(self, key: str, kind: str | None = None) -> list[Edge]:
+        rows = self._store._query("SELECT dst, kind FROM edges WHERE src = ?", (key,))
+        return [Edge(key, d, k) for d, k in rows if kind is None or k == kind]
+
+    def in_edges(self, key: str, kind: str | None = None) -> list[Edge]:
+        rows = self._store._query("SELECT src, kind FROM edges WHERE dst = ?", (key,))
+        return [Edge(s, key, k) for s, k in rows if kind is None or k == kind]
+
+    def neighbours(self, key: str, limit: int) -> tuple[list[tuple[str, str]],
+                                                        list[tuple[str, str]], int]:
+        query = self._store._query
+        out = query("SELECT dst, kind FROM edges WHERE src = ? LIMIT ?", (key, limit))
+        into = query("SELECT src, kind FROM edges WHERE dst = ? LIMIT ?", (key, limit))
+        degree = (query("SELECT COUNT(*) FROM edges WHERE src = ?", (key,))[0][0]
+                  + query("SELECT COUNT(*) FROM edges WHERE dst = ?", (key,))[0][0])
+        return ([(d, k) for d, k in out], [(s, k) for s, k in into], degree)
 
 
 def inspect(path: Path) -> str | None:
@@ -335,8 +380,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("PRAGMA synchronous=FULL")
-        if conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0:
-            conn.executescript(_SCHEMA)
+        new = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+        conn.executescript(_SCHEMA)  # IF NOT EXISTS: what a newer version added (indexes)
+        if new:
             conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
     except BaseException:
         conn.close()

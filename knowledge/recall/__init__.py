@@ -26,20 +26,22 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from knowledge import keys
 from knowledge.graph import Graph
-from knowledge.recall import kinds
-from knowledge.recall.content import ContentIndex
-from knowledge.recall.history import HistoryIndex
+from knowledge.history import head as history_head
+from knowledge.recall import kinds, snapshot
+from knowledge.recall.content import ContentIndex, FrozenContentIndex
+from knowledge.recall.history import FrozenHistoryIndex, HistoryIndex
 from knowledge.recall.intent import intent_of
-from knowledge.recall.lexical import LexicalIndex, Match
+from knowledge.recall.lexical import FrozenLexicalIndex, LexicalIndex, Match
 from knowledge.recall.rank import RankedFile, RecallTuning, Signals, rank_files
 from knowledge.recall.tokens import mentioned_identifiers, query_terms, query_weights
 from knowledge.recall.track import NodeTracker
+from knowledge.store import StoreError, StoreGraph
 
 MAX_FILES = 50  # files listed in `Recall.files`
 EVIDENCE_SCALE = 8.0  # IDF mass (about two rare words) worth 1 - 1/e of the absolute half
@@ -47,9 +49,13 @@ CONTENT_CATCH_UP_S = 0.04  # per call, reading files the content index has not s
 WARM_SLICE_S = 0.05  # the background reader holds the content index's lock this long at most
 RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when it is on)
 THRESHOLD = 0.35  # the best score a recall needs before anything is injected
+SNAPSHOT_FORMAT = 1  # bump when what `save_snapshot` writes changes meaning
 __all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Reranker",
            "make_recaller"]
 log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from knowledge.project import Project
 
 
 @dataclass
@@ -97,6 +103,7 @@ class Recaller:
         self.index = LexicalIndex()
         self.content = ContentIndex(self.root)
         self.history = HistoryIndex(self.root)
+        self.frozen = False  # read back from a snapshot: searches, never syncs
         self._warmer: threading.Thread | None = None
 
     def warm(self, budget_s: float | None = None) -> bool:
@@ -107,6 +114,30 @@ class Recaller:
         self._refresh_history()
         return self.content.read(deadline)
 
+    # -- the snapshot a one-shot command loads (`snapshot`) ----------------------------------
+    def save_snapshot(self, path: Path, generation: int) -> None:
+        """Write everything searching reads, fully up to date (every file read), tagged with
+        the store `generation` it reflects. Raises OSError when it cannot be written."""
+        self.warm()
+        with self.graph.lock:
+            arrays = {**self.index.freeze(), **self.content.freeze(), **self.history.freeze()}
+        snapshot.write(path, arrays, {"format": SNAPSHOT_FORMAT, "generation": generation,
+                                      "history_head": self.history.head})
+
+    @classmethod
+    def from_snapshot(cls, graph: Graph, root: Path, arrays: dict[str, np.ndarray],
+                      meta: dict[str, object], reranker: Reranker | None = None,
+                      tuning: RecallTuning | None = None) -> Recaller:
+        """A recaller that ranks exactly as the one that saved the snapshot; `graph` may be
+        a `store.StoreGraph` (it is only read for the hits shown)."""
+        recaller = cls(graph, root, reranker=reranker, tuning=tuning)
+        recaller.index = FrozenLexicalIndex(arrays)
+        recaller.content = FrozenContentIndex(recaller.root, arrays)
+        recaller.history = FrozenHistoryIndex(recaller.root, arrays,
+                                              str(meta.get("history_head", "")))
+        recaller.frozen = True
+        return recaller
+
     def _refresh_history(self) -> None:
         try:
             self.history.refresh()
@@ -116,6 +147,8 @@ class Recaller:
     def sync(self) -> int:
         """Bring both indexes in step with the graph (free when its version has not moved);
         returns how many nodes changed."""
+        if self.frozen:
+            return 0
         with self.graph.lock:
             found = self._tracker.changes(self.graph)
             if found is None:
@@ -218,11 +251,50 @@ def calibrate(share: float, total: float) -> float:
     return 0.5 * share + 0.5 * (1.0 - math.exp(-share * total / EVIDENCE_SCALE))
 
 
-def make_recaller(graph: Graph, root: Path, reranker: Reranker | None = None,
-                  tuning: RecallTuning | None = None) -> Recaller:
+def make_recaller(project: Project, reranker: Reranker | None = None,
+                  tuning: RecallTuning | None = None, one_shot: bool = False) -> Recaller:
     """The one way every front end (app, `theus -p`, `theus recall`, `theus mcp`) builds its
-    recaller, so that all of them rank identically."""
-    return Recaller(graph, root, reranker=reranker, tuning=tuning)
+    recaller, so that all of them rank identically.
+
+    `one_shot` (a command that answers once and exits): load the project's snapshot when it is
+    as new as the store and HEAD, reading hits straight from the store, which spares loading
+    the graph and building the indexes; else build them and save a snapshot for next time.
+    """
+    if one_shot:
+        found = _fresh_snapshot(project)
+        if found is not None:
+            arrays, meta = found
+            return Recaller.from_snapshot(StoreGraph(project.store), project.root, arrays, meta,
+                                          reranker=reranker, tuning=tuning)
+    recaller = Recaller(project.graph, project.root, reranker=reranker, tuning=tuning)
+    if one_shot:
+        write_snapshot(project, recaller)
+    return recaller
+
+
+def write_snapshot(project: Project, recaller: Recaller) -> bool:
+    """Save `recaller`'s snapshot when the graph holds no unsaved change; False when it was
+    not written (unsaved changes, or the disk refused: the next one-shot builds again)."""
+    if project.unsaved or recaller.frozen:
+        return False
+    try:
+        recaller.save_snapshot(project.paths.recall_index, project.store.generation())
+    except (OSError, StoreError) as exc:
+        log.info("scoring index snapshot not written: %s", exc)
+        return False
+    return True
+
+
+def _fresh_snapshot(project: Project) -> tuple[dict[str, np.ndarray], dict[str, object]] | None:
+    try:
+        arrays, meta = snapshot.read(project.paths.recall_index)
+    except (OSError, snapshot.SnapshotError):
+        return None
+    if (meta.get("format") != SNAPSHOT_FORMAT
+            or meta.get("generation") != project.store.generation()
+            or meta.get("history_head") != history_head(project.root)):
+        return None
+    return arrays, meta
 
 
 def _file_hits(graph: Graph, files: list[RankedFile], best: float) -> list[Hit]:

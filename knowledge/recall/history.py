@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from knowledge.history import Commit, head, read_history
+from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import terms
 
 TOP_COMMITS = 20
@@ -69,6 +70,28 @@ class HistoryIndex:
     def stale(self) -> bool:
         return time.monotonic() - self._checked > REFRESH_S
 
+    @property
+    def head(self) -> str:
+        return self._head or ""
+
+    def freeze(self) -> dict[str, np.ndarray]:
+        """The index as arrays (see `FrozenHistoryIndex`)."""
+        with self._lock:
+            commits, postings, norm = self._commits, self._postings, self._norm
+        names = sorted(postings)
+        blob, offsets = Strings.pack(names)
+        starts = np.zeros(len(names) + 1, np.int64)
+        np.cumsum([len(postings[t][0]) for t in names], out=starts[1:])
+        empty_ids, empty_tfs = np.zeros(0, np.int32), np.zeros(0, np.float64)
+        files_blob, file_offsets = Strings.pack("\0".join(c.files) for c in commits)
+        return {
+            "history.terms": blob, "history.term_offsets": offsets, "history.starts": starts,
+            "history.ids": np.concatenate([postings[t][0] for t in names] or [empty_ids]),
+            "history.tfs": np.concatenate([postings[t][1] for t in names] or [empty_tfs]),
+            "history.norm": np.asarray(norm, np.float64),
+            "history.files": files_blob, "history.file_offsets": file_offsets,
+        }
+
     def votes(self, weights: dict[str, float]) -> dict[str, float]:
         """path -> its votes from the commits most like the request (weighted terms)."""
         with self._lock:
@@ -94,3 +117,27 @@ class HistoryIndex:
             for path in files:
                 out[path] = out.get(path, 0.0) + share
         return out
+
+
+class FrozenHistoryIndex(HistoryIndex):
+    """A `HistoryIndex` read back from a snapshot: votes exactly as the live one that froze
+    it, runs no git, never refreshes (a one-shot command rebuilds when HEAD moved)."""
+
+    def __init__(self, root: Path, arrays: dict[str, np.ndarray], head_sha: str) -> None:
+        super().__init__(root)
+        names = Strings(arrays["history.terms"], arrays["history.term_offsets"])
+        starts, ids, tfs = arrays["history.starts"], arrays["history.ids"], arrays["history.tfs"]
+        self._postings = {t: (ids[starts[i]:starts[i + 1]], tfs[starts[i]:starts[i + 1]])
+                          for i, t in enumerate(names)}
+        self._norm = arrays["history.norm"]
+        files = Strings(arrays["history.files"], arrays["history.file_offsets"])
+        self._commits = [Commit("", 0, "", tuple(f.split("\0")) if f else ()) for f in files]
+        self._head = head_sha
+        self._checked = float("inf")
+
+    def refresh(self) -> bool:
+        return False
+
+    @property
+    def stale(self) -> bool:
+        return False

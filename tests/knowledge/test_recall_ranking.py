@@ -32,7 +32,7 @@ RATES = {
 
 def recaller(tmp_path: Path, files: dict[str, str]) -> Recaller:
     project = indexed_project(tmp_path / "repo", files)
-    found = make_recaller(project.graph, project.root)
+    found = make_recaller(project)
     found.warm()
     return found
 
@@ -159,7 +159,7 @@ def test_past_commits_like_the_request_point_at_their_files(tmp_path: Path) -> N
             fh.write(f"TYPES.append(('{language}', '*.{language}'))\n")
         git("commit", "-q", "-am", f"add support for {language} files")
     project.update(["ignore/default_types.py"])
-    found = make_recaller(project.graph, project.root)
+    found = make_recaller(project)
     found.warm()
     request = "add support for kotlin files"
     assert found.recall(request).files[0] == "ignore/default_types.py"

@@ -48,7 +48,8 @@ SHELL_CHILD = textwrap.dedent("""
         out = await run_shell({"command": "head -c 200000000 /dev/zero | tr '\\\\0' x"}, ctx)
         # VmHWM: this process's own peak (ru_maxrss would include the forking parent's)
         status = Path("/proc/self/status").read_text()
-        rss_mb = int(next(l for l in status.splitlines() if l.startswith("VmHWM")).split()[1]) / 1024
+        peak = next(line for line in status.splitlines() if line.startswith("VmHWM"))
+        rss_mb = int(peak.split()[1]) / 1024
         print(len(out), int(rss_mb), out.splitlines()[0].replace(" ", "_"))
 
     asyncio.run(main())

@@ -39,7 +39,7 @@ class Memory:
         from knowledge.recall import make_recaller
 
         reranker = self.semantic.reranker if self.semantic is not None else None
-        return make_recaller(self.project.graph, self.project.root, reranker=reranker)
+        return make_recaller(self.project, reranker=reranker)
 
     def injection_stats(self) -> Any:
         """Injection counters that persist for `theus status` (in memory without a project)."""

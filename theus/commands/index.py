@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = _run_index(project, show_progress)
         embedded, embed_seconds = (0, 0.0) if args.no_embed else _embed(project, show_progress)
+        _snapshot(project)
     except StoreError as exc:
         sys.stderr.write(f"theus: {exc}; the previous index is unchanged\n")
         return 1
@@ -45,6 +46,14 @@ def run(args: argparse.Namespace) -> int:
               f"in {report.seconds:.2f}s ({report.parsed} parsed; skipped: {skipped}); "
               f"embedded {embedded} in {embed_seconds:.2f}s")
     return 0
+
+
+def _snapshot(project) -> None:  # type: ignore[no-untyped-def]
+    """The scoring index a one-shot `theus recall` loads, when the index moved since the last
+    one (fails open: recall builds it then)."""
+    from knowledge.recall import make_recaller
+
+    make_recaller(project, one_shot=True)
 
 
 def _embed(project, show_progress: bool) -> tuple[int, float]:  # type: ignore[no-untyped-def]

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             except StoreError as exc:
                 sys.stderr.write(f"theus: {exc}; recalling from the unsaved index\n")
         layer = SemanticLayer(project)
-        recaller = make_recaller(project.graph, project.root, reranker=layer.reranker)
+        recaller = make_recaller(project, reranker=layer.reranker, one_shot=True)
         recaller.warm(WARM_BUDGET_S)
         # The block is built exactly as the agent builds it; the list shows the first --top
         # hits of the same ranking, and `files` at least --top distinct files.

@@ -1,0 +1,75 @@
+"""The scoring index on disk: a one-shot recall from the snapshot ranks exactly as the warmed
+engine, reads hits straight from the store, and is not used once the store or HEAD moved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from knowledge.context import build_context
+from knowledge.project import Project
+from knowledge.recall import Recaller, make_recaller
+from knowledge.store import StoreGraph
+from tests.conftest import indexed_project
+
+FILES = {
+    "shop/cart.py": '"""Shopping cart."""\nfrom shop import pricing\n\n\nclass Cart:\n'
+                    '    def total(self, items):\n        """Sum of line prices."""\n'
+                    '        return sum(pricing.price_of(i) for i in items)\n',
+    "shop/pricing.py": '"""Prices with discounts."""\n\n\ndef price_of(item):\n'
+                       '    """Unit price with discounts."""\n    return item.price\n',
+    "shop/orders.py": "from shop.cart import Cart\n\n\ndef checkout(cart: Cart):\n"
+                      "    # the order total after discounts\n    return cart.total([])\n",
+    "tests/test_cart.py": "from shop.cart import Cart\n\n\ndef test_total():\n"
+                          "    assert Cart().total([]) == 0\n",
+    "README.md": "# Shop\n\nCarts, prices and orders.\n",
+}
+REQUESTS = ["cart total", "how is the price of an item computed with discounts",
+            "Fix checkout total\n\nThe order total ignores discounts when `Cart.total` runs.",
+            "add a test for the cart", "xylophone"]
+
+
+def shown(recaller: Recaller, request: str) -> tuple[object, ...]:
+    context = build_context(recaller, request)
+    hits = [(h.key, h.score, h.why, h.layer) for h in context.recall.hits]
+    return context.recall.files, hits, context.block, context.tokens, context.recall.best_score
+
+
+def test_a_one_shot_recall_ranks_exactly_as_the_warmed_engine(tmp_path: Path) -> None:
+    project = indexed_project(tmp_path / "repo", FILES)
+    warmed = make_recaller(project)
+    warmed.warm()
+    expected = {r: shown(warmed, r) for r in REQUESTS}
+    assert make_recaller(project, one_shot=True).frozen is False  # none yet: built, then saved
+    project.close()
+    reopened = Project(tmp_path / "repo")
+    one_shot = make_recaller(reopened, one_shot=True)
+    assert one_shot.frozen and isinstance(one_shot.graph, StoreGraph)
+    assert reopened._graph is None, "the whole graph must not be loaded"
+    for request in REQUESTS:
+        assert shown(one_shot, request) == expected[request], request
+    reopened.close()
+
+
+def test_a_stale_snapshot_is_not_used(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    project = indexed_project(root, FILES)
+    make_recaller(project, one_shot=True)  # builds and saves
+    assert make_recaller(project, one_shot=True).frozen
+    (root / "shop/refunds.py").write_text("def refund_order(order):\n    return order\n")
+    project.update(["shop/refunds.py"])
+    project.save()
+    again = make_recaller(project, one_shot=True)
+    assert not again.frozen  # the store moved: built from the graph, and saved anew
+    assert again.recall("refund order").files[0] == "shop/refunds.py"
+    fresh = make_recaller(project, one_shot=True)
+    assert fresh.frozen and fresh.recall("refund order").files[0] == "shop/refunds.py"
+    project.close()
+
+
+def test_a_broken_snapshot_is_rebuilt(tmp_path: Path) -> None:
+    project = indexed_project(tmp_path / "repo", FILES)
+    make_recaller(project, one_shot=True)
+    project.paths.recall_index.write_bytes(b"THEUSIDX" + b"\xff" * 40)
+    recaller = make_recaller(project, one_shot=True)
+    assert not recaller.frozen and recaller.recall("cart total").files[0] == "shop/cart.py"
+    project.close()
