@@ -26,6 +26,17 @@ def section_key(path: str, slug: str) -> str:
     return f"section:{path}#{slug}"
 
 
+def path_of(key: str) -> str | None:
+    """The file a file, symbol or section key belongs to; None for other kinds (their path,
+    if any, is only in the node)."""
+    kind, _, rest = key.partition(":")
+    if kind == "file":
+        return rest
+    if kind in ("sym", "section"):
+        return rest.rpartition("#")[0]  # a name or slug holds no "#"; a path may
+    return None
+
+
 def table_key(name: str) -> str:
     return f"table:{normalize(name)}"
 

@@ -19,19 +19,20 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from knowledge import keys
 from knowledge.graph import Graph
-from knowledge.index import schema
-from knowledge.index.analyse import Analysed, analyse, language_of
-from knowledge.index.definitions import Definitions, names_of
-from knowledge.index.ignore import IgnoreRules
-from knowledge.index.model import Import
-from knowledge.index.nodes import file_nodes
-from knowledge.index.resolve import RepoFiles, go_module_path, resolve
-from knowledge.index.walker import FileEntry, walk
 from knowledge.paths import ProjectPaths
 from knowledge.store import FileState, Links, Store, StoreCorrupt, quarantine
+
+# The indexer is imported when something is indexed: a one-shot `theus recall` that reads
+# the store and its snapshot never pays for it (pathspec, the extractors, the resolvers).
+if TYPE_CHECKING:
+    from knowledge.index.analyse import Analysed
+    from knowledge.index.definitions import Definitions
+    from knowledge.index.ignore import IgnoreRules
+    from knowledge.index.walker import FileEntry
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class Project:
             self.files, meta = {}, {}
         self.walk_skipped: dict[str, str] = json.loads(meta.get("walk_skipped", "{}"))
         self.last_index = float(meta.get("last_index", 0) or 0)
-        self.rules = IgnoreRules(self.root)
+        self._rules: IgnoreRules | None = None
         self._graph: Graph | None = None
         self._defs: Definitions | None = None
         self._links: dict[str, Links] | None = None
@@ -85,6 +86,15 @@ class Project:
         self._pending_files: dict[str, FileState] = {}
         self._pending_removed: set[str] = set()
         self.lock = threading.RLock()  # one writer at a time: CLI, watcher, agent
+
+    @property
+    def rules(self) -> IgnoreRules:
+        """The project's ignore rules (read again by every full index)."""
+        if self._rules is None:
+            from knowledge.index.ignore import IgnoreRules
+
+            self._rules = IgnoreRules(self.root)
+        return self._rules
 
     @property
     def graph(self) -> Graph:
@@ -128,7 +138,10 @@ class Project:
         or not parsed (content hash)."""
         with self.lock:
             start = time.perf_counter()
-            self.rules = IgnoreRules(self.root)
+            from knowledge.index.ignore import IgnoreRules
+            from knowledge.index.walker import walk
+
+            self._rules = IgnoreRules(self.root)
             found = walk(self.root, self.rules, skip=self.paths.home.resolve())
             self.walk_skipped = found.skipped
             current = {f.rel: f for f in found.files}
@@ -163,7 +176,7 @@ class Project:
             removed: list[str] = []
             for rel in sorted(set(rels)):
                 if self._gitignore_changed(rel):
-                    self.rules = IgnoreRules(self.root)
+                    self._rules = None  # read again on next use
                 entry = self._entry(rel)
                 if entry is None:
                     removed.extend(p for p in self.files if p == rel or p.startswith(rel + "/"))
@@ -182,6 +195,7 @@ class Project:
 
     def _entry(self, rel: str) -> FileEntry | None:
         """The file at `rel` if it should be indexed now."""
+        from knowledge.index.walker import FileEntry
         path = self.root / rel
         try:
             if not path.is_file() or self.rules.ignored_path(rel, False):
@@ -294,6 +308,8 @@ class Project:
         report: IndexReport,
         relink_all: bool,
     ) -> None:
+        from knowledge.index.definitions import names_of
+
         graph = self.graph
         touched = [*removed, *(f.rel for f in todo)]
         with graph.lock:
@@ -334,6 +350,9 @@ class Project:
                 self._discover_schema(graph)
 
     def _replace_file(self, graph: Graph, result: Analysed) -> None:
+        from knowledge.index import schema
+        from knowledge.index.analyse import language_of
+        from knowledge.index.nodes import file_nodes
         language = language_of(result.rel)
         ex = result.extract
         state = FileState(
@@ -359,6 +378,8 @@ class Project:
 
     def _link(self, graph: Graph, changed: list[str], names: set[str], everything: bool) -> None:
         """Cross-file edges: imports, references by unambiguous name, foreign keys."""
+        from knowledge.index.model import Import
+        from knowledge.index.resolve import RepoFiles, resolve
         indexed = {rel for rel in self.files if keys.file_key(rel) in graph}
         if everything:
             targets = indexed
@@ -394,12 +415,14 @@ class Project:
                     break
 
     def _definitions(self, graph: Graph) -> Definitions:
+        from knowledge.index.definitions import Definitions
         if self._defs is None:
             self._defs = Definitions.build(graph)
         return self._defs
 
     def _go_modules(self, indexed: set[str]) -> dict[str, str]:
         """Directory of each go.mod -> its module path, so Go imports resolve exactly."""
+        from knowledge.index.resolve import go_module_path
         out = {}
         for rel in indexed:
             if rel == "go.mod" or rel.endswith("/go.mod"):
@@ -412,6 +435,7 @@ class Project:
         return out
 
     def _discover_schema(self, graph: Graph) -> None:
+        from knowledge.index import schema
         definitions = [
             (rel, state.language, self.links[rel].tables)
             for rel, state in self.files.items()
@@ -429,7 +453,7 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     if threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["knowledge.project"])
+    ctx.set_forkserver_preload(["knowledge.project", "knowledge.index.analyse"])
     return ctx
 
 
@@ -447,6 +471,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
+    from knowledge.index.analyse import Analysed, analyse
     rel, size, mtime_ns, known_sha1 = item
     if known_sha1:
         try:

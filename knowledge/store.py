@@ -309,11 +309,10 @@ class StoreGraph:
     def neighbours(self, key: str, limit: int) -> tuple[list[tuple[str, str]],
                                                         list[tuple[str, str]], int]:
         query = self._store._query
-        out = query("SELECT dst, kind FROM edges WHERE src = ? LIMIT ?", (key, limit))
-        into = query("SELECT src, kind FROM edges WHERE dst = ? LIMIT ?", (key, limit))
-        degree = (query("SELECT COUNT(*) FROM edges WHERE src = ?", (key,))[0][0]
-                  + query("SELECT COUNT(*) FROM edges WHERE dst = ?", (key,))[0][0])
-        return ([(d, k) for d, k in out], [(s, k) for s, k in into], degree)
+        out = query("SELECT dst, kind FROM edges WHERE src = ?", (key,))
+        into = query("SELECT src, kind FROM edges WHERE dst = ?", (key,))
+        return ([(d, k) for d, k in out[:limit]], [(s, k) for s, k in into[:limit]],
+                len(out) + len(into))
 
 
 def inspect(path: Path) -> str | None:

@@ -25,7 +25,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -208,7 +208,7 @@ class Recaller:
             signals = Signals(intent, match, content, named, history)
             files = rank_files(graph, query, signals, self.index.hash_vectors, tuning)
             best = calibrate(files[0].coverage, match.total) if files else 0.0
-            candidates = _file_hits(graph, files, best) + _memory_hits(graph, match)
+            candidates = _file_hits(files, best) + _memory_hits(graph, match)
         candidates.sort(key=lambda h: -h.score)  # stable: files keep their order
         late = False
         # Even with no lexical hit: the semantic layer can answer from nearest neighbours.
@@ -297,15 +297,11 @@ def _fresh_snapshot(project: Project) -> tuple[dict[str, np.ndarray], dict[str, 
     return arrays, meta
 
 
-def _file_hits(graph: Graph, files: list[RankedFile], best: float) -> list[Hit]:
-    """One hit per ranked file, scored on the request's scale."""
-    out = []
-    for f in files:
-        node = graph.get(keys.file_key(f.path))
-        if node is not None:
-            out.append(Hit(node.key, "file", f.path, node.label, node.line,
-                           round(best * f.score, 4), f.why, f.layer))
-    return out
+def _file_hits(files: list[RankedFile], best: float) -> list[Hit]:
+    """One hit per ranked file, scored on the request's scale (a file node's label is its
+    name and its line 1: no graph read needed)."""
+    return [Hit(keys.file_key(f.path), "file", f.path, PurePosixPath(f.path).name, 1,
+                round(best * f.score, 4), f.why, f.layer) for f in files]
 
 
 def _memory_hits(graph: Graph, match: Match) -> list[Hit]:

@@ -269,7 +269,7 @@ class FrozenContentIndex(ContentIndex):
 
     def __init__(self, root: Path, arrays: dict[str, np.ndarray]) -> None:
         super().__init__(root)
-        self._paths = Strings(arrays["content.paths"], arrays["content.path_offsets"])
+        self._paths = Strings(arrays["content.paths"], arrays["content.path_offsets"]).all()
         self._slot = {p: i for i, p in enumerate(self._paths)}
         self._kind = arrays["content.kind"]
         self._length = arrays["content.length"]

@@ -83,7 +83,9 @@ class HistoryIndex:
         starts = np.zeros(len(names) + 1, np.int64)
         np.cumsum([len(postings[t][0]) for t in names], out=starts[1:])
         empty_ids, empty_tfs = np.zeros(0, np.int32), np.zeros(0, np.float64)
-        files_blob, file_offsets = Strings.pack("\0".join(c.files) for c in commits)
+        # One string per commit, its files a line each (a path with a newline in it would
+        # split into paths no index holds: they vote for nothing).
+        files_blob, file_offsets = Strings.pack("\n".join(c.files) for c in commits)
         return {
             "history.terms": blob, "history.term_offsets": offsets, "history.starts": starts,
             "history.ids": np.concatenate([postings[t][0] for t in names] or [empty_ids]),
@@ -125,13 +127,13 @@ class FrozenHistoryIndex(HistoryIndex):
 
     def __init__(self, root: Path, arrays: dict[str, np.ndarray], head_sha: str) -> None:
         super().__init__(root)
-        names = Strings(arrays["history.terms"], arrays["history.term_offsets"])
+        names = Strings(arrays["history.terms"], arrays["history.term_offsets"]).all()
         starts, ids, tfs = arrays["history.starts"], arrays["history.ids"], arrays["history.tfs"]
         self._postings = {t: (ids[starts[i]:starts[i + 1]], tfs[starts[i]:starts[i + 1]])
                           for i, t in enumerate(names)}
         self._norm = arrays["history.norm"]
-        files = Strings(arrays["history.files"], arrays["history.file_offsets"])
-        self._commits = [Commit("", 0, "", tuple(f.split("\0")) if f else ()) for f in files]
+        files = Strings(arrays["history.files"], arrays["history.file_offsets"]).all()
+        self._commits = [Commit("", 0, "", tuple(f.split("\n")) if f else ()) for f in files]
         self._head = head_sha
         self._checked = float("inf")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from pathlib import PurePosixPath
 
 import numpy as np
 
@@ -48,14 +47,15 @@ WANTED = 1.0  # tests for a request about tests, docs for one about docs
 
 @lru_cache(maxsize=65536)
 def kind_of(path: str) -> str:
-    lower = PurePosixPath(path).name.lower()
+    lower = path.rpartition("/")[2].lower()
     if _CHANGELOG.search(path):
         return CHANGELOG
     if _TEST.search(path):  # test data too: a stub under test-data/ is a fixture
         return TEST
     if lower.endswith(DECLARATION_SUFFIXES):
         return DECLARATION
-    suffix = PurePosixPath(lower).suffix
+    dot = lower.rfind(".")
+    suffix = lower[dot:] if dot > 0 else ""
     if suffix in DOC_SUFFIXES or _DOC_DIR.search(path):
         return DOC
     if suffix not in CODE_SUFFIXES:

@@ -377,10 +377,10 @@ class FrozenLexicalIndex(LexicalIndex):
         self._keys = Strings(arrays["lex.keys"], arrays["lex.key_offsets"])  # type: ignore[assignment]
         self._file = arrays["lex.file"]
         self._is_file = arrays["lex.is_file"]
-        self._file_path = list(Strings(arrays["lex.paths"], arrays["lex.path_offsets"]))
+        self._file_path = Strings(arrays["lex.paths"], arrays["lex.path_offsets"]).all()
         self._file_id = {p: i for i, p in enumerate(self._file_path)}
         self._named = FrozenPostings(arrays, "lex.idents")
-        paths = Strings(arrays["lex.hash_paths"], arrays["lex.hash_path_offsets"])
+        paths = Strings(arrays["lex.hash_paths"], arrays["lex.hash_path_offsets"]).all()
         self.hash_vectors = dict(zip(paths, arrays["lex.hash_vectors"], strict=True))
 
     def apply(self, changed: list[Node], gone: list[Node]) -> int:

@@ -178,12 +178,15 @@ def _traverse(graph: Graph, match: Match, seeds: list[RankedFile],
         return
     reached_by_file: dict[str, tuple[float, int, str]] = {}
     for key, reached in spread(graph, start).items():
-        node = graph.get(key)
-        if node is None or not node.path or node.path in seed_paths:
+        path = keys.path_of(key)
+        if path is None:  # a table, a memory...: only its node knows (or has no) path
+            node = graph.get(key)
+            path = node.path if node is not None else ""
+        if not path or path in seed_paths:
             continue
-        known = reached_by_file.get(node.path)
+        known = reached_by_file.get(path)
         if known is None or reached.score > known[0]:
-            reached_by_file[node.path] = (reached.score, reached.hop, reached.via)
+            reached_by_file[path] = (reached.score, reached.hop, reached.via)
     joined = 0
     for path, (value, hop, via) in sorted(reached_by_file.items(), key=lambda kv: -kv[1][0]):
         known = ranked.get(path)

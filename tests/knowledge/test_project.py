@@ -46,7 +46,7 @@ def test_unchanged_reindex_parses_nothing(repo: Path, monkeypatch: pytest.Monkey
     Project(repo).index()
     calls: list[str] = []
     real = analyse_module.analyse
-    monkeypatch.setattr("knowledge.project.analyse", lambda *a, **k: calls.append(a[1])
+    monkeypatch.setattr("knowledge.index.analyse.analyse", lambda *a, **k: calls.append(a[1])
                         or real(*a, **k))
     project = Project(repo)
     report = project.index()

@@ -41,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
     root = project_root(args.project_path or getattr(args, "path", None))
 
     from knowledge.context import INJECT_TOP, build_context
-    from knowledge.embed.layer import SemanticLayer
     from knowledge.project import Project
     from knowledge.recall import make_recaller
     from knowledge.store import StoreError
+    from knowledge.switches import is_off
 
     project = Project(root)
     try:
@@ -54,8 +54,13 @@ def run(args: argparse.Namespace) -> int:
                 project.index()
             except StoreError as exc:
                 sys.stderr.write(f"theus: {exc}; recalling from the unsaved index\n")
-        layer = SemanticLayer(project)
-        recaller = make_recaller(project, reranker=layer.reranker, one_shot=True)
+        layer = None
+        if not is_off("embeddings"):  # not even imported when switched off
+            from knowledge.embed.layer import SemanticLayer
+
+            layer = SemanticLayer(project)
+        reranker = layer.reranker if layer is not None else None
+        recaller = make_recaller(project, reranker=reranker, one_shot=True)
         recaller.warm(WARM_BUDGET_S)
         # The block is built exactly as the agent builds it; the list shows the first --top
         # hits of the same ranking, and `files` at least --top distinct files.
@@ -63,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         if args.top > INJECT_TOP:
             wider = recaller.recall(query, top=args.top, path_prefix=args.under)
             context.recall.hits, context.recall.files = wider.hits, wider.files
-        layer.stop()
+        if layer is not None:
+            layer.stop()
     finally:
         project.close()
     result, block, tokens = context.recall, context.block, context.tokens
