@@ -32,7 +32,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +46,7 @@ from knowledge.graph import Graph, Node
 from knowledge.recall import THRESHOLD, Hit
 from knowledge.recall.intent import intent_of
 from knowledge.recall.kinds import factor, kind_of
+from knowledge.recall.status import Counters
 
 DENSE = 0.3  # the weight of meaning against recall's own ranking (bench/recall.py)
 WEIGHT = 0.5  # how much meaning lifts a memory's (or the best file's) own score
@@ -70,26 +71,13 @@ class Ready:
 
 
 @dataclass
-class RerankStats:
+class RerankStats(Counters):
     """Counts for `theus status`; the layer persists them."""
 
     used: int = 0  # requests re-ranked
     skipped: int = 0  # layer not ready (model loading, off)
     late: int = 0  # the request's embedding missed the deadline
     failed: int = 0  # the embedder raised
-    last_error: str = ""
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def count(self, what: str, error: str = "") -> None:
-        with self.lock:
-            setattr(self, what, getattr(self, what) + 1)
-            if error:
-                self.last_error = error
-
-    def as_dict(self) -> dict[str, object]:
-        with self.lock:
-            return {"used": self.used, "skipped": self.skipped, "late": self.late,
-                    "failed": self.failed, "last_error": self.last_error}
 
 
 class _Late(Exception):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,24 +25,48 @@ class HasPaths(Protocol):
     def paths(self) -> ProjectPaths: ...
 
 
-@dataclass
-class InjectionStats:
-    injected: int = 0  # a block was attached
-    empty: int = 0  # nothing above the threshold
-    late: int = 0  # recall missed its deadline: dropped, the turn went on
-    failed: int = 0  # recall raised: logged, the turn went on
-    last_error: str = ""
-    path: Path | None = None  # where to persist; None keeps the counts in memory
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+_NOT_COUNTED = {"counted": False}  # a field of a `Counters` that is not one of its counts
 
-    def count(self, outcome: str, error: str = "") -> None:
+
+@dataclass
+class Counters:
+    """Outcome counts kept under one lock, and the last failure; subclasses name the
+    outcomes as `int` fields."""
+
+    last_error: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False,
+                                 metadata=_NOT_COUNTED)
+
+    def count(self, outcome: str, error: str = "") -> dict[str, Any]:
+        """One more `outcome` (and `error` as the last failure); the counts after it."""
         with self.lock:
             setattr(self, outcome, getattr(self, outcome) + 1)
             if error:
                 self.last_error = error
-            state = self.as_dict()
+            return self._snapshot()
+
+    def as_dict(self) -> dict[str, Any]:
+        with self.lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.metadata.get("counted", True)}
+
+
+@dataclass
+class InjectionStats(Counters):
+    injected: int = 0  # a block was attached
+    empty: int = 0  # nothing above the threshold
+    late: int = 0  # recall missed its deadline: dropped, the turn went on
+    failed: int = 0  # recall raised: logged, the turn went on
+    path: Path | None = field(default=None, metadata=_NOT_COUNTED)  # None: counts in memory
+
+    def count(self, outcome: str, error: str = "") -> dict[str, Any]:
+        state = super().count(outcome, error)
         if self.path is not None:
             atomic.write_state(self.path, {**state, "updated": time.time()})
+        return state
 
     @classmethod
     def load(cls, path: Path) -> InjectionStats:
@@ -50,10 +74,6 @@ class InjectionStats:
         state = atomic.read_state(path)
         counts = {n: int(state.get(n, 0) or 0) for n in OUTCOMES}
         return cls(**counts, last_error=str(state.get("last_error", "")), path=path)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**{name: getattr(self, name) for name in OUTCOMES},
-                "last_error": self.last_error}
 
 
 def state_path(paths: ProjectPaths) -> Path:
