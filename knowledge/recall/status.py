@@ -72,8 +72,10 @@ class InjectionStats(Counters):
     def load(cls, path: Path) -> InjectionStats:
         """Counting on from what earlier runs recorded at `path`."""
         state = atomic.read_state(path)
-        counts = {n: int(state.get(n, 0) or 0) for n in OUTCOMES}
-        return cls(**counts, last_error=str(state.get("last_error", "")), path=path)
+        stats = cls(last_error=str(state.get("last_error", "")), path=path)
+        for name in OUTCOMES:
+            setattr(stats, name, int(state.get(name, 0) or 0))
+        return stats
 
 
 def state_path(paths: ProjectPaths) -> Path:
