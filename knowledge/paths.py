@@ -86,3 +86,8 @@ class ProjectPaths:
     @property
     def vectors(self) -> Path:
         return self.home / "vectors.db"
+
+    @property
+    def vector_index(self) -> Path:
+        """The semantic layer's vectors a one-shot command maps (`embed.frozen`)."""
+        return self.home / "vectors.idx"

@@ -27,6 +27,11 @@ class Embedder(Protocol):
 
     def embed(self, texts: list[str]) -> Vectors: ...
 
+    def close(self) -> None:
+        """Stop: work in progress ends with `EmbeddingError` as soon as it can, later calls
+        are refused (a process must not exit while a runtime computes on another thread)."""
+        ...
+
 
 class EmbeddingError(Exception):
     """Base of every failure of the semantic layer."""

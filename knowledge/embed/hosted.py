@@ -65,6 +65,7 @@ class HostedEmbedder:
         self._max_retries = max_retries
         self._dim = dim
         self._client: openai.OpenAI | None = None
+        self._closed = False
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -90,8 +91,17 @@ class HostedEmbedder:
             return np.empty((0, self._dim or 0), dtype=np.float32)
         return np.concatenate(rows)
 
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     def _get_client(self) -> openai.OpenAI:
         with self._lock:
+            if self._closed:
+                raise EndpointError(f"{self.base_url}: embedder closed")
             if self._client is None:
                 import openai
 

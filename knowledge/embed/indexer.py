@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -77,6 +78,16 @@ class PassReport:
     seconds: float = 0.0
     embed_seconds: float = 0.0  # time inside the embedder
     errors: list[str] = field(default_factory=list)
+
+
+class VectorSet(Protocol):
+    """What a re-rank reads: every row at once (`NodeVectors` live, `FrozenVectors` saved)."""
+
+    dim: int
+
+    def __len__(self) -> int: ...
+
+    def matrix(self) -> Stacked: ...
 
 
 class NodeVectors:

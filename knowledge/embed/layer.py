@@ -7,6 +7,14 @@
     deadline_ms = 150 + (800 if layer.on else 0)
     layer.stop()
 
+A one-shot command (`one_shot=True`) calls `start_loading()` first: the model loads on a daemon
+thread while the command opens the project, and the vectors come from the saved snapshot
+(`frozen`) when it is as new as the store.
+
+A process that exits while onnxruntime loads or computes on another thread aborts ("terminate
+called without an active exception"), so `stop()` closes the embedder (a batch in progress ends
+at once; the pass resumes next run from the cache) and waits for a model still loading.
+
 The embedder is chosen lazily (`select_embedder`, local model with one intra-op thread for
 background work) on the background thread, or on the first re-rank, which then waits at most
 its own deadline. THEUS_NO_EMBEDDINGS=1 makes the layer inert: nothing imported or loaded,
@@ -21,35 +29,48 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from knowledge.credentials import ChatCredentials, load_credentials
+from knowledge.embed import frozen
 from knowledge.embed.base import DimensionMismatch, Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
-from knowledge.embed.indexer import NodeVectors, PassReport, Progress, embed_pass
+from knowledge.embed.indexer import NodeVectors, PassReport, Progress, VectorSet, embed_pass
 from knowledge.embed.select import Selection, select_embedder
 from knowledge.embed.status import HasGraph, configured, killed, register_live, write_state
 from knowledge.recall.semantic import Ready, RerankStats, SemanticReranker
+from knowledge.store import Store, StoreError
 
 log = logging.getLogger(__name__)
 
 RETRY_S = 60.0  # after a failed start (endpoint down), try again no sooner than this
 PERSIST_S = 5.0  # counters reach the state file at most this often
+LOAD_WAIT_S = 30.0  # how long `stop()` waits for a model still loading
 _UNSET: Any = object()
+
+
+class LayerProject(HasGraph, Protocol):
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def unsaved(self) -> bool: ...
 
 
 class SemanticLayer:
     def __init__(
         self,
-        project: HasGraph,
+        project: LayerProject,
         *,
         env: Mapping[str, str] | None = None,
         credentials: ChatCredentials | None = _UNSET,
         threads: int | None = 1,
         local_loader: Callable[[], Embedder] | None = None,
         timeout: float | None = None,
+        one_shot: bool = False,
     ) -> None:
         self.project = project
+        self._one_shot = one_shot
         self._env = dict(os.environ if env is None else env)
         self._credentials = credentials
         self._threads = threads
@@ -61,7 +82,9 @@ class SemanticLayer:
         self.cache_error = ""
         self.last_pass: PassReport | None = None
         self._ready: Ready | None = None
+        self._vectors: NodeVectors | None = None  # the live set `embed_all` keeps up to date
         self._prepare_lock = threading.Lock()
+        self._native_load = threading.Lock()  # held while the local model loads
         self._thread_lock = threading.Lock()
         self._prepared = threading.Event()
         self._failed_at = 0.0
@@ -130,13 +153,49 @@ class SemanticLayer:
             log.info("semantic layer not ready: %s", self.load_error)
             return None
         self.load_error = ""
+        cache = self._open_cache(embedder.model_id, dim)
+        vectors: VectorSet
+        if self._one_shot:
+            vectors = self._saved_vectors(embedder, dim, cache)
+        else:
+            vectors = self._vectors = NodeVectors(dim)
+        return Ready(embedder, vectors, cache, self.project.root)
+
+    def _saved_vectors(self, embedder: Embedder, dim: int,
+                       cache: VectorCache | None) -> VectorSet:
+        """One-shot: the saved vectors when they are as new as the store; else what the cache
+        holds for the graph, saved for the next command."""
+        generation = self._generation()
+        if generation is not None:
+            found = frozen.load(self.project.paths.vector_index, generation=generation,
+                                model_id=embedder.model_id, dim=dim)
+            if found is not None:
+                return found
         vectors = NodeVectors(dim)
-        return Ready(embedder, vectors, self._open_cache(embedder.model_id, dim), self.project.root)
+        embed_pass(self.project.graph, self.project.root, embedder, cache, vectors,
+                   compute=False)
+        self._save_vectors(vectors, generation, embedder.model_id)
+        return vectors
+
+    def _generation(self) -> int | None:
+        try:
+            return self.project.store.generation()
+        except StoreError:
+            return None
+
+    def _save_vectors(self, vectors: NodeVectors, generation: int | None, model_id: str) -> None:
+        """Save what one-shot commands map, when it stands for a saved generation of the graph
+        (read before the pass: a save during it leaves the snapshot stale, never wrong)."""
+        if generation is not None and not self.project.unsaved:
+            frozen.save(self.project.paths.vector_index, vectors.matrix(),
+                        generation=generation, model_id=model_id)
 
     def _load_local(self) -> Embedder:
         from knowledge.embed.local import load_local
 
-        return load_local(threads=self._threads)
+        with self._native_load:
+            # One request and exit: a session that opens fast beats one that runs fast.
+            return load_local(threads=self._threads, optimize=not self._one_shot)
 
     def _open_cache(self, model_id: str, dim: int) -> VectorCache | None:
         try:
@@ -172,14 +231,18 @@ class SemanticLayer:
                   cancel: threading.Event | None = None) -> PassReport | None:
         """Embed every node that has no vector yet, now (for `theus index`); None when off."""
         ready = self.prepare()
-        if ready is None:
+        vectors = self._vectors
+        if ready is None or vectors is None:
             return None
         first, self._changed = self._changed, set()
+        generation = self._generation()
         report = embed_pass(self.project.graph, self.project.root, ready.embedder,
-                            ready.cache, ready.vectors, progress=progress, cancel=cancel,
+                            ready.cache, vectors, progress=progress, cancel=cancel,
                             first=first)
-        if report.failed:
+        if report.failed and not self._stop.is_set():  # a batch cut short by `stop` is no fault
             self.stats.count("failed", report.errors[-1] if report.errors else "")
+        elif report.seen and not report.cancelled:
+            self._save_vectors(vectors, generation, ready.embedder.model_id)
         self.last_pass = report
         self._persist(force=True)
         return report
@@ -189,6 +252,12 @@ class SemanticLayer:
         if not self.killed:
             register_live(self.project.paths.root, self.state)
             self._ensure_thread(embed=True)
+
+    def start_loading(self) -> None:
+        """Choose and load the embedder (and the vectors) on a daemon thread now, so that the
+        first re-rank finds them ready; embeds nothing."""
+        if not self.killed:
+            self._ensure_thread(embed=False)
 
     def notify_changed(self, changed: Iterable[str] = ()) -> None:
         """Nodes or files changed (keys or repo-relative paths): embed them first, soon."""
@@ -204,9 +273,15 @@ class SemanticLayer:
         register_live(self.project.paths.root, None)
         self._stop.set()
         self._wake.set()
+        if self._ready is not None:
+            self._ready.embedder.close()
+        if self._reranker is not None:
+            self._reranker.join(timeout)
         thread = self._thread
         if thread is not None:
             thread.join(timeout)
+        if self._native_load.acquire(timeout=LOAD_WAIT_S):
+            self._native_load.release()
         self._persist(force=True)
         if self._ready is not None and self._ready.cache is not None and (
                 thread is None or not thread.is_alive()):
@@ -220,8 +295,8 @@ class SemanticLayer:
                     self._wake.set()
                 return
             self._embedding = embed
-            self._thread = threading.Thread(target=self._run, name="theus-semantic",
-                                            daemon=True)
+            target = self.prepare if self._one_shot else self._run
+            self._thread = threading.Thread(target=target, name="theus-semantic", daemon=True)
             self._thread.start()
 
     def _run(self) -> None:
@@ -241,10 +316,10 @@ class SemanticLayer:
                         done_embedding = True
                         if report is not None and report.failed:
                             version, wait = -1, RETRY_S  # endpoint trouble: later
-                    else:  # what the cache holds, for nearest neighbours; embeds nothing
+                    elif self._vectors is not None:  # what the cache holds; embeds nothing
                         self._changed.clear()
                         embed_pass(graph, self.project.root, ready.embedder, ready.cache,
-                                   ready.vectors, compute=False)
+                                   self._vectors, compute=False)
                     done_version = version
                     if self._changed:
                         continue

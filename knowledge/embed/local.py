@@ -68,8 +68,11 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime; 384-d unit vectors.
 
     `threads` is onnxruntime's intra-op thread count (None = one per core); use 1 for background
-    work so indexing never competes with the user's foreground. Safe to call from several
-    threads: loading is serialised and onnxruntime sessions are thread-safe.
+    work so indexing never competes with the user's foreground. `optimize=False` skips the
+    runtime's graph optimisations: the session opens in ~0.05 s instead of ~0.25 s and a short
+    query takes ~0.04 s instead of ~0.007 s (batches of chunks run as fast; vectors agree to
+    1e-5), the better bargain for a command that embeds one request and exits. Safe to call
+    from several threads: loading is serialised and onnxruntime sessions are thread-safe.
     """
 
     def __init__(
@@ -79,12 +82,17 @@ class LocalEmbedder:
         model_path: Path | None = None,
         tokenizer_path: Path | None = None,
         batch_size: int = BATCH_SIZE,
+        optimize: bool = True,
     ) -> None:
         self._threads = threads
+        self._optimize = optimize
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
         self._batch_size = batch_size
         self._lock = threading.Lock()
+        self._runs_lock = threading.Lock()
+        self._runs: set[onnxruntime.RunOptions] = set()  # in progress, for `close`
+        self._closed = False
         self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer: tokenizers.Tokenizer | None = None
 
@@ -124,6 +132,9 @@ class LocalEmbedder:
                 if self._threads is not None:
                     options.intra_op_num_threads = self._threads
                 options.inter_op_num_threads = 1
+                if not self._optimize:
+                    options.graph_optimization_level = (
+                        onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL)
                 # Idle worker threads must not spin: the machine is shared with the agent, the
                 # TUI and the user's own tools.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -134,6 +145,12 @@ class LocalEmbedder:
                 raise EmbedderUnavailable(f"cannot load the embedding model: {exc}") from exc
             self._tokenizer = tokenizer
             self._session = session
+
+    def close(self) -> None:
+        with self._runs_lock:
+            self._closed = True
+            for run in self._runs:
+                run.terminate = True  # the runtime checks it between operators
 
     def embed(self, texts: list[str]) -> Vectors:
         self.load()
@@ -150,6 +167,13 @@ class LocalEmbedder:
         encodings = self._tokenizer.encode_batch([encodable(t) for t in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        import onnxruntime
+
+        run = onnxruntime.RunOptions()
+        with self._runs_lock:
+            if self._closed:
+                raise EmbeddingError("embedding model closed")
+            self._runs.add(run)
         try:
             (hidden,) = self._session.run(
                 ["last_hidden_state"],
@@ -158,17 +182,21 @@ class LocalEmbedder:
                     "attention_mask": mask,
                     "token_type_ids": np.zeros_like(input_ids),
                 },
+                run,
             )
         except Exception as exc:
             raise EmbeddingError(f"embedding model failed: {exc}") from exc
+        finally:
+            with self._runs_lock:
+                self._runs.discard(run)
         # Mean over real tokens only (padding excluded), as sentence-transformers pools.
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return normalise_rows(pooled)
 
 
-def load_local(threads: int | None = None) -> LocalEmbedder:
+def load_local(threads: int | None = None, optimize: bool = True) -> LocalEmbedder:
     """A verified, loaded local embedder; raises `EmbedderUnavailable` when it cannot load."""
-    embedder = LocalEmbedder(threads=threads)
+    embedder = LocalEmbedder(threads=threads, optimize=optimize)
     embedder.load()
     return embedder

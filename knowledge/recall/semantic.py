@@ -41,7 +41,7 @@ import numpy.typing as npt
 from knowledge import keys
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
-from knowledge.embed.indexer import NodeVectors, embed_texts
+from knowledge.embed.indexer import VectorSet, embed_texts
 from knowledge.graph import Graph, Node
 from knowledge.recall import THRESHOLD, Hit
 from knowledge.recall.intent import intent_of
@@ -65,7 +65,7 @@ class Ready:
     the project root (to read a candidate file the background pass has not reached)."""
 
     embedder: Embedder
-    vectors: NodeVectors
+    vectors: VectorSet
     cache: VectorCache | None = None
     root: Path | None = None
 
@@ -94,9 +94,11 @@ class SemanticReranker:
         self._ready = ready
         self.stats = stats or RerankStats()
         self._in_flight = threading.Semaphore(MAX_IN_FLIGHT)
+        self._threads: list[threading.Thread] = []
+        self._threads_lock = threading.Lock()
 
     @classmethod
-    def fixed(cls, embedder: Embedder, vectors: NodeVectors, cache: VectorCache | None = None,
+    def fixed(cls, embedder: Embedder, vectors: VectorSet, cache: VectorCache | None = None,
               root: Path | None = None) -> SemanticReranker:
         state = Ready(embedder, vectors, cache, root)
         return cls(lambda _deadline: state)
@@ -119,6 +121,14 @@ class SemanticReranker:
         self.stats.count("used")
         return hits
 
+    def join(self, timeout: float) -> None:
+        """Wait (at most `timeout` in all) for request embeddings still running."""
+        end = time.monotonic() + timeout
+        with self._threads_lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(max(0.0, end - time.monotonic()))
+
     def _embed(self, texts: list[str], embedder: Embedder, deadline: float) -> Vector:
         """Embed on a daemon thread and wait until `deadline`: a hung endpoint costs this
         request its semantic part, never the turn."""
@@ -139,7 +149,10 @@ class SemanticReranker:
                 self._in_flight.release()
                 done.set()
 
-        threading.Thread(target=work, name="theus-embed-query", daemon=True).start()
+        thread = threading.Thread(target=work, name="theus-embed-query", daemon=True)
+        with self._threads_lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
         if not done.wait(max(0.0, deadline - time.perf_counter())):
             raise _Late
         if failed:

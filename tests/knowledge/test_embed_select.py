@@ -24,6 +24,9 @@ class FakeLocal:
     def embed(self, texts: list[str]) -> Vectors:
         return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
 
+    def close(self) -> None:
+        pass
+
 
 class Loader:
     """Counts calls; returns a fake local embedder or fails like a missing model would."""

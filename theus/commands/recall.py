@@ -40,13 +40,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be at least 1, got {args.top}")
     root = project_root(args.project_path or getattr(args, "path", None))
 
-    from knowledge.context import INJECT_TOP, build_context
     from knowledge.project import Project
-    from knowledge.recall import make_recaller
     from knowledge.store import StoreError
     from knowledge.switches import is_off
 
     project = Project(root)
+    layer = None
     try:
         if not project.has_index:
             sys.stderr.write(f"theus: no index for {root} yet; indexing it first\n")
@@ -54,11 +53,14 @@ def run(args: argparse.Namespace) -> int:
                 project.index()
             except StoreError as exc:
                 sys.stderr.write(f"theus: {exc}; recalling from the unsaved index\n")
-        layer = None
         if not is_off("embeddings"):  # not even imported when switched off
             from knowledge.embed.layer import SemanticLayer
 
-            layer = SemanticLayer(project)
+            layer = SemanticLayer(project, one_shot=True)
+            layer.start_loading()  # the model loads while the scoring index opens
+        from knowledge.context import INJECT_TOP, build_context
+        from knowledge.recall import make_recaller
+
         reranker = layer.reranker if layer is not None else None
         recaller = make_recaller(project, reranker=reranker, one_shot=True)
         recaller.warm(WARM_BUDGET_S)
@@ -68,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
         if args.top > INJECT_TOP:
             wider = recaller.recall(query, top=args.top, path_prefix=args.under)
             context.recall.hits, context.recall.files = wider.hits, wider.files
+    finally:
         if layer is not None:
             layer.stop()
-    finally:
         project.close()
     result, block, tokens = context.recall, context.block, context.tokens
     result.hits = result.hits[: args.top]

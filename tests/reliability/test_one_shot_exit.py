@@ -1,0 +1,51 @@
+"""One-shot commands with the local embedder exit cleanly: a process that exits while
+onnxruntime is still loading on another thread aborts (rc 134, "terminate called without an
+active exception"), so `theus recall` waits for the load it started before it exits, also
+when Ctrl-C stops it half way."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import write_tree
+
+RUNS = 50
+
+
+def test_fifty_one_shot_recalls_with_the_local_embedder_all_exit_0(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "shop/cart.py": "class Cart:\n    def total(self, items):\n        return sum(items)\n",
+        "shop/pricing.py": "def discount(price, rate):\n    return price * (1 - rate)\n",
+        "docs/guide.md": "# Guide\n\nHow carts are priced.\n"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
+    env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_WATCH": "1"})
+    cli = [sys.executable, "-m", "theus.cli", "--path", str(root)]
+    index = subprocess.run([*cli, "index"], env=env, capture_output=True, text=True, timeout=300)
+    assert index.returncode == 0, index.stderr
+    failures = []
+    for i in range(RUNS):
+        done = subprocess.run([*cli, "recall", "--json", f"cart price discount {i}"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0 or "terminate called" in done.stderr or not done.stdout:
+            failures.append((i, done.returncode, done.stderr[-300:]))
+    assert not failures, failures
+
+    # Ctrl-C at every moment, model load included: 130, or 0 when it was done, or death by
+    # the signal itself when it lands while the interpreter starts or finalises.
+    interrupted = 0
+    for i in range(RUNS // 2):
+        proc = subprocess.Popen([*cli, "recall", "cart price"], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.15 + 0.02 * i)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+        interrupted += proc.returncode == 130
+        if proc.returncode not in (0, 130, -signal.SIGINT) or "terminate called" in stderr:
+            failures.append((i, proc.returncode, stderr[-300:]))
+    assert not failures, failures
+    assert interrupted >= RUNS // 8  # most signals landed before the answer
