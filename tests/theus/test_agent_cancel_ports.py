@@ -91,3 +91,27 @@ async def test_semantic_layer_on_extends_the_injection_deadline(
         assert runtime.agent.settings.injection_deadline_ms == 150
     finally:
         await runtime.close()
+
+
+def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from knowledge.recall import make_recaller
+
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    first = open_memory(repo, one_shot=True, index_if_missing=True)
+    first.close()
+    first = open_memory(repo, one_shot=True)
+    assert not make_recaller(first.project, one_shot=True).frozen  # built now, and saved
+    first.close()
+    memory = open_memory(repo, one_shot=True)  # the real watcher runs
+    stale = threading.Event()
+    memory.on_stale = stale.set
+    assert memory.recaller().frozen
+    (repo / "refunds.py").write_text("def refund_order(order):\n    return order\n")
+    assert stale.wait(20), "the watcher's update must make the snapshot recaller stale"
+    live = memory.recaller()
+    assert not live.frozen and live.graph is memory.project.graph  # the watcher's graph
+    assert any(h.path == "refunds.py" for h in live.recall("refund order").hits)
+    memory.close()

@@ -76,6 +76,11 @@ class Injector:
         """For one-shot runs (headless): wait, bounded, for `warm` to finish."""
         return await asyncio.to_thread(self._ready.wait, timeout_s)
 
+    def forget_recaller(self) -> None:
+        """The next request asks the factory for a new recaller (the old one went stale)."""
+        with self._lock:
+            self._recaller = None
+
     def recaller(self) -> Any:
         with self._lock:
             if self._recaller is None:

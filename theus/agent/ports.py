@@ -6,6 +6,7 @@ broken means None, one log line, and the agent goes on without it."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,11 @@ class Memory:
     episodes: Any | None = None
     semantic: Any | None = None  # knowledge.embed.layer.SemanticLayer
     indexed_now: bool = False  # the project was indexed for the first time on opening
+    one_shot: bool = False  # a run that answers and exits (headless): see `open_memory`
+    # Called when the graph moved under a recaller read from the snapshot (the injector then
+    # builds a live one for the next request).
+    on_stale: Callable[[], None] | None = None
+    _frozen_in_use: bool = False
 
     @property
     def semantic_on(self) -> bool:
@@ -39,7 +45,10 @@ class Memory:
         from knowledge.recall import make_recaller
 
         reranker = self.semantic.reranker if self.semantic is not None else None
-        return make_recaller(self.project, reranker=reranker)
+        recaller = make_recaller(self.project, reranker=reranker,
+                                 one_shot=self.one_shot and not self._frozen_in_use)
+        self._frozen_in_use = recaller.frozen
+        return recaller
 
     def injection_stats(self) -> Any:
         """Injection counters that persist for `theus status` (in memory without a project)."""
@@ -50,7 +59,9 @@ class Memory:
         return InjectionStats.load(state_path(self.project.paths))
 
     def on_update(self, update: Any) -> None:
-        """Watcher callback: re-embed what changed first."""
+        """Watcher callback: re-embed what changed first; a snapshot recaller is stale now."""
+        if self._frozen_in_use and self.on_stale is not None:
+            self.on_stale()
         if self.semantic is not None:
             try:
                 self.semantic.notify_changed(getattr(update, "changed", ()))
@@ -77,13 +88,14 @@ class Memory:
 
 
 def open_memory(
-    root: Path, *, embed_in_background: bool = True, index_if_missing: bool = False
+    root: Path, *, one_shot: bool = False, index_if_missing: bool = False
 ) -> Memory:
-    """`embed_in_background=False` for one-shot runs: the re-ranker still works (it embeds
-    what it needs within its deadline), but the whole project is not embedded for a run that
-    ends in seconds; `theus index` and the chat app do that. `index_if_missing` indexes a
-    project that never was, before the watcher starts on it (`memory.indexed_now` says so)."""
-    memory = Memory()
+    """`one_shot` for runs that answer and exit (headless): recall starts from the saved
+    scoring index and the embedding model loads at once (quick to open) with the saved
+    vectors, while the whole project is not embedded for a run that ends in seconds;
+    `theus index` and the chat app do that. `index_if_missing` indexes a project that never
+    was, before the watcher starts on it (`memory.indexed_now` says so)."""
+    memory = Memory(one_shot=one_shot)
     try:
         from knowledge.project import Project
 
@@ -98,8 +110,10 @@ def open_memory(
         try:
             from knowledge.embed.layer import SemanticLayer
 
-            memory.semantic = SemanticLayer(memory.project)
-            if embed_in_background:
+            memory.semantic = SemanticLayer(memory.project, one_shot=one_shot)
+            if one_shot:
+                memory.semantic.start_loading()
+            else:
                 memory.semantic.start_background()
         except Exception as exc:
             log.warning("semantic layer unavailable: %s", exc)

@@ -45,9 +45,10 @@ def start_agent(
 ) -> Runtime:
     """Blocking (opens the project store): call it from a worker thread in an async app.
     `approver=None` means: emit ApprovalRequest events and wait for their futures."""
-    memory = open_memory(root, embed_in_background=not headless)
+    memory = open_memory(root, one_shot=headless)
     settings = settings or AgentSettings.from_env(semantic_on=memory.semantic_on)
     injector = Injector(settings, memory.recaller, memory.injection_stats())
+    memory.on_stale = injector.forget_recaller
     injector.warm()
     model = ModelClient(model_settings)
     agent = Agent(

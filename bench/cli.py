@@ -1,0 +1,207 @@
+"""One-shot commands and process lifecycle, timed from outside (a benchmark, not a test).
+
+    python bench/cli.py [PATH ...] [--runs 7] [--query "..."] [--no-app]
+
+For each project (the PATHs, then this repository), with a temporary THEUS_HOME in which the
+project is indexed once (`theus index`, embeddings included), prints the median and min of
+`--runs` runs (after one unrecorded warm-up) of, each a new process:
+
+  recall            `theus recall --json QUERY` wall, THEUS_NO_EMBEDDINGS=1
+  recall+emb        the same with the local embedding model
+  status            `theus status` wall
+  -p first request  `theus -p` against the scripted OpenAI-compatible server: process start ->
+                    the server receives the chat request
+  -p exit           the server has answered -> the process has exited
+  app first paint   `theus` in a 120x40 pseudo-terminal: process start -> the footer drawn
+  app quit          ctrl+q sent -> the process has exited
+
+Targets (the instant-commands issue, this machine's median): recall <= 300 ms without
+embeddings and <= 700 ms with them; -p first request <= 500 ms, exit <= 300 ms after the
+answer; app quit <= 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import pty
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.scripted_server import Reply, ScriptedServer, text
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "theus.cli"]
+FOOTER = b"Quit"  # the footer's last binding: the first full screen is on the terminal
+PAINT_TIMEOUT_S = 60.0
+T = TypeVar("T")
+
+
+def base_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
+    env["THEUS_HOME"] = str(home)
+    return env
+
+
+def timed(run: Callable[[], T | None], runs: int) -> list[T]:
+    """`runs` figures after one warm-up; a run returning None is left out (and said)."""
+    run()
+    out = [x for _ in range(runs) if (x := run()) is not None]
+    if len(out) < runs:
+        print(f"    ({runs - len(out)} of {runs} runs failed and are left out)")
+    return out
+
+
+def wall(argv: list[str], env: dict[str, str]) -> float | None:
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, timeout=300)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        print(f"    exit {done.returncode}: {done.stderr.strip()[-200:]}")
+        return None
+    return took
+
+
+def headless(root: Path, env: dict[str, str]) -> tuple[float, float] | None:
+    """(process start -> first chat request, answer sent -> exit) of one `theus -p`."""
+    arrived: list[float] = []
+
+    def answer(body: dict[str, Any]) -> Reply:
+        arrived.append(time.perf_counter())
+        return text("The cart total is computed in one place.")
+
+    with ScriptedServer([answer]) as server:
+        run_env = {**env, "THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model"}
+        start = time.perf_counter()
+        done = subprocess.run([*CLI, "--path", str(root), "-p", "where is the total computed"],
+                              env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+        ended = time.perf_counter()
+    if done.returncode != 0 or not arrived:
+        print(f"    -p exit {done.returncode}: {done.stderr.strip()[-200:]}")
+        return None
+    return arrived[0] - start, ended - arrived[0]
+
+
+def app(root: Path, env: dict[str, str]) -> tuple[float, float] | None:
+    """(process start -> footer painted, ctrl+q -> exit) of the chat app in a pty."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the app on the terminal's slave side
+        os.environ.clear()
+        os.environ.update({**env, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"})
+        os.execv(sys.executable, [*CLI, "--path", str(root)])
+    start = time.perf_counter()
+    seen = b""
+    painted = None
+    try:
+        while time.perf_counter() - start < PAINT_TIMEOUT_S:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if ready:
+                try:
+                    seen = (seen + os.read(fd, 65536))[-4096:]
+                except OSError:
+                    break
+                if FOOTER in seen:
+                    painted = time.perf_counter() - start
+                    break
+        if painted is None:
+            print("    the app painted no footer within the timeout")
+            return None
+        time.sleep(0.5)  # let start-up work settle, as a user reads the screen
+        quit_at = time.perf_counter()
+        os.write(fd, b"\x11")  # ctrl+q
+        while True:
+            with contextlib.suppress(OSError):
+                if select.select([fd], [], [], 0.02)[0]:
+                    os.read(fd, 65536)
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return painted, time.perf_counter() - quit_at
+            if time.perf_counter() - quit_at > PAINT_TIMEOUT_S:
+                print("    the app did not quit within the timeout")
+                return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        os.close(fd)
+
+
+def report(name: str, figures: list[float], target_ms: float | None = None) -> None:
+    if not figures:
+        print(f"  {name:18s} no figures")
+        return
+    median, low = statistics.median(figures) * 1000, min(figures) * 1000
+    aim = f"   target <= {target_ms:.0f} ms: {'met' if median <= target_ms else 'NOT met'}" \
+        if target_ms is not None else ""
+    print(f"  {name:18s} median {median:7.0f} ms   min {low:7.0f} ms   ({len(figures)} runs){aim}")
+
+
+def bench_project(root: Path, runs: int, query: str, with_app: bool) -> None:
+    home = Path(tempfile.mkdtemp(prefix="theus-bench-cli-"))
+    try:
+        env = base_env(home)
+        start = time.perf_counter()
+        index = subprocess.run([*CLI, "--path", str(root), "index"], env=env,
+                               capture_output=True, text=True, timeout=7200)
+        if index.returncode != 0:
+            print(f"# {root}: theus index failed: {index.stderr.strip()[-300:]}")
+            return
+        counts = subprocess.run([*CLI, "--path", str(root), "status", "--json"], env=env,
+                                capture_output=True, text=True, timeout=300).stdout
+        nodes = _nodes(counts)
+        print(f"# {root}: {nodes} nodes, indexed with embeddings in "
+              f"{time.perf_counter() - start:.0f} s; {runs} runs each")
+        recall = [*CLI, "--path", str(root), "recall", "--json", query]
+        no_emb = {**env, "THEUS_NO_EMBEDDINGS": "1"}
+        report("recall", timed(lambda: wall(recall, no_emb), runs), 300)
+        report("recall+emb", timed(lambda: wall(recall, env), runs), 700)
+        report("status", timed(lambda: wall([*CLI, "--path", str(root), "status"], env), runs))
+        pairs = timed(lambda: headless(root, env), runs)
+        report("-p first request", [a for a, _ in pairs], 500)
+        report("-p exit", [b for _, b in pairs], 300)
+        if with_app:
+            pairs = timed(lambda: app(root, env), runs)
+            report("app first paint", [a for a, _ in pairs])
+            report("app quit", [b for _, b in pairs], 300)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _nodes(status_json: str) -> int:
+    import json
+
+    try:
+        counts = json.loads(status_json)["index"]["counts"]
+    except (ValueError, KeyError, TypeError):
+        return 0
+    return sum(v for k, v in counts.items() if k != "edges" and isinstance(v, int))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="*", type=Path, help="projects (this repository last)")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--query", default="where is the retry deadline of a model request")
+    parser.add_argument("--no-app", action="store_true", help="leave the chat app out")
+    args = parser.parse_args()
+    for root in [*args.paths, REPO]:
+        bench_project(root.resolve(), args.runs, args.query, not args.no_app)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
