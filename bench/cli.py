@@ -45,6 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "theus.cli"]
 FOOTER = b"Quit"  # the footer's last binding: the first full screen is on the terminal
 PAINT_TIMEOUT_S = 60.0
+SETTLE_S = float(os.environ.get("THEUS_BENCH_SETTLE_S", "2.0"))
 T = TypeVar("T")
 
 
@@ -119,7 +120,7 @@ def app(root: Path, env: dict[str, str]) -> tuple[float, float] | None:
         if painted is None:
             print("    the app painted no footer within the timeout")
             return None
-        time.sleep(0.5)  # let start-up work settle, as a user reads the screen
+        time.sleep(SETTLE_S)  # a user reads the screen before quitting
         quit_at = time.perf_counter()
         os.write(fd, b"\x11")  # ctrl+q
         while True:

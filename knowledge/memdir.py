@@ -653,7 +653,7 @@ class MemdirWatcher:
         try:
             for _changes in watch(path, watch_filter=_relevant_in(path), stop_event=self._stop,
                                   debounce=self.debounce_ms, step=50, yield_on_timeout=True,
-                                  rust_timeout=200, raise_interrupt=False):
+                                  rust_timeout=50, raise_interrupt=False):
                 self.ready.set()
                 if not _changes:
                     continue

@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         project_root(args.path)
         from tui.app import run_app
 
-        return run_app(args)
+        run_app(args)
     except UsageError as exc:
         sys.stderr.write(f"theus: {exc}\n")
         return 2

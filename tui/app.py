@@ -7,10 +7,13 @@ bridge start in a thread worker and every layer fails open.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from textual import on, work
 from textual.app import App
@@ -334,7 +337,8 @@ def load_keymap() -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items() if isinstance(v, str)}
 
 
-def run_app(args: argparse.Namespace) -> int:
+def run_app(args: argparse.Namespace) -> NoReturn:
+    """Run the chat app until it quits, then end the process (see `_exit_now`)."""
     from knowledge.paths import data_home
     from theus.commands.common import UsageError, project_root
     from theus.config import load_model_settings
@@ -356,7 +360,19 @@ def run_app(args: argparse.Namespace) -> int:
     app = TheusApp(root, load_model_settings(getattr(args, "model", None)), resume=messages,
                    session=session)
     app.run()
-    return app.return_code or 0
+    _exit_now(app.return_code or 0)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Leave without the interpreter's teardown (~0.1 s of module and native destructors):
+    everything durable was closed on unmount, so only buffers are left to flush."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _log_to_file(home: Path) -> None:

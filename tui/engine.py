@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # imported when the graph loads, after the first paint
 log = logging.getLogger(__name__)
 
 RECALL_TOP = 20
+WARM_S = 0.1  # file contents read by the warm-up itself before a daemon thread goes on
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +95,13 @@ class Engine:
         return self._recaller
 
     def warm(self) -> None:
-        """Build the recall indexes now so the first search is quick (fails open)."""
+        """Build the recall indexes now so the first search is quick (fails open); file
+        contents left to read after `WARM_S` are read on a daemon thread, which quitting
+        does not wait for."""
         try:
-            self.recaller().warm()
+            recaller = self.recaller()
+            if not recaller.warm(WARM_S):
+                recaller.warm_in_background()
         except Exception as exc:
             log.warning("recall warm-up failed: %s", exc)
 

@@ -170,14 +170,18 @@ class _Todo:
     degree: int
 
 
-def pending_nodes(graph: Graph, root: Path, store: NodeVectors) -> list[_Todo]:
-    """Embeddable nodes whose current object has no vectors yet, with their texts."""
+def pending_nodes(graph: Graph, root: Path, store: NodeVectors,
+                  cancel: threading.Event | None = None) -> list[_Todo]:
+    """Embeddable nodes whose current object has no vectors yet, with their texts (those
+    read before `cancel` was set)."""
     with graph.lock:
         nodes = list(graph.nodes())
         candidates = [(n, graph.degree(n.key)) for n in nodes if not store.has(n)]
     store.retain({n.key for n in nodes})
     todo = []
     for node, degree in candidates:
+        if cancel is not None and cancel.is_set():
+            break
         texts = embed_texts(node, root)  # reads files: outside the graph lock
         if texts:
             todo.append(_Todo(node, texts, degree))
@@ -206,7 +210,11 @@ def embed_pass(
     """
     start = time.perf_counter()
     report = PassReport()
-    todo = pending_nodes(graph, root, store)
+    todo = pending_nodes(graph, root, store, cancel)
+    if cancel is not None and cancel.is_set():
+        report.cancelled = True
+        report.seconds = time.perf_counter() - start
+        return report
     report.seen = len(todo)
     found: dict[str, Rows] = {}
     if cache is not None and todo:

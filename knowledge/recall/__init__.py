@@ -156,9 +156,10 @@ class Recaller:
             self.content.apply(*found)
             return self.index.apply(*found)
 
-    def _warm_in_background(self) -> None:
-        """Finish reading file contents on a daemon thread, in short slices so that recalls
-        (which need the content index's lock) wait at most one slice."""
+    def warm_in_background(self) -> None:
+        """Finish reading file contents on a daemon thread (an exit never waits for it), in
+        short slices so that recalls (which need the content index's lock) wait at most one
+        slice."""
         if self._warmer is not None and self._warmer.is_alive():
             return
 
@@ -190,9 +191,9 @@ class Recaller:
             self.sync()
             if not self.content.read(time.perf_counter() + CONTENT_CATCH_UP_S):
                 notes.append("file contents not fully read yet")
-                self._warm_in_background()
+                self.warm_in_background()
             elif self.history.stale:
-                self._warm_in_background()
+                self.warm_in_background()
             match = self.index.search(words, path_prefix)
             factors = (kinds.factors(intent) if tuning.kinds
                        else np.ones(len(kinds.KINDS) + 1))

@@ -105,3 +105,32 @@ def test_a_refusing_disk_is_not_an_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder")
     stacked = Stacked([], np.empty(0, dtype=np.int64), np.empty((0, 4), dtype=np.float32))
     assert not frozen.save(tmp_path / "file" / "x.idx", stacked, generation=1, model_id="m")
+
+
+def test_stopping_cuts_the_background_pass_short_and_the_next_one_resumes(
+        tmp_path: Path) -> None:
+    import time
+
+    from knowledge.embed.status import cached_keys
+
+    files = {f"pkg/mod_{i:03d}.py": f"def handler_{i}(request):\n    return {i}\n"
+             for i in range(100)}  # one chunk each: four batches of the background pass
+    project = indexed_project(tmp_path / "repo", files)
+    layer = SemanticLayer(project, env={}, credentials=None)
+    layer.start_background()
+    deadline = time.monotonic() + 120
+    while not cached_keys(project.paths.vectors, MODEL_ID)[1]:  # the first batch landed
+        assert time.monotonic() < deadline, "the background pass embedded nothing"
+        time.sleep(0.05)
+    layer.stop()
+    done_before = len(cached_keys(project.paths.vectors, MODEL_ID)[1])
+    assert 0 < done_before < len(files), "stop must cut the pass short"
+    time.sleep(3.0)  # longer than a batch: nothing may still be computing
+    assert len(cached_keys(project.paths.vectors, MODEL_ID)[1]) == done_before
+    assert layer.stats.failed == 0  # a batch cut short is not a failure
+
+    again = SemanticLayer(project, env={}, credentials=None)
+    report = again.embed_all()
+    again.stop()
+    assert report is not None and report.embedded == len(files) - done_before
+    project.close()
