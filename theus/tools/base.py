@@ -32,6 +32,7 @@ class ToolContext:
     spawn: SpawnFn | None = None
     shell_timeout_s: float = 120.0
     files_touched: set[str] = field(default_factory=set)
+    warned: set[str] = field(default_factory=set)  # warnings already given this session
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Run a shell command in the project root, after approval, with a timeout."""
+"""Run a shell command in the project root, after approval, with a timeout, in the sandbox
+(`sandbox`) where this machine has one."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from typing import Any
 
 from theus.agent.events import ApprovalRequest
 from theus.tools.base import Tool, ToolContext, ToolError, int_arg, string_arg
+from theus.tools.sandbox import NO_SANDBOX_WARNING, sandbox_argv, shell_env
 
 MAX_OUTPUT = 30_000
-# The agent's own secrets never reach the commands it runs.
-_HIDDEN_ENV = ("THEUS_API_KEY", "OPENAI_API_KEY", "THEUS_EMBEDDINGS_KEY")
 
 
 async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -23,11 +23,17 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
     timeout = int_arg(args, "timeout_s", int(ctx.shell_timeout_s), low=1, high=600)
     if not await ctx.approve(ApprovalRequest("shell", f"run: {command[:80]}", command)):
         raise ToolError(f"refused: the command was not approved ({ctx.denied_hint})")
-    env = {k: v for k, v in os.environ.items() if k not in _HIDDEN_ENV}
-    proc = await asyncio.create_subprocess_shell(
-        command, cwd=ctx.jail.root, env=env, stdin=asyncio.subprocess.DEVNULL,
+    argv = sandbox_argv(command, ctx.jail.root)
+    warning = ""
+    if argv is None:
+        argv = ["/bin/sh", "-c", command]
+        if NO_SANDBOX_WARNING not in ctx.warned:  # said once a session, not every call
+            ctx.warned.add(NO_SANDBOX_WARNING)
+            warning = NO_SANDBOX_WARNING + "\n"
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=ctx.jail.root, env=shell_env(os.environ), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True)  # its own process group, so a timeout kills the whole tree
+        start_new_session=True)  # its own process group, so the whole tree can be killed
     assert proc.stdout is not None
     try:
         text = await asyncio.wait_for(_bounded_output(proc.stdout), timeout)
@@ -38,7 +44,8 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
         if asyncio.current_task() is not None and asyncio.current_task().cancelling():
             raise
         raise ToolError(f"timed out after {timeout}s (the command was killed)") from None
-    return f"exit {proc.returncode}\n{text}".rstrip()
+    _kill_group(proc.pid)  # what it left running in its group ends with the call
+    return f"{warning}exit {proc.returncode}\n{text}".rstrip()
 
 
 async def _bounded_output(stream: asyncio.StreamReader) -> str:

@@ -1,0 +1,132 @@
+"""The shell tool does not hand the agent's keys to the model: the attack run's probes, each
+through the real tool in the bubblewrap sandbox (installed from Debian when missing), and the
+environment allow-list that applies with or without it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_tree
+from tests.e2e.debian import ensure
+from theus.agent.events import ApprovalRequest
+from theus.tools.base import ToolContext
+from theus.tools.jail import Jail
+from theus.tools.sandbox import NO_SANDBOX_WARNING, bubblewrap, shell_env
+from theus.tools.shell import run_shell
+
+KEYS = {"THEUS_API_KEY": "sk-theus-CANARY", "OPENAI_API_KEY": "sk-openai-CANARY",
+        "THEUS_EMBEDDINGS_KEY": "sk-embed-CANARY", "ANTHROPIC_API_KEY": "sk-ant-CANARY",
+        "AWS_SECRET_ACCESS_KEY": "aws-CANARY", "GITHUB_TOKEN": "ghp_CANARY",
+        "HF_TOKEN": "hf_CANARY", "SOME_NEW_SERVICE_SECRET": "new-CANARY"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sandbox_tool() -> None:
+    ensure("bubblewrap", "bwrap")
+    bubblewrap.cache_clear()
+    assert bubblewrap() is not None, "bubblewrap is installed but cannot create namespaces"
+
+
+@pytest.fixture
+def top() -> Iterator[Path]:
+    # Not under /tmp: the sandbox's private /tmp would hide it all and prove nothing.
+    folder = Path(tempfile.mkdtemp(prefix="theus-sandbox-", dir="/var/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def root(top: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    tmp_path = top
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "theus-home"))
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("THEUS_NO_SANDBOX", raising=False)
+    monkeypatch.delenv("THEUS_SHELL_NETWORK", raising=False)
+    write_tree(tmp_path / "theus-home" / "config", {
+        "credentials.json": json.dumps({"api_key": "sk-login-CANARY"})})
+    write_tree(home, {".ssh/id_ed25519": "ssh-CANARY", ".aws/credentials": "aws-file-CANARY"})
+    write_tree(tmp_path / "outside", {"secret.txt": "outside-CANARY"})
+    return write_tree(tmp_path / "repo", {"app.py": "print('hi')\n", ".env": "KEY=env-CANARY\n",
+                                          ".env.local": "KEY=envlocal-CANARY\n"})
+
+
+def shell(root: Path, command: str, ctx: ToolContext | None = None) -> str:
+    async def yes(request: ApprovalRequest) -> bool:
+        return True
+
+    context = ctx or ToolContext(jail=Jail(root), approve=yes)
+    return asyncio.run(run_shell({"command": command, "timeout_s": 30}, context))
+
+
+@pytest.mark.parametrize("probe", [
+    "env", "tr '\\0' '\\n' < /proc/$PPID/environ", "cat /proc/*/environ | tr '\\0' '\\n'",
+    "cat {top}/theus-home/config/credentials.json {top}/home/.ssh/id_ed25519 "
+    "{top}/home/.aws/credentials", "cat .env .env.local",
+    "grep -rs CANARY {top}/theus-home {top}/home . /tmp",
+])
+def test_no_secret_reaches_the_command_output(root: Path, probe: str) -> None:
+    # Files elsewhere are readable (the rest of the system is read-only, as in Claude Code's
+    # sandbox); what is hidden is where keys live.
+    top = root.parent
+    assert (top / "theus-home/config/credentials.json").is_file()
+    out = shell(root, probe.format(top=top))
+    assert "CANARY" not in out, out
+    assert NO_SANDBOX_WARNING not in out
+
+
+def test_the_project_is_writable_and_nothing_else_is(root: Path) -> None:
+    out = shell(root, "echo made > made.txt; touch ../outside/written ../escaped; echo $?")
+    assert (root / "made.txt").read_text() == "made\n"
+    assert not (root.parent / "outside" / "written").exists()
+    assert not (root.parent / "escaped").exists()
+    assert "Read-only file system" in out
+
+
+def test_what_a_command_leaves_running_ends_with_it(root: Path) -> None:
+    shell(root, "(setsid sh -c 'sleep 1; touch survived' &) ; nohup sh -c 'sleep 1; "
+                "touch survived2' >/dev/null 2>&1 &")
+    threading.Event().wait(2.5)
+    assert not (root / "survived").exists() and not (root / "survived2").exists()
+
+
+def test_no_network_unless_allowed(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    try:
+        probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\""
+        assert shell(root, probe).startswith("exit 1")
+        monkeypatch.setenv("THEUS_SHELL_NETWORK", "1")
+        assert shell(root, probe).startswith("exit 0")
+    finally:
+        server.close()
+
+
+def test_without_a_sandbox_one_warning_a_session_and_still_no_keys(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THEUS_NO_SANDBOX", "1")
+
+    async def yes(request: ApprovalRequest) -> bool:
+        return True
+
+    ctx = ToolContext(jail=Jail(root), approve=yes)
+    first, second = shell(root, "env", ctx), shell(root, "env", ctx)
+    assert first.startswith(NO_SANDBOX_WARNING) and NO_SANDBOX_WARNING not in second
+    assert "CANARY" not in first + second
+
+
+def test_the_environment_is_an_allow_list() -> None:
+    env = shell_env({"PATH": "/bin", "LC_ALL": "C", "MY_TOKEN": "x", "DEPLOY_KEY": "y",
+                     "THEUS_SHELL_ENV": "DEPLOY_KEY, OTHER"})
+    assert env == {"PATH": "/bin", "LC_ALL": "C", "DEPLOY_KEY": "y"}
