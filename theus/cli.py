@@ -44,7 +44,10 @@ def build_parser() -> Parser:
     parser.add_argument("--allow-edits", action="store_true",
                         help="headless: allow file edits and writes")
     parser.add_argument("--allow-shell", action="store_true",
-                        help="headless: allow shell commands")
+                        help="headless: allow shell commands (sandboxed where bubblewrap is)")
+    parser.add_argument("--allow-config-edits", action="store_true",
+                        help="headless, with --allow-edits: also write files that run code "
+                        "(CI, hooks, Makefile, conftest.py, agent instructions)")
     parser.add_argument("--model", default=None, help="model name (overrides THEUS_MODEL)")
     parser.add_argument("--path", default=".", help="project root (default: current folder)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

@@ -200,6 +200,7 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     runtime = await asyncio.to_thread(
         start_agent, root, settings, session, sink=printer, approver=approve,
         messages=messages, max_turns=args.max_turns, headless=True,
+        allow_config_edits=bool(getattr(args, "allow_config_edits", False)),
         denied_hint=HEADLESS_DENIED)
     agent = runtime.agent
     turn = asyncio.current_task()

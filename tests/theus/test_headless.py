@@ -136,7 +136,7 @@ def test_protected_paths_are_refused_even_with_allow_edits(
     for rel in (".git/hooks/post-checkout", ".env.local", ".vscode/tasks.json"):
         assert not (repo / rel).exists()
     results = [e for e in lines(done.stdout) if e["type"] == "tool_result"]
-    assert len(results) == 3 and all("never write there" in r["content"] for r in results)
+    assert len(results) == 3 and all("do not write there" in r["content"] for r in results)
 
 
 def test_no_secret_reaches_the_model(server: ScriptedServer, repo: Path) -> None:

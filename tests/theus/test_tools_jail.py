@@ -116,7 +116,7 @@ async def test_write_through_a_link_out_is_refused(project: Path, tmp_path: Path
                                     ".theus/x", "id_rsa"])
 async def test_protected_writes_refused_in_headless_even_when_allowed(
         project: Path, target: str) -> None:
-    with pytest.raises(ToolError, match="headless runs never write there"):
+    with pytest.raises(ToolError, match="headless runs do not write there"):
         await write_file({"path": target, "content": "x"}, ctx(project, refuse_protected=True))
     assert not (project / target).exists() or target in CANARIES
 

@@ -93,6 +93,7 @@ class Agent:
         clock: Callable[[], float] = time.time,
         max_turns: int | None = None,
         refuse_protected: bool = False,
+        allow_config_edits: bool = False,
         denied_hint: str = "the user declined",
         messages: list[dict[str, Any]] | None = None,
         inject_requests: bool = True,
@@ -113,7 +114,8 @@ class Agent:
         self.num_turns = 0
         self.context = ToolContext(
             jail=Jail(self.root), approve=self._approve, refuse_protected=refuse_protected,
-            denied_hint=denied_hint, recall=self._recall_lines, spawn=self._spawn)
+            allow_config_edits=allow_config_edits, denied_hint=denied_hint,
+            recall=self._recall_lines, spawn=self._spawn)
         self.messages: list[dict[str, Any]] = messages if messages is not None else []
         if not self.messages:
             self._append({"role": "system", "content": SYSTEM_PROMPT.format(root=self.root)})
@@ -299,6 +301,7 @@ class Agent:
             settings=self.settings, tools=default_tools(subagents=False), injector=self.injector,
             clock=self.clock, max_turns=SUBAGENT_MAX_TURNS,
             refuse_protected=self.context.refuse_protected,
+            allow_config_edits=self.context.allow_config_edits,
             denied_hint=self.context.denied_hint, messages=messages, inject_requests=False)
         if not fork:
             # A fresh child has none of the context the parent paid for: prime it with a recall

@@ -41,6 +41,7 @@ def start_agent(
     messages: list[dict[str, Any]] | None = None,
     max_turns: int | None = None,
     headless: bool = False,
+    allow_config_edits: bool = False,
     denied_hint: str = "the user declined",
 ) -> Runtime:
     """Blocking (opens the project store): call it from a worker thread in an async app.
@@ -54,5 +55,6 @@ def start_agent(
     agent = Agent(
         model, root, sink=sink, approver=approver, settings=settings, injector=injector,
         session=session, episodes=memory.episodes, max_turns=max_turns,
-        refuse_protected=headless, denied_hint=denied_hint, messages=messages or None)
+        refuse_protected=headless, allow_config_edits=allow_config_edits,
+        denied_hint=denied_hint, messages=messages or None)
     return Runtime(agent, memory, model)

@@ -26,6 +26,7 @@ class ToolContext:
     approve: Approver
     # Headless: writes to .git/, .env*, the data dir and editor/agent config are refused outright.
     refuse_protected: bool = False
+    allow_config_edits: bool = False  # headless --allow-config-edits: lifts the liftable ones
     # Said to the model when an approval is refused, e.g. which flag would allow it.
     denied_hint: str = "the user declined"
     recall: RecallFn | None = None

@@ -168,9 +168,11 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> str:
 async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> str:
     resolved = ctx.jail.resolve(path)
     rel = ctx.jail.rel(resolved)
-    reason = protected_reason(ctx.jail, resolved)
-    if reason and ctx.refuse_protected:
-        raise ToolError(f"refused: {rel} is {reason}; headless runs never write there")
+    protected = protected_reason(ctx.jail, resolved)
+    reason = protected[0] if protected else ""
+    if protected and ctx.refuse_protected and not (protected[1] and ctx.allow_config_edits):
+        lift = "; --allow-config-edits allows it" if protected[1] else ""
+        raise ToolError(f"refused: {rel} is {reason}; headless runs do not write there{lift}")
     diff = "".join(difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True),
         fromfile=f"a/{rel}", tofile=f"b/{rel}"))

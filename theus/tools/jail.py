@@ -16,6 +16,20 @@ from knowledge.paths import config_home, data_home
 
 # Editor and agent configuration: writing there can make another tool run code.
 AGENT_CONFIG_DIRS = frozenset({".git", ".vscode", ".idea", ".claude", ".cursor", ".theus"})
+# Files that run code (or steer an agent) by themselves once written: hooks, CI, build and
+# test set-up, shell start-up, other agents' instructions. Matched by name at any depth.
+CODE_RUNNING_FILES = frozenset({
+    ".mcp.json", "CLAUDE.md", "AGENTS.md", "GEMINI.md", ".cursorrules", ".windsurfrules",
+    ".gitattributes", ".gitmodules", ".gitlab-ci.yml", ".pre-commit-config.yaml",
+    "sitecustomize.py", "usercustomize.py", "conftest.py", "setup.py", "noxfile.py",
+    "Makefile", "GNUmakefile", "makefile", "justfile", ".envrc", ".bashrc", ".bash_profile",
+    ".zshrc", ".zprofile", ".profile",
+})
+# Folders whose every file runs code by itself (path prefixes relative to the root).
+CODE_RUNNING_DIRS = (
+    (".github", "workflows"), (".github", "actions"), (".husky",), (".devcontainer",),
+    (".zed",), (".continue",), (".direnv",), (".circleci",), (".githooks",),
+)
 
 
 class JailError(Exception):
@@ -108,19 +122,21 @@ def _fd_path(fd: int, fallback: Path) -> Path:
         return Path(os.path.realpath(fallback))
 
 
-def protected_reason(jail: Jail, resolved: Path) -> str | None:
-    """Why a write to `resolved` is refused in headless mode whatever the flags, or None."""
+def protected_reason(jail: Jail, resolved: Path) -> tuple[str, bool] | None:
+    """Why writing `resolved` is dangerous, and whether `--allow-config-edits` may lift it
+    (the Theus data folder and secrets files: never); None when it is an ordinary file."""
     for home in (data_home(), config_home()):
         real = Path(os.path.realpath(home))
         if resolved == real or resolved.is_relative_to(real):
-            return "the Theus data folder"
+            return "the Theus data folder", False
     parts = resolved.relative_to(jail.root).parts
-    for part in parts[:-1]:
-        if part in AGENT_CONFIG_DIRS:
-            return f"{part}/ (version control or editor/agent configuration)"
     name = parts[-1] if parts else ""
-    if name in AGENT_CONFIG_DIRS:
-        return f"{name} (version control or editor/agent configuration)"
-    if name.lower().startswith(".env") or jail.secret(resolved):
-        return "a secrets file"
+    if ((name.lower().startswith(".env") and name not in CODE_RUNNING_FILES)
+            or jail.secret(resolved)):
+        return "a secrets file", False
+    for part in parts:
+        if part in AGENT_CONFIG_DIRS:
+            return f"{part} (version control or editor/agent configuration)", True
+    if name in CODE_RUNNING_FILES or any(parts[:len(d)] == d for d in CODE_RUNNING_DIRS):
+        return "a file that runs code by itself (hooks, CI, build or agent configuration)", True
     return None

@@ -1,0 +1,76 @@
+"""`--allow-edits` does not write files that run code by themselves: headless runs refuse
+them unless `--allow-config-edits`; the Theus data folder and secrets files stay refused even
+then. Through the real write tool on real files."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_tree
+from theus.agent.events import ApprovalRequest
+from theus.tools.base import ToolContext, ToolError
+from theus.tools.files import write_file
+from theus.tools.jail import Jail
+
+CODE_RUNNING = [
+    ".mcp.json", "CLAUDE.md", "AGENTS.md", ".cursorrules", ".github/workflows/ci.yml",
+    ".gitattributes", ".gitmodules", ".pre-commit-config.yaml", ".husky/pre-commit",
+    ".devcontainer/devcontainer.json", ".zed/settings.json", ".continue/config.json",
+    ".direnv/hook.sh", "sitecustomize.py", "conftest.py", "tests/conftest.py", "setup.py",
+    "Makefile", ".bashrc", ".envrc", ".git/hooks/pre-commit", ".vscode/tasks.json",
+    ".claude/settings.json",
+]
+NEVER = [".env", ".env.production", "id_rsa", "deploy/server.pem"]
+ORDINARY = ["src/app.py", "docs/setup.md", "README.md", "github/workflows.txt"]
+
+
+def write(root: Path, path: str, *, headless: bool = True,
+          allow_config_edits: bool = False) -> str:
+    async def yes(request: ApprovalRequest) -> bool:
+        return True
+
+    ctx = ToolContext(jail=Jail(root), approve=yes, refuse_protected=headless,
+                      allow_config_edits=allow_config_edits)
+    return asyncio.run(write_file({"path": path, "content": "echo pwned\n"}, ctx))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "repo", {"src/app.py": "x = 1\n"})
+
+
+@pytest.mark.parametrize("path", CODE_RUNNING)
+def test_headless_refuses_files_that_run_code_unless_allowed(root: Path, path: str) -> None:
+    with pytest.raises(ToolError, match="--allow-config-edits"):
+        write(root, path)
+    assert not (root / path).exists()
+    assert write(root, path, allow_config_edits=True).startswith("write ")
+    assert (root / path).read_text() == "echo pwned\n"
+
+
+@pytest.mark.parametrize("path", NEVER)
+def test_secrets_files_stay_refused_even_with_the_flag(root: Path, path: str) -> None:
+    with pytest.raises(ToolError, match="refused"):
+        write(root, path, allow_config_edits=True)
+    assert not (root / path).exists()
+
+
+@pytest.mark.parametrize("path", ORDINARY)
+def test_ordinary_files_are_written(root: Path, path: str) -> None:
+    assert write(root, path).startswith("write ")
+
+
+def test_the_app_asks_and_names_the_risk(root: Path) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def record(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return False
+
+    ctx = ToolContext(jail=Jail(root), approve=record)
+    with pytest.raises(ToolError, match="not approved"):
+        asyncio.run(write_file({"path": "Makefile", "content": "all:\n"}, ctx))
+    assert "runs code by itself" in asked[0].summary
