@@ -36,6 +36,7 @@ from theus.agent.events import (
 )
 from theus.commands.common import UsageError, project_root
 from theus.config import MISSING_MODEL_HELP, load_model_settings
+from theus.printable import printable
 
 log = logging.getLogger("theus")
 WARM_WAIT_S = 3.0
@@ -73,7 +74,8 @@ class Printer:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Error):
-            self.err.write(f"theus: {'error' if event.fatal else 'warning'}: {event.message}\n")
+            self.err.write(f"theus: {'error' if event.fatal else 'warning'}: "
+                           f"{printable(event.message)}\n")
         if self.fmt != "stream-json":
             return
         payload = _event_json(event)
@@ -225,8 +227,8 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
                              num_turns=agent.num_turns, usage=agent.usage, started=started,
                              error=error)
     if printer.fmt == "text":
-        if subtype == "success":
-            printer.write(text.rstrip("\n") + "\n")
+        if subtype == "success":  # JSON formats escape control characters themselves
+            printer.write(printable(text).rstrip("\n") + "\n")
     else:
         printer.line(payload)
     if printer.gone:  # the reader stopped (`| head`): a quiet exit 0, as `git log | head`

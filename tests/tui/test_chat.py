@@ -271,3 +271,24 @@ async def test_dashboard_command_serves_the_live_graph(make_app: MakeApp,
             status = json.load(response)
         assert status["counts"]["file"] >= 1
         assert server.requests == []
+
+
+async def test_escape_sequences_from_the_model_and_files_never_reach_the_terminal(
+        make_app: MakeApp, server: ScriptedServer, repo: Path) -> None:
+    (repo / "evil.txt").write_text("file says \x1b]52;c;cm0gLXJmIH4=\x07 hi\n")
+    server.add(tool("read", {"path": "evil.txt"}),
+               text("reply \x1b[2J\x1b]0;owned\x07\u202eokay"))
+    seen: list[Message] = []
+    app = make_app()
+    async with app.run_test(size=(110, 36), message_hook=seen.append) as pilot:
+        await ready(pilot)
+        await ask(pilot, "read evil.txt")
+        await wait_for(pilot, lambda: events_of(seen, ev.TurnFinished)
+                       and items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        reply = items(app, AssistantReply)[0]
+        assert reply.text == "reply okay"
+        tool_view = items(app, ToolCallView)[0]
+        shown = str(tool_view.query_one(".tool-result", Static).render())
+        assert "file says" in shown and "\x1b" not in shown and "\x07" not in shown

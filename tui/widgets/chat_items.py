@@ -10,27 +10,39 @@ from textual.containers import Vertical
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from theus.printable import PrintableStream, printable
 from tui.widgets import fmt
 
 RESULT_CHARS = 4000  # a tool result shown expanded; the model saw all of it
 
 
-class UserRequest(Static):
+class Plain(Static):
+    """Text shown as it is (no markup), minus what would act on the terminal: the model's and
+    the files' text may carry escape sequences (`theus.printable`)."""
+
+    def __init__(self, text: str = "", **kw: Any) -> None:
+        super().__init__(printable(text), markup=False, **kw)
+
+    def update(self, content: Any = "", **kw: Any) -> None:
+        super().update(printable(content) if isinstance(content, str) else content, **kw)
+
+
+class UserRequest(Plain):
     """What the person typed."""
 
     DEFAULT_CLASSES = "chat-item"
 
     def __init__(self, text: str) -> None:
-        super().__init__(text, markup=False)
+        super().__init__(text)
 
 
-class Notice(Static):
+class Notice(Plain):
     """A line from the app itself (errors, compaction, slash command output)."""
 
     DEFAULT_CLASSES = "chat-item"
 
     def __init__(self, text: str, *, error: bool = False) -> None:
-        super().__init__(text, markup=False)
+        super().__init__(text)
         self.set_class(error, "-error")
 
 
@@ -43,16 +55,22 @@ class AssistantReply(Markdown):
     def __init__(self) -> None:
         super().__init__("")
         self._stream: MarkdownStream | None = None
+        self._clean = PrintableStream()
         self.text = ""
 
     async def feed(self, chunk: str) -> None:
         if self._stream is None:
             self._stream = Markdown.get_stream(self)
-        self.text += chunk
-        await self._stream.write(chunk)
+        await self._write(self._clean.feed(chunk))
+
+    async def _write(self, chunk: str) -> None:
+        if chunk and self._stream is not None:
+            self.text += chunk
+            await self._stream.write(chunk)
 
     async def end_stream(self) -> None:
         if self._stream is not None:
+            await self._write(self._clean.end())
             await self._stream.stop()
             self._stream = None
 
@@ -66,8 +84,8 @@ class ToolCallView(Collapsible):
         self.call_id = call_id
         self.tool_name = name
         self.arguments = arguments
-        self._args = Static(_arguments_text(arguments), markup=False, classes="tool-args")
-        self._result = Static("running…", markup=False, classes="tool-result")
+        self._args = Plain(_arguments_text(arguments), classes="tool-args")
+        self._result = Plain("running…", classes="tool-result")
         super().__init__(self._args, self._result, title=_title(name, arguments, "…"),
                          collapsed=True)
 
@@ -96,7 +114,7 @@ class InjectionView(Collapsible):
             why = "dropped (deadline)" if dropped else (reason or "nothing relevant")
             title = f"context: none · recall {fmt.ms(took_ms)}"
             body = f"No block was attached: {why}."
-        super().__init__(Static(body, markup=False, classes="block"), title=title,
+        super().__init__(Plain(body, classes="block"), title=title,
                          collapsed=True)
 
 
@@ -115,14 +133,14 @@ class RecallView(Vertical):
         hits = recall.hits
         head = (f"recall “{fmt.clip(self.query, 60)}”: {len(hits)} results · "
                 f"{fmt.ms(recall.took_ms)}")
-        yield Static(head, markup=False, classes="recall-head")
+        yield Plain(head, classes="recall-head")
         lines = [f"{i:>2}. {h.score:.2f}  {h.kind:<7} {_where(h)}  {h.name}"
                  for i, h in enumerate(hits, 1)]
-        yield Static("\n".join(lines) or "nothing found", markup=False, classes="recall-hits")
+        yield Plain("\n".join(lines) or "nothing found", classes="recall-hits")
         block = self.result.block
         title = (f"block that would be injected: {self.result.tokens} tokens" if block
                  else "no block would be injected (best score below the threshold)")
-        yield Collapsible(Static(block or "—", markup=False, classes="block"), title=title,
+        yield Collapsible(Plain(block or "—", classes="block"), title=title,
                           collapsed=not block)
 
 
@@ -141,4 +159,4 @@ def _arguments_text(arguments: dict[str, Any]) -> str:
 
 def _title(name: str, arguments: dict[str, Any], state: str) -> str:
     first = next((str(v) for v in arguments.values() if isinstance(v, str | int)), "")
-    return f"⚙ {name} {fmt.clip(first, 60)} {state}".replace("  ", " ")
+    return printable(f"⚙ {name} {fmt.clip(first, 60)} {state}".replace("  ", " "))
