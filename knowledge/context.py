@@ -31,6 +31,7 @@ from pathlib import PurePosixPath
 from knowledge import keys
 from knowledge.graph import Graph, Node
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
+from knowledge.redact import redact
 
 LINE_CHARS = 160
 ALSO_CHARS = 400  # the "also:" line is a list of paths: longer, and still one line
@@ -230,5 +231,5 @@ def build_context(recaller: Recaller, query: str, *, deadline: float | None = No
     """Recall for `query` (`INJECT_TOP` hits; `deadline` bounds the semantic re-rank) and
     build its block. Raises whatever recall raises."""
     result = recaller.recall(query, top=INJECT_TOP, path_prefix=path_prefix, deadline=deadline)
-    block = build_block(result, recaller.graph, max_lines=max_lines)
+    block = redact(build_block(result, recaller.graph, max_lines=max_lines))
     return Context(result, block, count_tokens(block))

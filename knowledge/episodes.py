@@ -32,6 +32,7 @@ from knowledge.graph import Node
 from knowledge.mentions import Mentions
 from knowledge.paths import report_unwritable
 from knowledge.project import Project
+from knowledge.redact import redact
 from knowledge.store import StoreError
 from knowledge.switches import is_off
 
@@ -152,11 +153,11 @@ class EpisodeStore:
         if disabled():
             log.info("episode not kept: THEUS_NO_EPISODES=1")
             return None
-        text = text.strip()
+        text = redact(text.strip())  # an episode is persisted and injected later
         if not text:
             return None
         when = self.now().replace(microsecond=0)
-        title = _shorten(title or first_line(text), 80) or f"{kind} {session_id}"
+        title = _shorten(redact(title or first_line(text)), 80) or f"{kind} {session_id}"
         episode = Episode("", when.isoformat(), kind, session_id, title,
                           _relative(self.project.root, files), text)
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import re
 import secrets
 from collections.abc import Iterable
 
@@ -36,19 +35,6 @@ HEADERS = {
 # Defence in depth: the index never reads secret files, but a summary or signature could still
 # quote a key pasted into source. Token shapes that are never legitimate graph content, each
 # behind a literal prefix so a whole answer is scanned only for prefixes that occur in it.
-_SECRETS = tuple(
-    (prefix, re.compile(pattern))
-    for prefix, pattern in (
-        ("-----BEGIN ", r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
-        ("AKIA", r"AKIA[0-9A-Z]{16}\b"),
-        ("ASIA", r"ASIA[0-9A-Z]{16}\b"),
-        ("sk-", r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"),
-        ("gh", r"gh[pousr]_[A-Za-z0-9]{30,}"),
-        ("xox", r"xox[abprs]-[A-Za-z0-9-]{10,}"),
-    )
-)
-
-
 def new_token() -> str:
     return secrets.token_urlsafe(32)
 
@@ -91,17 +77,3 @@ def token_ok(given: str | None, token: str) -> bool:
     if not given:
         return False
     return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
-
-
-def redact(text: str) -> str:
-    for prefix, pattern in _SECRETS:
-        if prefix in text:
-            text = pattern.sub(_redacted, text)
-    return text
-
-
-def _redacted(match: re.Match[str]) -> str:
-    start = match.start()
-    if start and match.string[start - 1].isalnum():  # "task-..." is not a key
-        return match.group(0)
-    return "[redacted]"

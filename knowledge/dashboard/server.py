@@ -28,11 +28,11 @@ from knowledge.dashboard.security import (
     is_loopback,
     new_token,
     origin_ok,
-    redact,
     token_ok,
 )
 from knowledge.dashboard.snapshot import Snapshot, SnapshotCache
 from knowledge.graph import Graph
+from knowledge.redact import redact
 
 if TYPE_CHECKING:
     from knowledge.project import Project

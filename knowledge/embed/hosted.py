@@ -21,6 +21,7 @@ from knowledge.embed.base import (
     encodable,
     normalise_rows,
 )
+from knowledge.redact import redact
 
 if TYPE_CHECKING:
     import openai
@@ -118,7 +119,8 @@ class HostedEmbedder:
 
         client = self._get_client()
         # The API rejects empty strings; a blank embeds as "nothing" just the same.
-        inputs = [encodable(t) if t.strip() else " " for t in texts]
+        # Nothing secret leaves the machine; the cache keeps the original texts' digests.
+        inputs = [encodable(redact(t)) if t.strip() else " " for t in texts]
         try:
             # "float", not the client's default base64: every compatible server speaks it.
             response = client.embeddings.create(

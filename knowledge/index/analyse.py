@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowledge.index.model import Extract
+from knowledge.redact import redact
 
 MAX_BYTES = 1_000_000
 BINARY_PROBE = 8000
@@ -58,7 +59,10 @@ def analyse(root: str, rel: str, size: int, mtime_ns: int, data: bytes | None = 
         return Analysed(rel, len(data), mtime_ns, sha1, "skipped", "minified", None)
     from knowledge.index.extract import extract_file
 
-    content = text.encode("utf-8") if reason == "utf-16" else data
+    # What the graph keeps of a file (summaries, signatures, identifiers) is drawn from the
+    # text with its secrets replaced (line numbers unchanged).
+    clean = redact(text)
+    content = clean.encode("utf-8") if reason == "utf-16" or clean != text else data
     try:
         extract = extract_file(rel, content)
     except Exception as exc:  # an extractor bug must not lose the rest of the index

@@ -33,6 +33,7 @@ from knowledge.recall.kinds import CODES, KINDS, kind_of
 from knowledge.recall.postings import DEAD, FrozenPostings, Postings, grow
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
+from knowledge.redact import redact
 
 CANDIDATES = 400  # files a search returns (the fusion keeps its best 150)
 K1 = 1.5
@@ -163,7 +164,8 @@ class ContentIndex:
     def _read(self, node: Node) -> str:
         if node.status == "skipped":  # too large, minified, binary: a file node only
             return ""
-        return read_text(self.root, node.path, int(node.data.get("size", 0) or 0)) or ""
+        # What the index keeps (and its snapshot on disk) holds no secret-shaped value.
+        return redact(read_text(self.root, node.path, int(node.data.get("size", 0) or 0)) or "")
 
     def search(self, weights: dict[str, float], wanted: tuple[str, ...], factors: np.ndarray,
                mass: dict[str, float], path_prefix: str | None = None) -> ContentMatch:

@@ -299,7 +299,7 @@ def test_secrets_never_appear_in_any_answer(served: tuple[Client, Project]) -> N
         assert canary not in text
     # The leaky docstring is indexed, but its key shape is redacted on the way out.
     leaky = client.json("/api/graph?node=file:src/leaky.py&depth=0")["focus"]
-    assert leaky["summary"] == "Uses [redacted] to call out."
+    assert leaky["summary"] == "Uses [redacted:openai-key] to call out."
 
 
 def test_a_fresh_process_serves_the_persisted_store(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from knowledge.redact import redact
 from theus.agent import compaction, microcompact
 from theus.agent.events import (
     ApprovalRequest,
@@ -269,6 +270,7 @@ class Agent:
             result = f"error: the tool failed unexpectedly: {exc!r}"
         if is_error and not args:
             self._emit(ToolCallStarted(call.id, call.name, {}))
+        result = redact(result)  # what a file or a command printed goes to the model and disk
         self._append({"role": "tool", "tool_call_id": call.id, "content": result})
         took = (time.perf_counter() - start) * 1000
         self._emit(ToolCallFinished(call.id, call.name, result, is_error, took))
