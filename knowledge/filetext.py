@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from knowledge.beneath import read_beneath
+
 MAX_FILE_BYTES = 512 * 1024
 PASSAGE_LINES = 30
 LOCKFILES = frozenset(
@@ -24,8 +26,7 @@ def read_text(root: Path, path: str, size: int = 0) -> str | None:
     if path.rsplit("/", 1)[-1].lower() in LOCKFILES or size > MAX_FILE_BYTES:
         return None
     try:
-        with open(root / path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        data = read_beneath(root, path, MAX_FILE_BYTES + 1)
     except OSError:
         return None
     if len(data) > MAX_FILE_BYTES or b"\0" in data[:4096]:

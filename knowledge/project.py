@@ -471,11 +471,12 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
+    from knowledge.beneath import read_beneath
     from knowledge.index.analyse import Analysed, analyse
     rel, size, mtime_ns, known_sha1 = item
     if known_sha1:
         try:
-            data = (Path(root) / rel).read_bytes()
+            data = read_beneath(root, rel)
         except OSError:
             data = None
         if data is not None:

@@ -9,8 +9,8 @@ import codecs
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
+from knowledge.beneath import read_beneath
 from knowledge.index.model import Extract
 from knowledge.redact import redact
 
@@ -46,7 +46,7 @@ def analyse(root: str, rel: str, size: int, mtime_ns: int, data: bytes | None = 
         return Analysed(rel, size, mtime_ns, "", "skipped", "too-large", None)
     if data is None:
         try:
-            data = (Path(root) / rel).read_bytes()
+            data = read_beneath(root, rel)
         except OSError:
             return Analysed(rel, size, mtime_ns, "", "skipped", "unreadable", None, False)
     sha1 = hashlib.sha1(data).hexdigest()

@@ -65,16 +65,18 @@ def walk(root: Path, rules: IgnoreRules | None = None, skip: Path | None = None)
                 continue
             if rules.ignored(rel, is_dir):
                 continue
-            if is_link:
-                reason = _link_problem(root, Path(entry.path))
-                if not reason and is_dir:
-                    reason = _folder_link(Path(entry.path))
-                if reason:
-                    out.skipped[rel] = reason
-                    continue
-            try:
+            try:  # the tree may change under us: anything odd skips the entry, never the walk
+                if is_link:
+                    reason = _link_problem(root, Path(entry.path))
+                    if not reason and is_dir:
+                        reason = _folder_link(Path(entry.path))
+                    if reason:
+                        out.skipped[rel] = reason
+                        continue
                 st = entry.stat(follow_symlinks=True)
-            except OSError:
+                inside_skip = (is_dir and skip is not None
+                               and _inside(Path(entry.path).resolve(), skip))
+            except (OSError, RuntimeError):
                 out.skipped[rel] = "unreadable"
                 continue
             if is_dir:
@@ -82,7 +84,7 @@ def walk(root: Path, rules: IgnoreRules | None = None, skip: Path | None = None)
                 if ident in seen_dirs:
                     out.skipped[rel] = "symlink-loop"
                     continue
-                if skip is not None and _inside(Path(entry.path).resolve(), skip):
+                if inside_skip:
                     continue
                 seen_dirs.add(ident)
                 out.dirs.append(rel)

@@ -11,6 +11,7 @@ import os
 import stat
 from pathlib import Path
 
+from knowledge.beneath import open_beneath
 from knowledge.index.ignore import is_secret
 from knowledge.paths import config_home, data_home
 
@@ -49,7 +50,10 @@ class Jail:
         candidate = Path(raw)
         if not candidate.is_absolute():
             candidate = self.root / candidate
-        resolved = Path(os.path.realpath(candidate))
+        try:
+            resolved = Path(os.path.realpath(candidate))
+        except OSError as exc:  # a link changed while it was being followed
+            raise JailError(f"{raw}: changed while resolving ({exc.strerror})") from None
         if not self.inside(resolved):
             raise JailError(f"{raw}: outside the project root (only {self.root} is reachable)")
         return resolved
@@ -69,26 +73,29 @@ class Jail:
         if self.secret(resolved):
             raise JailError(f"{raw}: secret files (.env*, keys, credentials) are never read")
         try:
-            fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            fd = open_beneath(self.root, self._parts(resolved), os.O_RDONLY)
         except FileNotFoundError:
             raise JailError(f"{raw}: no such file") from None
         except IsADirectoryError:
             raise JailError(f"{raw}: is a folder (use list)") from None
         except OSError as exc:
-            raise JailError(f"{raw}: cannot open ({exc.strerror})") from None
+            raise JailError(f"{raw}: cannot open ({exc.strerror or exc})") from None
         self._verify(fd, resolved, raw)
+        if os.fstat(fd).st_nlink > 1:
+            os.close(fd)
+            raise JailError(f"{raw}: hard-linked file (its other name may be outside the project "
+                            "or a secret, which a path check cannot see): not read")
         return fd, resolved
+
+    def _parts(self, resolved: Path) -> tuple[str, ...]:
+        return resolved.relative_to(self.root).parts
 
     def open_write(self, raw: str) -> tuple[int, Path]:
         """Open (creating) a file for writing, without truncating until it is verified."""
         resolved = self.resolve(raw)
-        resolved.parent.mkdir(parents=True, exist_ok=True)
-        # mkdir may have followed a freshly planted symlink: re-check before opening.
-        if not self.inside(Path(os.path.realpath(resolved.parent))):
-            raise JailError(f"{raw}: outside the project root")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(resolved, flags, 0o644)
+        try:  # folders made one by one beneath the root: a planted symlink is never followed
+            fd = open_beneath(self.root, self._parts(resolved), os.O_WRONLY | os.O_CREAT,
+                              make_dirs=True)
         except IsADirectoryError:
             raise JailError(f"{raw}: is a folder") from None
         except OSError as exc:
@@ -102,12 +109,11 @@ class Jail:
 
     def _verify(self, fd: int, resolved: Path, raw: str) -> None:
         try:
-            opened = os.fstat(fd)
-            if not stat.S_ISREG(opened.st_mode):
+            # Opened beneath the root without following a link; where it really is now is
+            # checked once more (a folder renamed meanwhile is fine while it stays inside).
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise JailError(f"{raw}: not a regular file")
-            current = os.stat(resolved, follow_symlinks=False)
-            same = (opened.st_dev, opened.st_ino) == (current.st_dev, current.st_ino)
-            if not same or not self.inside(_fd_path(fd, resolved)):
+            if not self.inside(_fd_path(fd, resolved)):
                 raise JailError(f"{raw}: changed while opening (refused)")
         except BaseException:
             os.close(fd)
