@@ -362,8 +362,10 @@ def _problem(conn: sqlite3.Connection) -> str | None:
     # Touch every table: a truncated file fails here, not in the middle of a session.
     counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
               for t in _REQUIRED_TABLES}
-    if counts["files"] and not counts["nodes"]:
-        return f"{counts['files']} files but no nodes"
+    # Parsed files always have a node; skipped ones (unreadable, binary) may have none.
+    parsed = conn.execute("SELECT COUNT(*) FROM files WHERE status != 'skipped'").fetchone()[0]
+    if parsed and not counts["nodes"]:
+        return f"{parsed} parsed files but no nodes"
     if meta.get("writer") == "open":  # the last writer did not close: check the pages
         verdict = conn.execute("PRAGMA quick_check").fetchone()[0]
         if verdict != "ok":

@@ -114,3 +114,20 @@ def test_a_read_only_folder_opens_the_store_for_reading(tmp_path: Path) -> None:
         finally:
             opened.close()
     assert store.read_bytes() == good
+
+
+def test_a_store_whose_only_files_were_skipped_is_not_taken_for_damage(tmp_path: Path) -> None:
+    # A file unreadable at index time (a race, a permission) is recorded without a node.
+    from knowledge.graph import Graph
+    from knowledge.store import FileState
+
+    path = tmp_path / "graph.db"
+    store = Store.open(path)
+    store.save(Graph(), files=[FileState("gone.py", 10, 1, status="skipped",
+                                         reason="unreadable")])
+    store.close()
+    again = Store.open(path)
+    try:
+        assert again.recovered_from is None and "gone.py" in again.files()
+    finally:
+        again.close()
