@@ -59,7 +59,9 @@ def root(top: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     write_tree(home, {".ssh/id_ed25519": "ssh-CANARY", ".aws/credentials": "aws-file-CANARY"})
     write_tree(tmp_path / "outside", {"secret.txt": "outside-CANARY"})
     return write_tree(tmp_path / "repo", {"app.py": "print('hi')\n", ".env": "KEY=env-CANARY\n",
-                                          ".env.local": "KEY=envlocal-CANARY\n"})
+                                          ".env.local": "KEY=envlocal-CANARY\n",
+                                          "services/api/.env": "KEY=nested-CANARY\n",
+                                          "deploy/id_rsa": "ssh-key-CANARY\n"})
 
 
 def shell(root: Path, command: str, ctx: ToolContext | None = None) -> str:
@@ -73,7 +75,7 @@ def shell(root: Path, command: str, ctx: ToolContext | None = None) -> str:
 @pytest.mark.parametrize("probe", [
     "env", "tr '\\0' '\\n' < /proc/$PPID/environ", "cat /proc/*/environ | tr '\\0' '\\n'",
     "cat {top}/theus-home/config/credentials.json {top}/home/.ssh/id_ed25519 "
-    "{top}/home/.aws/credentials", "cat .env .env.local",
+    "{top}/home/.aws/credentials", "cat .env .env.local services/api/.env deploy/id_rsa",
     "grep -rs CANARY {top}/theus-home {top}/home . /tmp",
 ])
 def test_no_secret_reaches_the_command_output(root: Path, probe: str) -> None:

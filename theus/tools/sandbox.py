@@ -6,9 +6,10 @@
 In the sandbox (as Claude Code's sandbox on Linux): the project root is the only writable
 folder besides a private /tmp; the rest of the filesystem is read-only, and hidden are Theus's
 data and config folders (the saved login key), the usual credential stores in the home folder
-and the `.env*` files at the project root. A fresh PID namespace with its own /proc, so the
-agent's processes (and their environment) cannot be read; no network unless
-THEUS_SHELL_NETWORK=1; everything the command started dies with it, `setsid` children included.
+and the project's secrets files (`.env*`, keys: the indexer's rule; top levels only). A fresh
+PID namespace with its own /proc, so the agent's processes (and their environment) cannot be
+read; no network unless THEUS_SHELL_NETWORK=1; everything the command started dies with it,
+`setsid` children included.
 
 The environment is built from an allow-list, never the agent's minus a deny-list: a key whose
 name nobody thought of does not leak. THEUS_SHELL_ENV adds names (comma-separated).
@@ -24,6 +25,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from knowledge.index.ignore import is_secret
 from knowledge.paths import config_home, data_home
 
 ENV_ALLOWED = frozenset({
@@ -37,6 +39,10 @@ ENV_PREFIXES_ALLOWED = ("LC_",)
 HOME_SECRETS = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".kube",
                 ".gnupg", ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".cargo/credentials",
                 ".cargo/credentials.toml")
+SECRET_SCAN_DEPTH = 3  # folders below the root searched for secrets files to hide
+SECRET_SCAN_ENTRIES = 20_000
+_NOT_SCANNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "target",
+                          "dist", "build", ".tox", ".mypy_cache"})
 NO_SANDBOX_WARNING = ("warning: no sandbox on this machine (install bubblewrap): the command "
                       "runs with your permissions")
 
@@ -91,7 +97,27 @@ def _hidden(root: Path, environ: Mapping[str, str]) -> Iterable[Path]:
     home = environ.get("HOME")
     if home:
         yield from (Path(home) / name for name in HOME_SECRETS)
-    try:
-        yield from (p for p in root.iterdir() if p.name.startswith(".env"))
-    except OSError:
-        return
+    yield from _project_secrets(root)
+
+
+def _project_secrets(root: Path) -> Iterable[Path]:
+    """Secrets files (`.env*`, keys, credentials: the indexer's rule) in the project's top
+    levels, where they live; bounded, so a huge tree costs a command little."""
+    budget = SECRET_SCAN_ENTRIES
+    folders = [(root, 0)]
+    while folders and budget > 0:
+        folder, depth = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries[:budget]:
+            budget -= 1
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < SECRET_SCAN_DEPTH and entry.name not in _NOT_SCANNED:
+                        folders.append((Path(entry.path), depth + 1))
+                elif is_secret(entry.name):
+                    yield Path(entry.path)
+            except OSError:
+                continue
