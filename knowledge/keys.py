@@ -45,12 +45,15 @@ def column_key(table: str, column: str) -> str:
     return f"column:{normalize(table)}.{normalize(column)}"
 
 
+MEMORY_PREFIX, EPISODE_PREFIX = "mem:", "ep:"
+
+
 def memory_key(text: str) -> str:
-    return "mem:" + hashlib.sha1(normalize(text).encode()).hexdigest()
+    return MEMORY_PREFIX + hashlib.sha1(normalize(text).encode()).hexdigest()
 
 
 def episode_key(date: str, slug: str) -> str:
-    return f"ep:{date}-{slug}"
+    return f"{EPISODE_PREFIX}{date}-{slug}"
 
 
 def slugify(text: str, limit: int = 48) -> str:

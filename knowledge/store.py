@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knowledge import keys
 from knowledge.graph import Edge, Graph, Node
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,9 @@ class StoreCorrupt(Exception):
 
 
 _REQUIRED_TABLES = ("meta", "files", "links", "nodes", "edges")
+
+
+_REMEMBERED = (keys.MEMORY_PREFIX, keys.EPISODE_PREFIX)  # owners of memory and episode nodes
 
 
 @dataclass(slots=True)
@@ -183,8 +187,10 @@ class Store:
         return dict(self._read("SELECT k, v FROM meta"))
 
     def generation(self) -> int:
-        """How many saves changed the graph or the files: derived data (the scoring index
-        snapshot) records the generation it was made from."""
+        """How many saves changed the files' part of the graph: derived data (the scoring
+        index and vector snapshots) records the generation it was made from. Memories and
+        episodes saved since join a snapshot when it is next rebuilt (a file changes, or
+        `theus index`); until then one-shot commands recall the ones it holds."""
         rows = self._read("SELECT v FROM meta WHERE k = 'generation'")
         return int(rows[0][0]) if rows else 0
 
@@ -274,7 +280,10 @@ class Store:
                 c.executemany("INSERT OR REPLACE INTO links VALUES (?, ?, ?, ?)", link_rows)
                 stamp = {"saved_at": str(time.time()), **(meta or {})}
                 c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", stamp.items())
-                if dirty or file_rows or gone:  # what a snapshot of the index would miss
+                if file_rows or gone or any(not o.startswith(_REMEMBERED) for o in dirty):
+                    # What a snapshot of the code index would miss. Memories and episodes
+                    # alone do not count: every headless run saves an episode, and a snapshot
+                    # rebuilt for each would make every next one-shot command slow.
                     c.execute("INSERT INTO meta VALUES ('generation', '1') ON CONFLICT(k) DO "
                               "UPDATE SET v = CAST(v AS INTEGER) + 1")
             self._writing = True

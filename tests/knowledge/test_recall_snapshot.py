@@ -73,3 +73,19 @@ def test_a_broken_snapshot_is_rebuilt(tmp_path: Path) -> None:
     recaller = make_recaller(project, one_shot=True)
     assert not recaller.frozen and recaller.recall("cart total").files[0] == "shop/cart.py"
     project.close()
+
+
+def test_an_episode_saved_after_the_snapshot_leaves_it_fresh(tmp_path: Path) -> None:
+    # Every headless run saves an episode: were that to outdate the snapshot, every next
+    # one-shot command would rebuild the whole index.
+    from knowledge.episodes import EpisodeStore
+
+    project = indexed_project(tmp_path / "repo", FILES)
+    make_recaller(project, one_shot=True)
+    generation = project.store.generation()
+    assert EpisodeStore(project).record("session", "Fixed the cart total rounding.",
+                                        "s1") is not None
+    project.save()
+    assert project.store.generation() == generation
+    assert make_recaller(project, one_shot=True).frozen
+    project.close()
