@@ -1,9 +1,10 @@
 """One-shot commands and process lifecycle, timed from outside (a benchmark, not a test).
 
-    python bench/cli.py [PATH ...] [--runs 7] [--query "..."] [--no-app]
+    python bench/cli.py [PATH ...] [--runs 7] [--query "..."] [--no-app] [--home DIR]
 
-For each project (the PATHs, then this repository), with a temporary THEUS_HOME in which the
-project is indexed once (`theus index`, embeddings included), prints the median and min of
+For each project (the PATHs, then this repository), with a temporary THEUS_HOME (or `--home`,
+kept between calls: embedding a large project once takes many minutes) in which the project
+is indexed (`theus index`, embeddings included), prints the median and min of
 `--runs` runs (after one unrecorded warm-up) of, each a new process:
 
   recall            `theus recall --json QUERY` wall, THEUS_NO_EMBEDDINGS=1
@@ -151,8 +152,9 @@ def report(name: str, figures: list[float], target_ms: float | None = None) -> N
     print(f"  {name:18s} median {median:7.0f} ms   min {low:7.0f} ms   ({len(figures)} runs){aim}")
 
 
-def bench_project(root: Path, runs: int, query: str, with_app: bool) -> None:
-    home = Path(tempfile.mkdtemp(prefix="theus-bench-cli-"))
+def bench_project(root: Path, runs: int, query: str, with_app: bool,
+                  keep: Path | None) -> None:
+    home = keep or Path(tempfile.mkdtemp(prefix="theus-bench-cli-"))
     try:
         env = base_env(home)
         start = time.perf_counter()
@@ -179,7 +181,8 @@ def bench_project(root: Path, runs: int, query: str, with_app: bool) -> None:
             report("app first paint", [a for a, _ in pairs])
             report("app quit", [b for _, b in pairs], 300)
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def _nodes(status_json: str) -> int:
@@ -198,9 +201,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--query", default="where is the retry deadline of a model request")
     parser.add_argument("--no-app", action="store_true", help="leave the chat app out")
+    parser.add_argument("--home", type=Path, default=None,
+                        help="THEUS_HOME to use and keep (indexes and embeddings reused)")
     args = parser.parse_args()
     for root in [*args.paths, REPO]:
-        bench_project(root.resolve(), args.runs, args.query, not args.no_app)
+        bench_project(root.resolve(), args.runs, args.query, not args.no_app, args.home)
     return 0
 
 
