@@ -14,15 +14,8 @@ from knowledge.embed.local import MODEL_ID
 from knowledge.project import Project
 from knowledge.recall import Recaller, make_recaller
 from tests.conftest import indexed_project
+from tests.knowledge.test_semantic_rerank import FILES
 
-FILES = {
-    "media/thumbs.py": 'def shrink_image(picture, width):\n'
-                       '    """Scale a picture down for previews."""\n    return picture\n',
-    "billing/invoice.py": 'def render_invoice(order):\n'
-                          '    """Format the invoice page as HTML."""\n    return order\n',
-    "auth/session.py": 'def expire_session(token):\n'
-                       '    """Log the user out after inactivity."""\n    return token\n',
-}
 REQUESTS = ["make photos smaller for the gallery page", "log out idle users", "invoice html"]
 
 

@@ -61,16 +61,3 @@ def test_secrets_files_stay_refused_even_with_the_flag(root: Path, path: str) ->
 @pytest.mark.parametrize("path", ORDINARY)
 def test_ordinary_files_are_written(root: Path, path: str) -> None:
     assert write(root, path).startswith("write ")
-
-
-def test_the_app_asks_and_names_the_risk(root: Path) -> None:
-    asked: list[ApprovalRequest] = []
-
-    async def record(request: ApprovalRequest) -> bool:
-        asked.append(request)
-        return False
-
-    ctx = ToolContext(jail=Jail(root), approve=record)
-    with pytest.raises(ToolError, match="not approved"):
-        asyncio.run(write_file({"path": "Makefile", "content": "all:\n"}, ctx))
-    assert "runs code by itself" in asked[0].summary

@@ -129,7 +129,10 @@ async def test_theus_data_dir_is_protected(project: Path, monkeypatch: pytest.Mo
                          ctx(project, refuse_protected=True))
 
 
-async def test_protected_writes_are_flagged_when_asking(project: Path) -> None:
+@pytest.mark.parametrize(("target", "risk"), [
+    (".vscode/tasks.json", "editor/agent configuration"), ("Makefile", "runs code by itself")])
+async def test_protected_writes_are_flagged_when_asking(project: Path, target: str,
+                                                        risk: str) -> None:
     asked: list[ApprovalRequest] = []
 
     async def approver(request: ApprovalRequest) -> bool:
@@ -138,8 +141,8 @@ async def test_protected_writes_are_flagged_when_asking(project: Path) -> None:
 
     c = ToolContext(jail=Jail(project), approve=approver)
     with pytest.raises(ToolError, match="not approved"):
-        await write_file({"path": ".vscode/tasks.json", "content": "{}"}, c)
-    assert "warning" in asked[0].summary
+        await write_file({"path": target, "content": "{}"}, c)
+    assert "warning" in asked[0].summary and risk in asked[0].summary
 
 
 async def test_edit_needs_an_exact_unique_match(project: Path) -> None:
