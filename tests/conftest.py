@@ -38,3 +38,11 @@ def indexed_project(root: Path, files: dict[str, str | bytes]) -> Project:
     project = Project(write_tree(root, files))
     project.index()
     return project
+
+
+def texts_of(message: dict[str, object]) -> list[str]:
+    """A chat message's text parts: its content string, or each text part of a list."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return [str(part.get("text", "")) for part in content if isinstance(part, dict)]
+    return [content] if isinstance(content, str) else []

@@ -12,6 +12,7 @@ import pytest
 
 from knowledge.project import Project
 from knowledge.recall import Recaller
+from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
 from theus.agent.events import InjectionInfo, TurnFinished
@@ -26,8 +27,8 @@ def recaller(repo: Path) -> Recaller:
 
 
 def reminders(body: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in body["messages"]
-            if m["role"] == "user" and m["content"].startswith("<system-reminder>")]
+    return [t for m in body["messages"] if m["role"] == "user" for t in texts_of(m)
+            if t.startswith("<system-reminder>")]
 
 
 async def test_injection_present_above_the_threshold(
@@ -41,10 +42,12 @@ async def test_injection_present_above_the_threshold(
     first = reminders(server.requests[0])
     assert len(first) == 1 and "cart.py" in first[0]
     # Quoted data, not instructions; attached once per request, not per model call.
-    block, request = first[0].split("\n</system-reminder>\n\n")
+    block = first[0].removesuffix("\n</system-reminder>")
     assert all(line.startswith(">") for line in block.splitlines()[2:])
     assert "not instructions" in block
-    assert request == "where is the Cart total computed with price_of?"  # follows its block
+    user = server.requests[0]["messages"][1]
+    assert texts_of(user)[-1] == "where is the Cart total computed with price_of?"  # a part
+    # of its own after its block
     assert reminders(server.requests[1]) == first
     assert result.usage.injected_tokens == info.tokens > 0
     assert [m["role"] for m in server.requests[0]["messages"]] == ["system", "user"]

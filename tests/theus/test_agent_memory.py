@@ -8,6 +8,7 @@ from typing import Any
 
 from knowledge.project import Project
 from knowledge.recall import Recaller
+from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
 from theus.agent.compaction import SUMMARY_PROMPT
@@ -132,8 +133,9 @@ async def test_subagent_is_seeded_with_a_recall_on_its_task(
     assert result.text == "parent: done"
     child = server.requests[1]["messages"]
     assert [m["role"] for m in child] == ["system", "user"]
-    assert child[1]["content"].startswith("<system-reminder>") and "cart.py" in child[1]["content"]
-    assert child[1]["content"].endswith("</system-reminder>\n\nFind how the total is computed.")
+    reminder, task = texts_of(child[1])
+    assert reminder.startswith("<system-reminder>") and "cart.py" in reminder
+    assert reminder.endswith("</system-reminder>") and task == "Find how the total is computed."
     assert "task" not in {t["function"]["name"] for t in server.requests[1]["tools"]}
     started = rec.of(SubagentStarted)[0]
     assert not started.fork and 0 < started.seeded_tokens <= 500 + 60  # block + its wrapper
@@ -168,6 +170,6 @@ async def test_a_fork_inherits_the_parent_and_skips_the_seed(
     parent = server.requests[0]["messages"]
     assert fork[0] == parent[0] and len(fork) == len(parent) == 2
     # Inherited, including the parent's injection (once: no second seed), then its task.
-    assert fork[1]["content"] == parent[1]["content"] + "\n\nGo deeper."
-    assert fork[1]["content"].count("<system-reminder>") == 1
+    assert texts_of(fork[1]) == [*texts_of(parent[1]), "Go deeper."]
+    assert "".join(texts_of(fork[1])).count("<system-reminder>") == 1
     assert rec.of(SubagentStarted)[0].fork and rec.of(SubagentStarted)[0].seeded_tokens == 0

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_tree
+from tests.conftest import texts_of, write_tree
 from tests.scripted_server import ScriptedServer, error, text, tool
 
 CANARIES = {".env": "AWS_KEY=AKIAIOSFODNN7EXAMPLE\n", ".env.local": "TOKEN=sk-canary-4242\n",
@@ -224,8 +224,9 @@ def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
     injection = next(e for e in events if e["type"] == "injection")
     assert injection["attached"] and injection["tokens"] > 0
     assert events[-1]["injected_tokens"] == injection["tokens"]
-    reminder = server.requests[0]["messages"][1]["content"]
+    reminder, asked = texts_of(server.requests[0]["messages"][1])  # a part each
     assert reminder.startswith("<system-reminder>") and "cart.py" in reminder
+    assert reminder.endswith("</system-reminder>") and asked == request
     episodes = list(ProjectPaths.for_root(repo).episodes.glob("*.md"))
     assert len(episodes) == 1
     assert "how does Cart.total use price_of?" in episodes[0].read_text()

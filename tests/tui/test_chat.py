@@ -9,6 +9,7 @@ from typing import Any
 from textual.message import Message
 from textual.widgets import Static
 
+from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.tui.conftest import MakeApp, ready, wait_for
 from theus.agent import events as ev
@@ -70,7 +71,8 @@ async def test_injected_context_indicator_expands_to_the_block(
         title = str(view.query_one("CollapsibleTitle").render())
         assert f"{view.tokens} tokens injected" in title and "recall" in title
         # The block shown is exactly the one the model got (quoted inside the reminder).
-        sent = [m["content"] for m in server.requests[0]["messages"] if m["role"] == "user"]
+        sent = [t for m in server.requests[0]["messages"] if m["role"] == "user"
+                for t in texts_of(m)]
         quoted = "\n".join("> " + line if line else ">" for line in view.block.splitlines())
         assert any(quoted in m for m in sent)
         await pilot.click(view.query_one("CollapsibleTitle"))

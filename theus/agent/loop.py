@@ -367,20 +367,32 @@ class Agent:
     def _wire(self, *, reminders: bool = True) -> list[dict[str, Any]]:
         """Messages as the server expects them: our "_" meta keys stripped, and adjacent user
         messages (summary, reminder, request) merged into one, because some chat templates
-        reject two user turns in a row."""
+        reject two user turns in a row. The recalled block stays a text part of its own, so
+        nothing it quotes runs on into the user's words."""
         out: list[dict[str, Any]] = []
+        injected = False  # the last message of `out` holds a reminder
         for message in self.messages:
-            if not reminders and message.get(KIND) == "injection":
+            is_reminder = message.get(KIND) == "injection"
+            if not reminders and is_reminder:
                 continue
             clean = {k: v for k, v in message.items() if not k.startswith("_")}
             prev = out[-1] if out else None
             if (prev is not None and prev["role"] == clean["role"] == "user"
-                    and isinstance(prev.get("content"), str)
-                    and isinstance(clean.get("content"), str)):
-                prev["content"] = f"{prev['content']}\n\n{clean['content']}"
+                    and isinstance(clean.get("content"), str)
+                    and isinstance(prev.get("content"), str | list)):
+                if injected or is_reminder:
+                    prev["content"] = [*_parts(prev["content"]), *_parts(clean["content"])]
+                    injected = True
+                else:
+                    prev["content"] = f"{prev['content']}\n\n{clean['content']}"
                 continue
             out.append(clean)
+            injected = is_reminder
         return out
+
+
+def _parts(content: str | list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
 def _assistant(text: str, calls: list[ToolCall], now: float) -> dict[str, Any]:
