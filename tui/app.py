@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, NoReturn
@@ -94,10 +95,11 @@ class TheusApp(App[int]):
 
         self.set_keymap(load_keymap())
         self.update_status(off=short_switches(switched_off()))
-        self.load_graph()
+        # A daemon thread, not a Textual thread worker: those run in the event loop's default
+        # executor, which the loop joins at exit, so quitting would wait for the graph load.
+        threading.Thread(target=self.load_graph, name="theus-load", daemon=True).start()
         self.set_interval(STATUS_EVERY_S, self.refresh_status)
 
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_graph(self) -> None:
         try:
             project = self.engine.load()

@@ -15,6 +15,8 @@ from theus.config import switched_off
 
 log = logging.getLogger(__name__)
 
+WATCHER_STOP_S = 0.2
+
 
 @dataclass
 class Memory:
@@ -76,8 +78,9 @@ class Memory:
                 log.warning("semantic layer did not stop cleanly: %s", exc)
         if self.watcher is not None:
             try:
-                # Bounded: an exit must not hang on a catch-up rescan; saves are atomic anyway.
-                self.watcher.stop(timeout=5.0)
+                # Bounded, and short: an exit must not wait for a catch-up rescan (it is done
+                # again next start; saves are atomic, the thread is a daemon).
+                self.watcher.stop(timeout=WATCHER_STOP_S)
             except Exception as exc:
                 log.warning("watcher did not stop cleanly: %s", exc)
         if self.project is not None:
