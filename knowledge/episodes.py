@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from knowledge import atomic, keys
 from knowledge.frontmatter import Problem, first_line, parse_frontmatter, render_frontmatter
 from knowledge.frontmatter import shorten as _shorten
-from knowledge.graph import Node
+from knowledge.graph import Graph, Node
 from knowledge.mentions import Mentions
 from knowledge.paths import report_unwritable
 from knowledge.project import Project
@@ -165,6 +165,8 @@ class EpisodeStore:
         except OSError as exc:
             self._failed(f"episode file not written: {exc}", quiet=report_unwritable(exc))
             return None
+        if not self.project.graph_loaded:
+            return self._save_alone(episode)
         with self.project.lock:
             if not self._loaded:  # a store rebuilt since start gets its history back first
                 self.load()
@@ -174,6 +176,21 @@ class EpisodeStore:
             except StoreError as exc:  # the node stays in the graph; the next save retries
                 self._failed(str(exc))
                 return episode
+        _last_error.pop(str(self.project.root), None)
+        return episode
+
+    def _save_alone(self, episode: Episode) -> Episode:
+        """A one-shot process (`theus -p`) never loaded the graph, and loading all of it to
+        save one node would cost more than the run (1 s on 38k nodes): the node is saved on its
+        own; its edges come when a process that loads the graph reads the files (`load`: the
+        app, `theus index`)."""
+        alone = Graph()
+        alone.upsert(episode.node())
+        try:
+            self.project.store.save(alone)
+        except StoreError as exc:  # the file is the record: `load` brings it in later
+            self._failed(str(exc))
+            return episode
         _last_error.pop(str(self.project.root), None)
         return episode
 

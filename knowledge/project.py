@@ -129,6 +129,11 @@ class Project:
         return self._links
 
     @property
+    def graph_loaded(self) -> bool:
+        """Whether this process has read the whole graph (one-shot commands do not)."""
+        return self._graph is not None
+
+    @property
     def has_index(self) -> bool:
         return bool(self.files) or self.last_index > 0
 

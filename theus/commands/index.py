@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     show_progress = not args.json and sys.stderr.isatty()
     try:
         report = _run_index(project, show_progress)
+        _link_episodes(project)
         embedded, embed_seconds = (0, 0.0) if args.no_embed else _embed(project, show_progress)
         _snapshot(project)
     except StoreError as exc:
@@ -46,6 +47,13 @@ def run(args: argparse.Namespace) -> int:
               f"in {report.seconds:.2f}s ({report.parsed} parsed; skipped: {skipped}); "
               f"embedded {embedded} in {embed_seconds:.2f}s")
     return 0
+
+
+def _link_episodes(project) -> None:  # type: ignore[no-untyped-def]
+    """Episodes written by one-shot runs (files only) join the graph, before its snapshot."""
+    from knowledge.episodes import EpisodeStore
+
+    EpisodeStore(project).load()
 
 
 def _snapshot(project) -> None:  # type: ignore[no-untyped-def]
