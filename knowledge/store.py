@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowledge import keys
+from knowledge import atomic, keys
 from knowledge.graph import Edge, Graph, Node
 
 log = logging.getLogger(__name__)
@@ -151,6 +151,16 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreUnavailable(f"cannot create {path.parent}: {exc.strerror}") from exc
+        with contextlib.ExitStack() as creating:
+            # Two processes opening a new project at once: one must not inspect the store
+            # the other is still creating (and take it for damage). A folder that refuses the
+            # lock file refuses the store too: that path is handled below, unlocked.
+            with contextlib.suppress(OSError):
+                creating.enter_context(atomic.locked(path.with_name(path.name + ".lock")))
+            return cls._open_checked(path)
+
+    @classmethod
+    def _open_checked(cls, path: Path) -> Store:
         aside = None
         problem = inspect(path)
         if problem is not None:

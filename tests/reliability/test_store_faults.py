@@ -131,3 +131,24 @@ def test_a_store_whose_only_files_were_skipped_is_not_taken_for_damage(tmp_path:
         assert again.recovered_from is None and "gone.py" in again.files()
     finally:
         again.close()
+
+
+def test_processes_creating_one_store_at_once_neither_fail_nor_set_it_aside(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    child = ("import sys, time; from pathlib import Path; from knowledge.store import Store\n"
+             "go = Path(sys.argv[1])\n"
+             "while not go.exists(): time.sleep(0.001)\n"
+             "for trial in range(15):\n"
+             "    s = Store.open(Path(sys.argv[2]) / f'{trial}' / 'graph.db')\n"
+             "    assert s.recovered_from is None, s.recovered_from\n"
+             "    s.files(); s.close()\n")
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", child, str(go), str(tmp_path / "stores")],
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    go.touch()
+    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
+    assert all(code == 0 for code, _ in results), results
+    assert not list((tmp_path / "stores").rglob("*.corrupt-*"))
