@@ -350,6 +350,9 @@ class Watcher:
         try:
             self.project.save()
         except StoreError as exc:
+            if self._stop.is_set():  # the store closed under a save cut short by an exit:
+                log.info("watcher save at exit not done (%s); the next start catches up", exc)
+                return
             self._store_failed(exc)
             return
         if self.warnings.pop("store", None) is not None:
