@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
-from theus.commands.common import UsageError
+from theus.commands.common import UsageError, to_devnull
 
 # Each name is a module in theus.commands exposing `register(subparsers)`.
 COMMANDS = (
@@ -90,10 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _reader_went_away() -> int:
     """The reader of our output stopped (`theus sessions | head`): exit 0 quietly, as
-    `git log | head` does. stdout points at /dev/null so the flush at exit cannot fail."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+    `git log | head` does."""
+    to_devnull(sys.stdout)
     return 0
 
 

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from theus.agent.events import (
     ToolCallStarted,
     Usage,
 )
-from theus.commands.common import UsageError, project_root
+from theus.commands.common import UsageError, project_root, to_devnull
 from theus.config import MISSING_MODEL_HELP, load_model_settings
 from theus.printable import printable
 
@@ -66,9 +65,7 @@ class Printer:
         except BrokenPipeError:
             self.gone = True
             with contextlib.suppress(OSError, ValueError):  # a test's stream has no fd
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, self.out.fileno())
-                os.close(devnull)
+                to_devnull(self.out)
             if self.on_gone is not None:
                 self.on_gone()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,16 @@ def add_project_options(parser: Any, default: Any) -> None:
                         help="project folder (default: current folder)")
     parser.add_argument("--json", action="store_true",
                         default=False if default is None else default, help="print JSON")
+
+
+def to_devnull(stream: Any) -> None:
+    """Point `stream`'s file descriptor at /dev/null: its reader went away (`| head`), and the
+    flushes still to come (ours, the interpreter's at exit) must not fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def console(**options: Any) -> Any:
