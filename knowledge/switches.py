@@ -1,4 +1,5 @@
-"""The kill switches: `THEUS_NO_<LAYER>=1` turns one memory layer off. One rule for all.
+"""The kill switches: `THEUS_NO_<LAYER>=1` turns one memory layer off. One rule for all
+(and for the other on/off variables, such as THEUS_NO_SANDBOX or THEUS_SHELL_NETWORK).
 
 A switch is on when its variable is set to anything but "", "0", "false", "no" or "off".
 """
@@ -12,10 +13,15 @@ LAYERS = ("KNOWLEDGE_INJECT", "EMBEDDINGS", "EPISODES", "WATCH", "MEMDIR")
 _NOT_SET = ("", "0", "false", "no", "off")
 
 
+def is_set(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """True when the variable `name` is switched on."""
+    value = (os.environ if env is None else env).get(name, "")
+    return value.strip().lower() not in _NOT_SET
+
+
 def is_off(layer: str, env: Mapping[str, str] | None = None) -> bool:
     """True when THEUS_NO_<LAYER> switches that layer off (`layer` in any case)."""
-    value = (os.environ if env is None else env).get(f"THEUS_NO_{layer.upper()}", "")
-    return value.strip().lower() not in _NOT_SET
+    return is_set(f"THEUS_NO_{layer.upper()}", env)
 
 
 def switched_off(env: Mapping[str, str] | None = None) -> list[str]:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from knowledge.index.ignore import is_secret
 from knowledge.paths import config_home, data_home
+from knowledge.switches import is_off, is_set
 
 ENV_ALLOWED = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "COLORTERM",
@@ -74,12 +75,12 @@ def sandbox_argv(command: str, root: Path,
     (or THEUS_NO_SANDBOX=1)."""
     environ = os.environ if environ is None else environ
     tool = bubblewrap()
-    if tool is None or environ.get("THEUS_NO_SANDBOX") == "1":
+    if tool is None or is_off("sandbox", environ):
         return None
     argv = [tool, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp", "--bind", str(root), str(root)]
-    if environ.get("THEUS_SHELL_NETWORK") != "1":
+    if not is_set("THEUS_SHELL_NETWORK", environ):
         argv.append("--unshare-net")
     for path in _hidden(root, environ):
         if root.is_relative_to(path):  # hiding it would hide the project too
