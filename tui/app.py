@@ -368,8 +368,6 @@ def run_app(args: argparse.Namespace) -> NoReturn:
 def _exit_now(code: int) -> NoReturn:
     """Leave without the interpreter's teardown (~0.1 s of module and native destructors):
     everything durable was closed on unmount, so only buffers are left to flush."""
-    import logging
-
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

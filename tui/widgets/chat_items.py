@@ -32,9 +32,6 @@ class UserRequest(Plain):
 
     DEFAULT_CLASSES = "chat-item"
 
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-
 
 class Notice(Plain):
     """A line from the app itself (errors, compaction, slash command output)."""
