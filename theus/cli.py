@@ -85,6 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _reader_went_away()
+    except RuntimeError as exc:
+        # Python 3.11 wraps a Ctrl-C that lands inside a class body's __set_name__ (an import
+        # of rich.table, say) in a RuntimeError: still an interrupt, not a crash.
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            sys.stderr.write("theus: interrupted\n")
+            return 130
+        raise
 
 
 def _reader_went_away() -> int:

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import write_tree
 
 RUNS = 50
@@ -49,3 +51,24 @@ def test_fifty_one_shot_recalls_with_the_local_embedder_all_exit_0(tmp_path: Pat
             failures.append((i, proc.returncode, stderr[-300:]))
     assert not failures, failures
     assert interrupted >= RUNS // 8  # most signals landed before the answer
+
+
+def test_ctrl_c_inside_a_class_body_is_an_interrupt_not_a_crash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seen 1 run in 50 above: Ctrl-C while `rich.table` was being imported reached Python
+    3.11 wrapped in a RuntimeError ("Error calling __set_name__") and printed a traceback."""
+    import theus.commands.status as status
+    from theus.cli import main
+
+    class Field:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    def interrupted(_args: object) -> int:
+        type("Column", (), {"cells": Field()})  # a class body, as an import runs it
+        return 0
+
+    monkeypatch.setattr(status, "run", interrupted)
+    assert main(["--path", str(tmp_path), "status"]) == 130
+    assert capsys.readouterr().err == "theus: interrupted\n"
