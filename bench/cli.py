@@ -12,6 +12,8 @@ is indexed (`theus index`, embeddings included), prints the median and min of
   status            `theus status` wall
   -p first request  `theus -p` against the scripted OpenAI-compatible server: process start ->
                     the server receives the chat request
+  openai SDK floor  the same for a script that only imports openai and sends one chat
+                    request: the least any agent on that SDK can do (a baseline)
   -p exit           the server has answered -> the process has exited
   app first paint   `theus` in a 120x40 pseudo-terminal: process start -> the footer drawn
   app quit          ctrl+q sent -> the process has exited
@@ -97,6 +99,40 @@ def headless(root: Path, env: dict[str, str]) -> tuple[float, float] | None:
     return arrived[0] - start, ended - arrived[0]
 
 
+# The least any agent on the openai SDK can do before its first request: import it, build the
+# client, send one streaming chat request. Theus's `-p first request` is read against it.
+SDK_FLOOR = """
+import asyncio, os, openai
+async def main():
+    client = openai.AsyncOpenAI(base_url=os.environ["THEUS_BASE_URL"], api_key="k")
+    stream = await client.chat.completions.create(
+        model="test-model", messages=[{"role": "user", "content": "hi"}], stream=True)
+    async for _ in stream:
+        pass
+asyncio.run(main())
+"""
+
+
+def sdk_floor(env: dict[str, str]) -> float | None:
+    """Process start -> first chat request of the bare SDK script above."""
+    arrived: list[float] = []
+
+    def answer(body: dict[str, Any]) -> Reply:
+        arrived.append(time.perf_counter())
+        return text("ok")
+
+    with ScriptedServer([answer]) as server:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", SDK_FLOOR],
+                              env={**env, "THEUS_BASE_URL": server.url},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              timeout=300)
+    if done.returncode != 0 or not arrived:
+        print(f"    sdk floor exit {done.returncode}: {done.stderr.strip()[-200:]}")
+        return None
+    return arrived[0] - start
+
+
 def app(root: Path, env: dict[str, str]) -> tuple[float, float] | None:
     """(process start -> footer painted, ctrl+q -> exit) of the chat app in a pty."""
     pid, fd = pty.fork()
@@ -175,6 +211,7 @@ def bench_project(root: Path, runs: int, query: str, with_app: bool,
         report("status", timed(lambda: wall([*CLI, "--path", str(root), "status"], env), runs))
         pairs = timed(lambda: headless(root, env), runs)
         report("-p first request", [a for a, _ in pairs], 500)
+        report("  openai SDK floor", timed(lambda: sdk_floor(env), runs))
         report("-p exit", [b for _, b in pairs], 300)
         if with_app:
             pairs = timed(lambda: app(root, env), runs)

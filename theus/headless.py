@@ -38,7 +38,6 @@ from theus.config import MISSING_MODEL_HELP, load_model_settings
 from theus.printable import printable
 
 log = logging.getLogger("theus")
-WARM_WAIT_S = 3.0
 HEADLESS_DENIED = "headless runs need --allow-edits for edits and --allow-shell for commands"
 
 
@@ -198,7 +197,7 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
                       "model": settings.model, "cwd": str(root)})
     runtime = await asyncio.to_thread(
         start_agent, root, settings, session, sink=printer, approver=approve,
-        messages=messages, max_turns=args.max_turns, headless=True,
+        messages=messages, max_turns=args.max_turns, headless=True, first_request=prompt,
         allow_config_edits=bool(getattr(args, "allow_config_edits", False)),
         denied_hint=HEADLESS_DENIED)
     agent = runtime.agent
@@ -206,9 +205,6 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     if turn is not None:  # nobody reads the answer any more: stop working on it
         printer.on_gone = turn.cancel
     try:
-        # One-shot: there is no typing time to hide the graph load behind, so wait for it
-        # once (bounded); the 150 ms deadline then applies to the recall itself.
-        await agent.injector.wait_ready(WARM_WAIT_S)
         result = await agent.run_turn(prompt)
         text, stop, error = result.text, result.stop, result.error
     except asyncio.CancelledError:  # Ctrl-C: still end with a result event (exit 130)

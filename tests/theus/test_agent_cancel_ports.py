@@ -115,3 +115,30 @@ def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
     assert not live.frozen and live.graph is memory.project.graph  # the watcher's graph
     assert any(h.path == "refunds.py" for h in live.recall("refund order").hits)
     memory.close()
+
+
+async def test_a_headless_run_recalls_its_first_request_early_and_watches_from_its_first_tool(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import texts_of
+    from tests.scripted_server import ScriptedServer, text, tool
+    from tests.theus.conftest import model_settings
+    from theus.agent.setup import start_agent
+
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    open_memory(repo, one_shot=True, index_if_missing=True).close()
+    request = "where is the cart total computed"
+    with ScriptedServer([text("in cart.py"), tool("read_file", {"path": "cart.py"}),
+                         text("done")]) as server:
+        runtime = start_agent(repo, model_settings(server.url), None, headless=True,
+                              first_request=request)
+        try:
+            injector = runtime.agent.injector
+            assert injector._prefetched is not None and injector._prefetched.query == request
+            first = await runtime.agent.run_turn(request)
+            assert first.text == "in cart.py" and runtime.memory.watcher is None
+            sent = [t for m in server.requests[0]["messages"] for t in texts_of(m)]
+            assert any("cart.py" in t and "system-reminder" in t for t in sent)
+            await runtime.agent.run_turn("read it")
+            assert runtime.memory.watcher is not None and runtime.memory.watcher.alive
+        finally:
+            await runtime.close()

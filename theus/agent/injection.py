@@ -11,12 +11,13 @@ is counted for `theus status` (`knowledge.recall.status`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from knowledge.context import build_context, count_tokens
@@ -40,6 +41,13 @@ BLOCK_RESERVE_S = 0.02
 RecallerFactory = Callable[[], Any]
 
 
+@dataclass(frozen=True)
+class _Prefetched:
+    query: str
+    future: Future[Any]
+    until: float  # perf_counter time past which `inject` stops waiting for it
+
+
 def reminder(block: str) -> str:
     """The block as its own message, quoted; recalled text (a docstring, a memory) cannot
     close the reminder or open another one: its tags are escaped."""
@@ -56,13 +64,12 @@ class Injector:
         self.stats = stats or InjectionStats()
         self._recaller: Any = None
         self._lock = threading.Lock()
-        self._ready = threading.Event()
+        self._prefetched: _Prefetched | None = None
 
     def warm(self, budget_s: float = 2.0) -> None:
         """Load the graph and the recall indexes in the background, so that the first
         request's recall is not dropped for a cold start."""
         if not self.settings.inject:
-            self._ready.set()
             return
         threading.Thread(target=self._warm, args=(budget_s,), daemon=True,
                          name="theus-recall-warm").start()
@@ -74,12 +81,15 @@ class Injector:
                 warm(budget_s=budget_s)
         except Exception as exc:
             log.warning("project memory unavailable: %s", exc)
-        finally:
-            self._ready.set()
 
-    async def wait_ready(self, timeout_s: float) -> bool:
-        """For one-shot runs (headless): wait, bounded, for `warm` to finish."""
-        return await asyncio.to_thread(self._ready.wait, timeout_s)
+    def prefetch(self, query: str, wait_s: float) -> None:
+        """A one-shot run knows its first request at start: its block is built now, beside
+        the rest of start-up (the model client's imports), instead of after it. `inject` of
+        the same text takes it, waiting for the graph at most `wait_s` past now, then the
+        usual deadline."""
+        if self.settings.inject:
+            until = time.perf_counter() + wait_s + self.settings.injection_deadline_ms / 1000
+            self._prefetched = _Prefetched(query, self._start(query), until)
 
     def forget_recaller(self) -> None:
         """The next request asks the factory for a new recaller (the old one went stale)."""
@@ -92,31 +102,39 @@ class Injector:
                 self._recaller = self._factory()
             return self._recaller
 
+    def _start(self, query: str) -> Future[Any]:
+        """recall + block on a daemon thread: a late one finishes on its own, never delaying
+        the turn or the process exit. The recall's own deadline counts from when the
+        recaller is at hand, and sits a little before the loop's."""
+        future: Future[Any] = Future()
+        future.set_running_or_notify_cancel()  # a timed-out wait cannot cancel it under us
+        deadline_s = self.settings.injection_deadline_ms / 1000 - BLOCK_RESERVE_S
+
+        def work() -> None:
+            try:
+                recaller = self.recaller()
+                deadline = time.perf_counter() + deadline_s
+                future.set_result(build_context(recaller, query, deadline=deadline))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=work, daemon=True, name="theus-recall").start()
+        return future
+
     async def inject(self, query: str, *, budget_tokens: int | None = None) -> InjectionInfo:
         """The block for `query` within the deadline; empty when off, weak, late or failed."""
         if not self.settings.inject:
             return InjectionInfo(0, 0.0, "", reason="off (THEUS_NO_KNOWLEDGE_INJECT=1)")
         deadline_ms = self.settings.injection_deadline_ms
         start = time.perf_counter()
-        recall_deadline = start + deadline_ms / 1000 - BLOCK_RESERVE_S
-        loop = asyncio.get_running_loop()
-        # wait_for cancels this future on timeout; the late thread then finds it done (_settle).
-        future: asyncio.Future[Any] = loop.create_future()
-
-        def work() -> None:
-            outcome: Any = None
-            error: BaseException | None = None
-            try:
-                outcome = build_context(self.recaller(), query, deadline=recall_deadline)
-            except BaseException as exc:
-                error = exc
-            # A late recall may finish after the loop is gone (the run ended): nothing to tell.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, future, outcome, error)
-
-        threading.Thread(target=work, daemon=True, name="theus-recall").start()
+        prefetched, self._prefetched = self._prefetched, None
+        if prefetched is not None and prefetched.query == query:
+            future = prefetched.future
+            wait_s = max(deadline_ms / 1000, prefetched.until - start)
+        else:
+            future, wait_s = self._start(query), deadline_ms / 1000
         try:
-            context = await asyncio.wait_for(future, deadline_ms / 1000)
+            context = await asyncio.wait_for(asyncio.wrap_future(future), wait_s)
         except TimeoutError:
             took = (time.perf_counter() - start) * 1000
             log.warning("recall missed its %g ms deadline; the turn goes on without it",
@@ -148,15 +166,6 @@ class Injector:
         """For the recall tool (runs on a worker thread)."""
         hits = self.recaller().recall(query, top)
         return [format_hit(h) for h in getattr(hits, "hits", hits)][:top]
-
-
-def _settle(future: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
-    if future.done():
-        return
-    if exc is not None:
-        future.set_exception(exc)
-    else:
-        future.set_result(value)
 
 
 def _cut(block: str, budget_tokens: int) -> str:

@@ -70,6 +70,17 @@ class Memory:
             except Exception as exc:
                 log.warning("semantic layer missed an update: %s", exc)
 
+    def start_watcher(self) -> None:
+        """Keep the graph fresh from now on (once; unless switched off or no project)."""
+        if self.watcher is not None or self.project is None or switched_off("watch"):
+            return
+        try:
+            from knowledge.watch import maybe_start
+
+            self.watcher = maybe_start(self.project, on_update=self.on_update)
+        except Exception as exc:
+            log.warning("watcher not started: %s", exc)
+
     def close(self) -> None:
         if self.semantic is not None:
             try:
@@ -91,13 +102,14 @@ class Memory:
 
 
 def open_memory(
-    root: Path, *, one_shot: bool = False, index_if_missing: bool = False
+    root: Path, *, one_shot: bool = False, index_if_missing: bool = False, watch: bool = True
 ) -> Memory:
     """`one_shot` for runs that answer and exit (headless): recall starts from the saved
     scoring index and the embedding model loads at once (quick to open) with the saved
     vectors, while the whole project is not embedded for a run that ends in seconds;
     `theus index` and the chat app do that. `index_if_missing` indexes a project that never
-    was, before the watcher starts on it (`memory.indexed_now` says so)."""
+    was, before the watcher starts on it (`memory.indexed_now` says so). `watch=False` leaves
+    the watcher to `Memory.start_watcher`, for a run that may never need it."""
     memory = Memory(one_shot=one_shot)
     try:
         from knowledge.project import Project
@@ -121,13 +133,8 @@ def open_memory(
         except Exception as exc:
             log.warning("semantic layer unavailable: %s", exc)
             memory.semantic = None
-    if not switched_off("watch"):
-        try:
-            from knowledge.watch import maybe_start
-
-            memory.watcher = maybe_start(memory.project, on_update=memory.on_update)
-        except Exception as exc:
-            log.warning("watcher not started: %s", exc)
+    if watch:
+        memory.start_watcher()
     if not switched_off("episodes"):
         try:
             from knowledge.episodes import episode_sink
