@@ -32,11 +32,11 @@ from knowledge.context import count_tokens
 from knowledge.project import Project
 from knowledge.recall import Recaller, make_recaller
 from tests.scripted_server import Reply, ScriptedServer, text, tool
-from theus.agent.events import InjectionInfo
 from theus.agent.injection import Injector
 from theus.agent.loop import Agent
 from theus.config import AgentSettings, ModelSettings
 from theus.model import ModelClient
+from theus.protocol import InjectionInfo
 
 MODES = {"baseline": (False, False), "+inject": (True, False), "+microcompact": (False, True),
          "both": (True, True)}

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from knowledge.project import Project
 from tests.conftest import write_tree
 from tests.racer import Swapper
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext, ToolError
 from theus.tools.files import write_file
 from theus.tools.jail import Jail, JailError

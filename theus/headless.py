@@ -19,7 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from theus.agent.events import (
+from theus.commands.common import UsageError, project_root, to_devnull
+from theus.config import MISSING_MODEL_HELP, load_model_settings
+from theus.printable import printable
+from theus.protocol import (
     ApprovalRequest,
     AssistantMessage,
     Compacted,
@@ -33,9 +36,6 @@ from theus.agent.events import (
     ToolCallStarted,
     Usage,
 )
-from theus.commands.common import UsageError, project_root, to_devnull
-from theus.config import MISSING_MODEL_HELP, load_model_settings
-from theus.printable import printable
 
 log = logging.getLogger("theus")
 HEADLESS_DENIED = "headless runs need --allow-edits for edits and --allow-shell for commands"

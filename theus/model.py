@@ -20,8 +20,8 @@ from typing import Any
 
 import openai
 
-from theus.agent.events import ToolCall
 from theus.config import ModelSettings
+from theus.protocol import ToolCall
 
 log = logging.getLogger(__name__)
 # An answer (text and tool-call arguments) is cut here: a server streaming without end must

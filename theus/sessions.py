@@ -23,6 +23,7 @@ from typing import Any
 
 from knowledge.paths import ProjectPaths, report_unwritable
 from theus.agent import microcompact
+from theus.protocol import Message, is_request
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,80}$")
 log = logging.getLogger(__name__)
@@ -87,9 +88,9 @@ class Session:
             return []
         return out
 
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[Message]:
         """The conversation as it stood at the end of the transcript."""
-        messages: list[dict[str, Any]] = []
+        messages: list[Message] = []
         for record in self.records():
             kind = record.get("type")
             if kind == "message" and isinstance(record.get("message"), dict):
@@ -158,7 +159,7 @@ class SessionStore:
             messages = [r["message"] for r in records
                         if r.get("type") == "message" and isinstance(r.get("message"), dict)]
             title = next((str(m.get("content") or "") for m in messages
-                          if m.get("role") == "user" and not m.get("_kind")), "")
+                          if is_request(m)), "")
             infos.append(SessionInfo(path.stem, path, float(created or updated), updated,
                                      " ".join(title.split())[:80], len(messages)))
         infos.sort(key=lambda i: (i.updated, i.id), reverse=True)

@@ -10,7 +10,7 @@ from textual.message import Message
 
 @dataclass
 class AgentEvent(Message):
-    """One event of theus.agent.events, handed from the agent's sink to the chat screen."""
+    """One event of theus.protocol, handed from the agent's sink to the chat screen."""
 
     bubble = False
     event: Any

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_tree
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext, ToolError
 from theus.tools.files import write_file
 from theus.tools.jail import Jail

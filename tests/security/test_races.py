@@ -15,7 +15,7 @@ import pytest
 from knowledge.project import Project
 from tests.conftest import write_tree
 from tests.racer import Swapper
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext, ToolError
 from theus.tools.files import grep, read_file, write_file
 from theus.tools.jail import Jail, JailError

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import write_tree
 from tests.e2e.debian import ensure
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext
 from theus.tools.jail import Jail
 from theus.tools.sandbox import NO_SANDBOX_WARNING, bubblewrap, shell_env

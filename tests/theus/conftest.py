@@ -11,11 +11,11 @@ import pytest
 
 from tests.conftest import write_tree
 from tests.scripted_server import ScriptedServer
-from theus.agent.events import ApprovalRequest, Event
 from theus.agent.injection import Injector
 from theus.agent.loop import Agent
 from theus.config import AgentSettings, ModelSettings
 from theus.model import ModelClient
+from theus.protocol import ApprovalRequest, Event
 
 CART = '''"""Shopping cart."""
 from pricing import price_of

@@ -9,8 +9,8 @@ import pytest
 
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
-from theus.agent.events import ToolCallStarted, TurnFinished
 from theus.agent.ports import open_memory
+from theus.protocol import ToolCallStarted, TurnFinished
 
 
 async def test_cancel_during_a_tool_kills_it_and_keeps_the_history_valid(

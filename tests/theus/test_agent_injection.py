@@ -15,8 +15,8 @@ from knowledge.recall import Recaller
 from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
-from theus.agent.events import InjectionInfo, TurnFinished
 from theus.config import AgentSettings
+from theus.protocol import InjectionInfo, TurnFinished
 
 
 @pytest.fixture

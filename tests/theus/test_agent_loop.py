@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.scripted_server import ScriptedServer, error, text, tool, tools
 from tests.theus.conftest import MakeAgent
-from theus.agent.events import (
+from theus.protocol import (
     AssistantMessage,
     Error,
     TextDelta,
@@ -116,7 +116,7 @@ async def test_refused_approvals_go_back_to_the_model(
 
 async def test_default_approver_asks_the_front_end_through_a_future(
         server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
-    from theus.agent.events import ApprovalRequest
+    from theus.protocol import ApprovalRequest
 
     server.add(tool("shell", {"command": "echo hi > out.txt"}), text("done"))
     agent, rec = make_agent()

@@ -12,8 +12,8 @@ from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
 from theus.agent.compaction import SUMMARY_PROMPT
-from theus.agent.events import Compacted, MicrocompactCleared, SubagentStarted
 from theus.config import AgentSettings
+from theus.protocol import Compacted, MicrocompactCleared, SubagentStarted
 from theus.sessions import SessionStore
 
 

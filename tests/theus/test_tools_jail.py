@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_tree
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext, ToolError
 from theus.tools.files import edit_file, grep, list_files, read_file, write_file
 from theus.tools.jail import Jail, JailError

@@ -12,7 +12,7 @@ from textual.widgets import Static
 from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.tui.conftest import MakeApp, ready, wait_for
-from theus.agent import events as ev
+from theus import protocol as ev
 from tui.messages import AgentEvent, TextBatch
 from tui.screens.approval import ApprovalScreen
 from tui.widgets.chat_items import AssistantReply, InjectionView, Notice, ToolCallView

@@ -5,12 +5,11 @@ verbatim, so the current task goes on undisturbed."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from knowledge.context import count_tokens
 from theus.model import ModelClient
+from theus.protocol import INJECTION, KIND, SUMMARY, Message, is_request
 
-KIND_KEY = "_kind"
 SUMMARY_PROMPT = (
     "Summarise the conversation below for your own later use: the user's goals, decisions "
     "made, files read or changed (with paths), commands run and their outcome, and what is "
@@ -18,7 +17,7 @@ SUMMARY_PROMPT = (
 )
 
 
-def conversation_tokens(messages: list[dict[str, Any]]) -> int:
+def conversation_tokens(messages: list[Message]) -> int:
     total = 0
     for message in messages:
         total += 4 + count_tokens(str(message.get("content") or ""))
@@ -27,20 +26,20 @@ def conversation_tokens(messages: list[dict[str, Any]]) -> int:
     return total
 
 
-def split_point(messages: list[dict[str, Any]]) -> int:
+def split_point(messages: list[Message]) -> int:
     """Index of the last real user request: everything before it (after the system prompt)
     can be summarised without cutting a tool call from its result."""
     for i in range(len(messages) - 1, 0, -1):
         message = messages[i]
-        if message.get("role") == "user" and not message.get(KIND_KEY):
+        if is_request(message):
             # Keep the injection reminder attached to its request.
-            if i > 1 and messages[i - 1].get(KIND_KEY) == "injection":
+            if i > 1 and messages[i - 1].get(KIND) == INJECTION:
                 return i - 1
             return i
     return 1
 
 
-def render(messages: list[dict[str, Any]]) -> str:
+def render(messages: list[Message]) -> str:
     lines = []
     for message in messages:
         role = message.get("role", "?")
@@ -54,7 +53,7 @@ def render(messages: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-async def summarise(model: ModelClient, older: list[dict[str, Any]]) -> str:
+async def summarise(model: ModelClient, older: list[Message]) -> str:
     completion = await model.complete([
         {"role": "system", "content": SUMMARY_PROMPT},
         {"role": "user", "content": render(older)},
@@ -62,10 +61,10 @@ async def summarise(model: ModelClient, older: list[dict[str, Any]]) -> str:
     return completion.text.strip()
 
 
-def summary_message(summary: str) -> dict[str, Any]:
+def summary_message(summary: str) -> Message:
     return {
         "role": "user",
         "content": "<conversation-summary>\nEarlier turns of this conversation were compacted "
                    f"into this summary:\n{summary}\n</conversation-summary>",
-        KIND_KEY: "summary",
+        KIND: SUMMARY,
     }

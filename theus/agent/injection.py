@@ -22,8 +22,8 @@ from typing import Any
 
 from knowledge.context import build_context, count_tokens
 from knowledge.recall.status import InjectionStats
-from theus.agent.events import InjectionInfo
 from theus.config import AgentSettings
+from theus.protocol import InjectionInfo
 
 log = logging.getLogger(__name__)
 

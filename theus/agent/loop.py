@@ -2,7 +2,7 @@
 if near the context size -> model -> tools, repeated until the model answers without tools.
 
 Front ends talk to `Agent` through two callables: `sink(event)` receives the events of
-theus.agent.events, and `approver(request) -> bool` (async) decides on edits and shell commands.
+theus.protocol, and `approver(request) -> bool` (async) decides on edits and shell commands.
 """
 
 from __future__ import annotations
@@ -19,12 +19,19 @@ from typing import Any, Protocol
 
 from knowledge.redact import redact
 from theus.agent import compaction, microcompact
-from theus.agent.events import (
+from theus.agent.injection import Injector, reminder
+from theus.config import AgentSettings
+from theus.model import ModelClient, ModelError
+from theus.protocol import (
+    INJECTION,
+    KIND,
+    STAMP,
     ApprovalRequest,
     AssistantMessage,
     Compacted,
     Error,
     InjectionInfo,
+    Message,
     MicrocompactCleared,
     Sink,
     SubagentFinished,
@@ -35,11 +42,10 @@ from theus.agent.events import (
     ToolCallStarted,
     TurnFinished,
     Usage,
+    is_request,
     null_sink,
+    wire,
 )
-from theus.agent.injection import Injector, reminder
-from theus.config import AgentSettings
-from theus.model import ModelClient, ModelError
 from theus.sessions import Session
 from theus.tools.base import Approver, Tool, ToolContext, ToolError
 from theus.tools.jail import Jail, JailError
@@ -47,7 +53,6 @@ from theus.tools.registry import default_tools
 
 log = logging.getLogger(__name__)
 
-KIND = compaction.KIND_KEY
 SYSTEM_PROMPT = (
     "You are Theus, a coding agent working in the project at {root}. Use the tools to look "
     "before you change anything; prefer `recall` to find where things are, then `read` the "
@@ -96,7 +101,7 @@ class Agent:
         refuse_protected: bool = False,
         allow_config_edits: bool = False,
         denied_hint: str = "the user declined",
-        messages: list[dict[str, Any]] | None = None,
+        messages: list[Message] | None = None,
         inject_requests: bool = True,
     ) -> None:
         self.model = model
@@ -117,7 +122,7 @@ class Agent:
             jail=Jail(self.root), approve=self._approve, refuse_protected=refuse_protected,
             allow_config_edits=allow_config_edits, denied_hint=denied_hint,
             recall=self._recall_lines, spawn=self._spawn)
-        self.messages: list[dict[str, Any]] = messages if messages is not None else []
+        self.messages: list[Message] = messages if messages is not None else []
         if not self.messages:
             self._append({"role": "system", "content": SYSTEM_PROMPT.format(root=self.root)})
         self._last_prompt_tokens = 0
@@ -177,7 +182,7 @@ class Agent:
         transcript, without another model call: ending a session never costs tokens."""
         if self.episodes is None:
             return
-        if not any(m.get("role") == "user" and not m.get(KIND) for m in self.messages):
+        if not any(is_request(m) for m in self.messages):
             return
         # The injected blocks are recalled data, not part of what happened.
         messages = [m for m in self._wire(reminders=False) if m.get("role") != "system"]
@@ -191,7 +196,7 @@ class Agent:
     def _attach(self, info: InjectionInfo, turn: Usage) -> None:
         if not info.block:
             return
-        self._append({"role": "user", "content": reminder(info.block), KIND: "injection"})
+        self._append({"role": "user", "content": reminder(info.block), KIND: INJECTION})
         turn.injected_tokens += info.tokens
 
     def _microcompact(self) -> None:
@@ -343,7 +348,7 @@ class Agent:
         except Exception:  # a broken front end must not break the agent
             log.exception("event sink failed on %s", type(event).__name__)
 
-    def _append(self, message: dict[str, Any]) -> None:
+    def _append(self, message: Message) -> None:
         self.messages.append(message)
         self._record({"type": "message", "message": message})
 
@@ -372,10 +377,10 @@ class Agent:
         out: list[dict[str, Any]] = []
         injected = False  # the last message of `out` holds a reminder
         for message in self.messages:
-            is_reminder = message.get(KIND) == "injection"
+            is_reminder = message.get(KIND) == INJECTION
             if not reminders and is_reminder:
                 continue
-            clean = {k: v for k, v in message.items() if not k.startswith("_")}
+            clean = wire(message)
             prev = out[-1] if out else None
             if (prev is not None and prev["role"] == clean["role"] == "user"
                     and isinstance(clean.get("content"), str)
@@ -395,9 +400,9 @@ def _parts(content: str | list[dict[str, str]]) -> list[dict[str, str]]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
-def _assistant(text: str, calls: list[ToolCall], now: float) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": text or None,
-                               microcompact.T_KEY: now}
+def _assistant(text: str, calls: list[ToolCall], now: float) -> Message:
+    message: Message = {"role": "assistant", "content": text or None,
+                               STAMP: now}
     if calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function",
@@ -405,7 +410,7 @@ def _assistant(text: str, calls: list[ToolCall], now: float) -> dict[str, Any]:
     return message
 
 
-def _last_assistant(messages: list[dict[str, Any]]) -> int:
+def _last_assistant(messages: list[Message]) -> int:
     """Index of the last assistant message (the one whose tool call spawned a fork)."""
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].get("role") == "assistant":

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from knowledge.context import count_tokens
-
-# Meta keys on our message dicts start with "_" and are stripped before sending.
-T_KEY = "_t"
-CLEARED_KEY = "_cleared"
+from theus.protocol import CLEARED, STAMP, Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,15 +28,15 @@ def placeholder(name: str, arguments: str, tokens: int) -> str:
             "Call the tool again with the same arguments if you need it.]")
 
 
-def last_assistant_time(messages: list[dict[str, Any]]) -> float | None:
+def last_assistant_time(messages: list[Message]) -> float | None:
     for message in reversed(messages):
-        if message.get("role") == "assistant" and T_KEY in message:
-            return float(message[T_KEY])
+        if message.get("role") == "assistant" and STAMP in message:
+            return float(message[STAMP])
     return None
 
 
 def plan(
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     now: float,
     *,
     after_s: float,
@@ -56,7 +52,7 @@ def plan(
         for call in message.get("tool_calls") or ():
             fn = call.get("function", {})
             calls[call.get("id", "")] = (fn.get("name", ""), fn.get("arguments", ""))
-    results = [m for m in messages if m.get("role") == "tool" and not m.get(CLEARED_KEY)]
+    results = [m for m in messages if m.get("role") == "tool" and not m.get(CLEARED)]
     old = results[:-keep] if keep > 0 else results
     placeholders: dict[str, str] = {}
     saved = 0
@@ -74,10 +70,10 @@ def plan(
     return Clearing(placeholders, kept=min(keep, len(results)), tokens_saved=max(saved, 0))
 
 
-def apply(messages: list[dict[str, Any]], placeholders: dict[str, str]) -> None:
+def apply(messages: list[Message], placeholders: dict[str, str]) -> None:
     """Replace the cleared results in place (also used when replaying a transcript)."""
     for message in messages:
         if message.get("role") == "tool" and message.get("tool_call_id") in placeholders:
             message["content"] = placeholders[message["tool_call_id"]]
-            message[CLEARED_KEY] = True
+            message[CLEARED] = True
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from theus.agent.events import Event, Sink, ToolCallStarted, null_sink
 from theus.agent.injection import Injector
 from theus.agent.loop import Agent
 from theus.agent.ports import Memory, open_memory
 from theus.config import AgentSettings, ModelSettings
 from theus.model import ModelClient
+from theus.protocol import Event, Message, Sink, ToolCallStarted, null_sink
 from theus.sessions import Session
 from theus.tools.base import Approver
 
@@ -41,7 +40,7 @@ def start_agent(
     sink: Sink = null_sink,
     approver: Approver | None = None,
     settings: AgentSettings | None = None,
-    messages: list[dict[str, Any]] | None = None,
+    messages: list[Message] | None = None,
     max_turns: int | None = None,
     headless: bool = False,
     first_request: str | None = None,

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 from theus.tools.jail import Jail
 
 Approver = Callable[[ApprovalRequest], Awaitable[bool]]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.index.ignore import DEFAULT_EXCLUDED_DIRS, IgnoreRules, is_secret
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 from theus.tools.base import Tool, ToolContext, ToolError, bool_arg, int_arg, string_arg
 from theus.tools.jail import Jail, JailError, protected_reason
 

@@ -9,7 +9,7 @@ import os
 import signal
 from typing import Any
 
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 from theus.tools.base import Tool, ToolContext, ToolError, int_arg, string_arg
 from theus.tools.sandbox import NO_SANDBOX_WARNING, sandbox_argv, shell_env
 

@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from theus.agent.events import ApprovalRequest
+from theus.protocol import ApprovalRequest
 
 
 class ApprovalScreen(ModalScreen[bool]):

@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from theus.agent import events as ev
+from theus import protocol as ev
 from tui import slash
 from tui.messages import AgentEvent, InjectedTokens, RecallDone, TextBatch
 from tui.screens.approval import ApprovalScreen

@@ -1,4 +1,9 @@
-"""What the agent loop tells its front end (chat app, headless printer, tests).
+"""The agent's protocol, at the bottom of `theus`: the chat message record, tool calls, usage
+and the events the loop tells its front end (chat app, headless printer, tests). `model`,
+`tools`, `sessions` and `agent` import it; it imports nothing of theirs.
+
+A chat message is an OpenAI-format dict (sent to the server and kept in session files as it
+is); our metadata rides in keys that start with "_" and never reach the server (`wire`).
 
 The loop calls `sink(event)` with one of the dataclasses below, in order. A sink is a plain
 callable; it must not block (queue the event if rendering is slow). The agent knows nothing of
@@ -10,7 +15,35 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal, Required, TypedDict
+
+# When an assistant message arrived (epoch seconds): microcompact's clock.
+STAMP: Final = "_t"
+# What a user-role message really is when the user did not write it.
+KIND: Final = "_kind"
+INJECTION: Final = "injection"  # a recalled context block (quoted data, re-sent with each request)
+SUMMARY: Final = "summary"  # compaction's summary of older turns
+CLEARED: Final = "_cleared"  # on a tool result microcompact replaced by a placeholder
+
+
+class Message(TypedDict, total=False):
+    role: Required[Literal["system", "user", "assistant", "tool"]]
+    content: str | list[dict[str, Any]] | None
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    _t: float
+    _kind: Literal["injection", "summary"]
+    _cleared: bool
+
+
+def is_request(message: Message) -> bool:
+    """A request the user wrote (not an injected block or a summary)."""
+    return message.get("role") == "user" and not message.get(KIND)
+
+
+def wire(message: Message) -> dict[str, Any]:
+    """The message as the server expects it: our metadata keys stripped."""
+    return {k: v for k, v in message.items() if not k.startswith("_")}
 
 
 @dataclass(slots=True)
