@@ -12,9 +12,11 @@ setup:
 test *args: setup
     {{py}} -m pytest {{args}}
 
-# Lint the whole tree with ruff.
+# Lint: ruff, the import contracts (pyproject.toml) and the type checker.
 lint: setup
     {{venv}}/bin/ruff check .
+    {{venv}}/bin/lint-imports
+    {{py}} -m mypy
 
 # Benchmarks print figures; pass a real repository checkout, e.g. `just bench ~/src/mypy`.
 bench path: setup

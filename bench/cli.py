@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.scripted_server import Reply, ScriptedServer, text
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "theus.cli"]
+CLI = [sys.executable, "-m", "entrypoint"]
 FOOTER = b"Quit"  # the footer's last binding: the first full screen is on the terminal
 PAINT_TIMEOUT_S = 60.0
 SETTLE_S = float(os.environ.get("THEUS_BENCH_SETTLE_S", "2.0"))

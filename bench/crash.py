@@ -45,7 +45,7 @@ def env_for(home: Path, server_url: str) -> dict[str, str]:
 
 
 def theus(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "theus.cli", "--path", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
                           env={**env, "THEUS_NO_WATCH": "1"}, capture_output=True, text=True,
                           timeout=120)
 
@@ -63,7 +63,7 @@ def start(op: str, root: Path, env: dict[str, str], trial: int) -> subprocess.Po
             "memory": ["memory", "add", f"memory number {trial}"],
             "headless": ["-p", "read pkg/m1.py and answer"]}[op]
     run_env = {**env, "THEUS_NO_WATCH": "0" if op == "watch" else "1"}
-    return subprocess.Popen([sys.executable, "-m", "theus.cli", "--path", str(root), *args],
+    return subprocess.Popen([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
                             env=run_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 

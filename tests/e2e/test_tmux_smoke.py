@@ -25,7 +25,7 @@ def _tmux() -> str:
 
 def _theus() -> list[str]:
     script = Path(sys.executable).with_name("theus")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "theus.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "entrypoint"]
 
 
 class Terminal:

@@ -17,7 +17,7 @@ from tests.conftest import write_tree
 
 def start(args: list[str], home: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "theus.cli", "dashboard", *args],
+        [sys.executable, "-m", "entrypoint", "dashboard", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "THEUS_HOME": str(home)},
     )

@@ -43,7 +43,7 @@ def _expect(lines: queue.Queue[str], needle: str) -> str:
 def test_watch_prints_updates_and_saves_on_ctrl_c(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "proj", {"app.py": "def one():\n    pass\n"})
     child = subprocess.Popen(
-        [sys.executable, "-m", "theus.cli", "watch", str(root)],
+        [sys.executable, "-m", "entrypoint", "watch", str(root)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
     )
     try:
@@ -63,7 +63,7 @@ def test_watch_prints_updates_and_saves_on_ctrl_c(tmp_path: Path) -> None:
 
 def test_watch_honours_the_kill_switch(tmp_path: Path) -> None:
     env = dict(os.environ, THEUS_NO_WATCH="1")
-    done = subprocess.run([sys.executable, "-m", "theus.cli", "watch", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "entrypoint", "watch", str(tmp_path)],
                           capture_output=True, text=True, env=env, timeout=DEADLINE)
     assert done.returncode == 1
     assert "THEUS_NO_WATCH" in done.stderr and done.stderr.count("\n") == 1

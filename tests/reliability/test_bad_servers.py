@@ -29,7 +29,7 @@ def test_a_chat_server_that_is_not_one_ends_the_run_with_one_line(
         env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_EMBEDDINGS": "1",
                     "THEUS_NO_WATCH": "1", "THEUS_BASE_URL": server.url,
                     "THEUS_MODEL": "test-model", "THEUS_RETRY_BASE": "0.01"})
-        done = subprocess.run([sys.executable, "-m", "theus.cli", "--path", str(root), "-p",
+        done = subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), "-p",
                                "hi"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr

@@ -21,7 +21,7 @@ def theus(args: list[str], root: Path, home: Path, preexec: Callable[[], None] |
     full = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     full.update({"THEUS_HOME": str(home), "THEUS_NO_EMBEDDINGS": "1", "THEUS_NO_WATCH": "1",
                  **env})
-    return subprocess.run([sys.executable, "-m", "theus.cli", "--path", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
                           env=full, capture_output=True, text=True, timeout=120,
                           preexec_fn=preexec)
 

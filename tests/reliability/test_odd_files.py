@@ -32,7 +32,7 @@ def odd_project(tmp_path: Path) -> Path:
 def theus(args: list[str], root: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": str(home), "THEUS_NO_EMBEDDINGS": "1", "THEUS_NO_WATCH": "1"})
-    return subprocess.run([sys.executable, "-m", "theus.cli", "--path", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
                           env=env, capture_output=True, text=True, timeout=60)
 
 

@@ -26,7 +26,7 @@ def test_fifty_one_shot_recalls_with_the_local_embedder_all_exit_0(tmp_path: Pat
         "docs/guide.md": "# Guide\n\nHow carts are priced.\n"})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_WATCH": "1"})
-    cli = [sys.executable, "-m", "theus.cli", "--path", str(root)]
+    cli = [sys.executable, "-m", "entrypoint", "--path", str(root)]
     index = subprocess.run([*cli, "index"], env=env, capture_output=True, text=True, timeout=300)
     assert index.returncode == 0, index.stderr
     failures = []
@@ -59,7 +59,7 @@ def test_ctrl_c_inside_a_class_body_is_an_interrupt_not_a_crash(
     """Seen 1 run in 50 above: Ctrl-C while `rich.table` was being imported reached Python
     3.11 wrapped in a RuntimeError ("Error calling __set_name__") and printed a traceback."""
     import theus.commands.status as status
-    from theus.cli import main
+    from entrypoint.cli import main
 
     class Field:
         def __set_name__(self, owner: type, name: str) -> None:

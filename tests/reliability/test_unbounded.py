@@ -84,7 +84,7 @@ def test_a_model_that_never_stops_calling_tools_stops_at_the_default_limit(
                     "THEUS_NO_WATCH": "1", "THEUS_BASE_URL": server.url,
                     "THEUS_MODEL": "test-model", "THEUS_MAX_TURNS": "4"})
         done = subprocess.run(
-            [sys.executable, "-m", "theus.cli", "--path", str(root), "-p", "loop",
+            [sys.executable, "-m", "entrypoint", "--path", str(root), "-p", "loop",
              "--output-format", "json"], env=env, capture_output=True, text=True, timeout=120)
         requests = len(server.requests)
     assert done.returncode == 1

@@ -80,7 +80,7 @@ def test_no_canary_leaves_or_lands_anywhere(tmp_path: Path) -> None:
         env.update({"THEUS_HOME": str(home), "THEUS_NO_WATCH": "1",
                     "THEUS_EMBEDDINGS_URL": embed_url, "THEUS_EMBEDDINGS_MODEL": "bag",
                     "THEUS_BASE_URL": chat.url, "THEUS_MODEL": "test-model"})
-        cli = [sys.executable, "-m", "theus.cli", "--path", str(root)]
+        cli = [sys.executable, "-m", "entrypoint", "--path", str(root)]
         index = subprocess.run([*cli, "index"], env=env, capture_output=True, text=True,
                                timeout=120)
         assert index.returncode == 0, index.stderr

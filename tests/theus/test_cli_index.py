@@ -14,7 +14,7 @@ from tests.conftest import write_tree
 
 def theus(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("theus") or ""
-    cmd = [exe] if exe else [sys.executable, "-m", "theus.cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "entrypoint"]
     return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True,
                           env=os.environ.copy(), timeout=120)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from entrypoint.cli import main
 from knowledge import keys
 from knowledge.episodes import EpisodeStore
 from knowledge.project import Project
-from theus.cli import main
 
 
 @pytest.fixture

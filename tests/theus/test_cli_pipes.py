@@ -19,7 +19,7 @@ def run_with_closed_stdout(args: list[str], root: Path, home: Path) -> tuple[int
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": str(home), "THEUS_NO_EMBEDDINGS": "1", "THEUS_NO_WATCH": "1"})
     try:
-        done = subprocess.run([sys.executable, "-m", "theus.cli", "--path", str(root), *args],
+        done = subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
                               stdout=write_end, stderr=subprocess.PIPE, env=env, text=True,
                               timeout=120)
     finally:
@@ -49,7 +49,7 @@ def test_a_headless_stream_read_by_head_exits_quietly(tmp_path: Path) -> None:
                     "THEUS_MODEL": "test-model"})
         # `theus -p … --output-format stream-json | head -1`
         theus = subprocess.Popen(
-            [sys.executable, "-m", "theus.cli", "--path", str(root), "-p", "read cart.py",
+            [sys.executable, "-m", "entrypoint", "--path", str(root), "-p", "read cart.py",
              "--output-format", "stream-json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         assert theus.stdout is not None and theus.stderr is not None

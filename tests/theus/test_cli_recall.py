@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from theus.cli import main
+from entrypoint.cli import main
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from entrypoint.cli import main
 from knowledge.credentials import ChatCredentials, credentials_path, save_credentials
-from theus.cli import main
 from theus.config import load_model_settings
 from theus.sessions import SessionNotFound, SessionStore
 

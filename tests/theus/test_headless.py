@@ -30,7 +30,7 @@ def theus(args: list[str], server: ScriptedServer | None, root: Path, *,
     if server is not None:
         full.update({"THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model"})
     full.update(env)
-    return subprocess.run([sys.executable, "-m", "theus.cli", "--path", str(root), *args],
+    return subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
                           env=full, input=stdin, capture_output=True, text=True, timeout=60)
 
 
@@ -165,7 +165,7 @@ def test_continue_and_resume(server: ScriptedServer, repo: Path) -> None:
     server.add(text("third"))
     third = theus(["-r", session_id, "-p", "and now?"], server, repo)
     assert third.returncode == 0 and len(server.requests[-1]["messages"]) == 6
-    listed = subprocess.run([sys.executable, "-m", "theus.cli", "sessions", "--json", str(repo)],
+    listed = subprocess.run([sys.executable, "-m", "entrypoint", "sessions", "--json", str(repo)],
                             capture_output=True, text=True, env=os.environ, check=True)
     (info,) = json.loads(listed.stdout)
     assert info["id"] == session_id and info["title"] == "remember 42" and info["messages"] == 7
@@ -184,7 +184,7 @@ def test_wrong_key_and_unknown_model_are_one_line(repo: Path) -> None:
 
 def test_the_headless_path_never_imports_textual(server: ScriptedServer, repo: Path) -> None:
     server.add(text("ok"))
-    script = ("import sys\nfrom theus.cli import main\n"
+    script = ("import sys\nfrom entrypoint.cli import main\n"
               f"code = main(['--path', {str(repo)!r}, '-p', 'hi'])\n"
               "assert code == 0, code\n"
               "assert 'textual' not in sys.modules, 'textual imported'\n"
@@ -247,7 +247,7 @@ def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Pat
                 "THEUS_NO_EMBEDDINGS": "1", "THEUS_BASE_URL": server.url,
                 "THEUS_MODEL": "test-model"})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "theus.cli", "--path", str(repo), "-p", "q", "--output-format",
+        [sys.executable, "-m", "entrypoint", "--path", str(repo), "-p", "q", "--output-format",
          "stream-json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     first = proc.stdout.readline()

@@ -58,7 +58,7 @@ def to_devnull(stream: Any) -> None:
 
 def console(**options: Any) -> Any:
     """A rich Console for a command's output; a closed pipe raises BrokenPipeError (which
-    `theus.cli.main` turns into a quiet exit 0) instead of rich's own exit 1."""
+    `entrypoint.cli.main` turns into a quiet exit 0) instead of rich's own exit 1."""
     from rich.console import Console
 
     class _Console(Console):

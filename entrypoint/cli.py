@@ -100,6 +100,3 @@ def _reader_went_away() -> int:
     to_devnull(sys.stdout)
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

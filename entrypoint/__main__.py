@@ -1,0 +1,5 @@
+"""`python -m entrypoint` is the `theus` command."""
+
+from entrypoint.cli import main
+
+raise SystemExit(main())
