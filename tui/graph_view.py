@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from knowledge.graph import Graph, Node
+from knowledge.index.languages import LANGUAGES
 
 PREVIEW_BYTES = 400_000  # larger files are previewed truncated
-LANGUAGES = {
-    ".py": "python", ".pyi": "python", ".js": "javascript", ".jsx": "javascript",
-    ".mjs": "javascript", ".cjs": "javascript", ".ts": "javascript", ".tsx": "javascript",
-    ".go": "go", ".rs": "rust", ".java": "java", ".md": "markdown", ".sql": "sql",
+# The preview's syntax by suffix: each indexed language's, then formats that are not indexed.
+HIGHLIGHT = {
+    **{s: spec.highlight for spec in LANGUAGES.values() if spec.highlight for s in spec.suffixes},
     ".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".html": "html",
     ".css": "css", ".sh": "bash", ".xml": "xml",
 }
@@ -105,7 +105,7 @@ def _preview(root: Path, node: Node) -> tuple[str, str | None]:
     text = raw[:PREVIEW_BYTES].decode("utf-8", errors="replace")
     if len(raw) > PREVIEW_BYTES:
         text += "\n… (preview truncated)"
-    return text, LANGUAGES.get(PurePosixPath(node.path).suffix.lower())
+    return text, HIGHLIGHT.get(PurePosixPath(node.path).suffix.lower())
 
 
 def header(node: Node) -> str:

@@ -2,7 +2,8 @@
 
 ``RepoFiles`` holds the project's repo-relative POSIX paths; each lookup table is built on first
 use by a language that needs it, so a Go-only repo never pays for the Python module index.
-``resolve`` returns the in-repo files an import points at, or nothing when it is external.
+``resolve`` returns the in-repo files an import points at, or nothing when it is external. A
+language's resolver is the one its spec names (``knowledge.index.languages``).
 
 Conventions match the extractors: Python ``Import.level`` counts the dots of a relative import;
 Rust ``mod x;`` arrives as ``mod:x`` and each ``use`` leaf as its full path; Java wildcards arrive
@@ -16,10 +17,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 
+from knowledge.index.languages import LANGUAGES
 from knowledge.index.model import Import
 
 # Directory names treated as Python source roots even without a package inside them.
 _SOURCE_ROOTS = frozenset({"src", "lib", "python", "source"})
+# Candidates in TypeScript's probe order (.ts, .tsx, .d.ts, then JavaScript): an order of its
+# own, not the specs' suffix sets, so a test checks it covers every "script" language's suffix.
 _SCRIPT_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 # TypeScript ESM imports name the emitted `.js` file; the source is the `.ts` next to it.
 _EMITTED = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
@@ -117,7 +121,7 @@ def python_root(directory: str, packages: frozenset[str]) -> str:
 
 def resolve(importer: str, imp: Import, language: str, files: RepoFiles) -> list[str]:
     """Repo-relative paths the import refers to; empty when it is external or unknown."""
-    resolver = _RESOLVERS.get(language)
+    resolver = _BY_LANGUAGE.get(language)
     if resolver is None or not (imp.module or imp.level):
         return []
     return [path for path in resolver(importer, imp, files) if path != importer]
@@ -174,13 +178,14 @@ def _python_absolute(dotted: str, own_root: str, files: RepoFiles) -> list[str]:
     if not candidates or not dotted:
         return []
     roots = files.python_roots
-    for accept in (
+    accepts: tuple[Callable[[str], bool], ...] = (
         lambda root: root in ("", own_root),
         lambda root: root in roots,
         # Namespace packages have no __init__.py to find their root by; a dotted path of two
         # or more segments is specific enough to trust wherever it sits.
         lambda root: "." in dotted,
-    ):
+    )
+    for accept in accepts:
         chosen = [(len(root), path) for root, path in candidates if accept(root)]
         if chosen:
             return [min(chosen)[1]]
@@ -356,12 +361,18 @@ def _dirs_ending(segments: list[str], files: RepoFiles) -> list[str]:
     ]
 
 
-_RESOLVERS: dict[str, Callable[[str, Import, RepoFiles], list[str]]] = {
+Resolver = Callable[[str, Import, RepoFiles], list[str]]
+# By the name a language spec gives as its `resolver`.
+RESOLVERS: dict[str, Resolver] = {
     "python": _python,
-    "typescript": _script,
-    "tsx": _script,
-    "javascript": _script,
+    "script": _script,
     "go": _go,
     "rust": _rust,
     "java": _java,
+}
+# A spec naming a resolver that does not exist fails here, at import.
+_BY_LANGUAGE = {
+    spec.name: RESOLVERS[spec.resolver]
+    for spec in LANGUAGES.values()
+    if isinstance(spec.resolver, str)
 }

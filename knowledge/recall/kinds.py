@@ -14,24 +14,33 @@ from functools import lru_cache
 
 import numpy as np
 
+from knowledge.index.languages import LANGUAGES
 from knowledge.recall.intent import Intent
 
 CODE, TEST, EXAMPLE, DOC, DECLARATION, CHANGELOG, DATA = (
     "code", "test", "example", "doc", "declaration", "changelog", "data")
 KINDS = (CODE, TEST, EXAMPLE, DOC, DECLARATION, CHANGELOG, DATA)
 
-CODE_SUFFIXES = frozenset({
-    ".py", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".go", ".rs", ".java",
-    ".kt", ".scala", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".vue",
-    ".svelte", ".lua", ".sh", ".sql", ".prisma", ".ex", ".exs", ".dart", ".zig",
-})
 DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
-DOC_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc", ".org"})
-_TEST = re.compile(
-    r"(^|/)(tests?|__tests__|__mocks__|testing|testdata|test-data|spec|specs|e2e|fixtures)/"
-    r"|(^|/)test_[^/]*$|(^|/)conftest\.py$|[._-](test|spec)s?\.[^/]*$|_test\.go$"
-    r"|Tests?\.(java|kt|cs)$",
+DOC_SUFFIXES = frozenset({*LANGUAGES["markdown"].suffixes, ".rst", ".txt", ".adoc", ".org"})
+# Every indexed language but markdown, and code in languages without a spec.
+CODE_SUFFIXES = frozenset({
+    *(suffix for spec in LANGUAGES.values() for suffix in spec.suffixes),
+    ".kt", ".scala", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".vue",
+    ".svelte", ".lua", ".sh", ".ex", ".exs", ".dart", ".zig",
+}) - DOC_SUFFIXES
+# Tests by folder or by a name any file can have, then each language's own convention. Some of
+# those overlap the names here, which also catch the data beside tests (`test_data.json`).
+_SHARED_TESTS = (
+    r"(^|/)(tests?|__tests__|__mocks__|testing|testdata|test-data|spec|specs|e2e|fixtures)/",
+    r"(^|/)test_[^/]*$",
+    r"[._-](test|spec)s?\.[^/]*$",
+    r"Tests?\.(kt|cs)$",  # Kotlin and C#, which have no spec
 )
+_TEST = re.compile("|".join(
+    f"(?:{pattern})"
+    for pattern in (*_SHARED_TESTS, *(p for spec in LANGUAGES.values() for p in spec.tests))
+))
 _EXAMPLE = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench)/", re.IGNORECASE)
 _DOC_DIR = re.compile(r"(^|/)(docs?|documentation)/", re.IGNORECASE)
 _CHANGELOG = re.compile(

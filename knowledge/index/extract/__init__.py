@@ -1,46 +1,59 @@
-"""Pick the extractor for a file by its name. Unknown kinds get a file node only."""
+"""Pick the extractor for a file by its language spec. Unknown kinds get a file node only."""
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from collections.abc import Callable
 
+from knowledge.index.languages import by_suffix
 from knowledge.index.model import Extract
-
-_MARKDOWN = {".md", ".markdown", ".mdx"}
 
 
 def language_for(rel: str) -> str:
-    from knowledge.index.extract.treesitter import LANGUAGE_BY_SUFFIX
-
-    path = PurePosixPath(rel)
-    suffix = path.suffix.lower()
-    if suffix in (".py", ".pyi"):
-        return "python"
-    if suffix in _MARKDOWN:
-        return "markdown"
-    if suffix == ".prisma":
-        return "prisma"
-    if suffix == ".sql":
-        return "sql"
-    return LANGUAGE_BY_SUFFIX.get(suffix, "")
+    spec = by_suffix(rel)
+    return spec.name if spec else ""
 
 
 def extract_file(rel: str, data: bytes) -> Extract:
-    language = language_for(rel)
-    if language == "python":
-        from knowledge.index.extract import python
+    spec = by_suffix(rel)
+    if spec is None:
+        return Extract(language="", lines=data.count(b"\n") + 1)
+    if spec.grammar is None:
+        return EXTRACTORS[spec.name](data)
+    from knowledge.index.extract import treesitter
 
-        return python.extract(data)
-    if language == "markdown":
-        from knowledge.index.extract import markdown
+    return treesitter.extract(data, spec.name)
 
-        return markdown.extract(data)
-    if language in ("prisma", "sql"):
-        from knowledge.index.extract import schema
 
-        return schema.extract_prisma(data) if language == "prisma" else schema.extract_sql(data)
-    if language:
-        from knowledge.index.extract import treesitter
+# The extractors of the languages without a grammar; each imports its module on first use.
 
-        return treesitter.extract(data, language)
-    return Extract(language="", lines=data.count(b"\n") + 1)
+
+def _python(data: bytes) -> Extract:
+    from knowledge.index.extract import python
+
+    return python.extract(data)
+
+
+def _markdown(data: bytes) -> Extract:
+    from knowledge.index.extract import markdown
+
+    return markdown.extract(data)
+
+
+def _prisma(data: bytes) -> Extract:
+    from knowledge.index.extract import schema
+
+    return schema.extract_prisma(data)
+
+
+def _sql(data: bytes) -> Extract:
+    from knowledge.index.extract import schema
+
+    return schema.extract_sql(data)
+
+
+EXTRACTORS: dict[str, Callable[[bytes], Extract]] = {
+    "python": _python,
+    "markdown": _markdown,
+    "prisma": _prisma,
+    "sql": _sql,
+}

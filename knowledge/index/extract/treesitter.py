@@ -1,9 +1,9 @@
-"""Symbols, imports and identifiers for TS/TSX/JS, Go, Rust and Java via tree-sitter.
+"""Symbols, imports and identifiers via tree-sitter, for each language whose spec has a grammar.
 
-One Query per language finds definitions and imports; identifiers come from a regex over the raw
-bytes, which is ~7x cheaper than capturing every identifier node and also catches names mentioned
-in comments and strings (a mention is a reference worth an edge). Parsers and queries are cached
-per process because extraction runs in a pool over many files.
+The spec's query (``knowledge.index.languages``) finds definitions and imports; identifiers come
+from a regex over the raw bytes, which is ~7x cheaper than capturing every identifier node and
+also catches names mentioned in comments and strings (a mention is a reference worth an edge).
+Parsers and queries are cached per process because extraction runs in a pool over many files.
 
 Conventions the indexer relies on:
 - Symbol names are unique within one Extract (first definition wins: a Rust type with two trait
@@ -17,6 +17,7 @@ Conventions the indexer relies on:
 
 from __future__ import annotations
 
+import importlib
 import re
 import time
 from collections.abc import Callable
@@ -24,21 +25,8 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
+from knowledge.index.languages import LANGUAGES
 from knowledge.index.model import Extract, Import, Symbol
-
-LANGUAGE_BY_SUFFIX: dict[str, str] = {
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".js": "javascript",
-    ".jsx": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".go": "go",
-    ".rs": "rust",
-    ".java": "java",
-}
 
 SIGNATURE_LIMIT = 160
 IDENTIFIER_LIMIT = 5000
@@ -61,109 +49,10 @@ _WRAPPERS = frozenset(
     }
 )
 _GO_SPECS = frozenset({"type_spec", "type_alias"})  # inside a `type (...)` group: no keyword
-_JS_LIKE = frozenset({"typescript", "tsx", "javascript"})
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 _SKIPPABLE = frozenset({"attribute_item", "decorator"})  # between a doc comment and its item
 _NOT_SUMMARY = ("copyright", "spdx-", "eslint", "@license", "license", "@ts-", "prettier-")
 
-_JS_DEFS = """
-(function_declaration name: (identifier) @name) @def.function
-(generator_function_declaration name: (identifier) @name) @def.function
-(class_declaration name: (_) @name) @def.class
-(class_body (method_definition name: (_) @name) @def.method)
-(program (lexical_declaration kind: "const"
-  (variable_declarator name: (identifier) @name) @def.const))
-(program (export_statement (lexical_declaration kind: "const"
-  (variable_declarator name: (identifier) @name) @def.const)))
-(variable_declarator name: (identifier) @name
-  value: [(arrow_function) (function_expression) (generator_function)] @value) @def.function
-(import_statement source: (string) @import) @stmt
-(export_statement source: (string) @import) @stmt
-"""
-
-_JS_FIELD_METHOD = """
-(class_body (field_definition property: (_) @name
-  value: [(arrow_function) (function_expression)] @value) @def.method)
-"""
-
-_TS_EXTRA = """
-(abstract_class_declaration name: (_) @name) @def.class
-(class_body (abstract_method_signature name: (_) @name) @def.method)
-(class_body (public_field_definition name: (_) @name
-  value: [(arrow_function) (function_expression)] @value) @def.method)
-(interface_declaration name: (_) @name) @def.interface
-(interface_body (method_signature name: (_) @name) @def.method)
-(type_alias_declaration name: (_) @name) @def.type
-(enum_declaration name: (_) @name) @def.enum
-(internal_module name: (_) @name) @def.namespace
-(function_signature name: (identifier) @name) @def.function
-"""
-
-_GO = """
-(function_declaration name: (identifier) @name) @def.function
-(method_declaration receiver: (parameter_list (parameter_declaration type: (_) @recv))
-  name: (field_identifier) @name) @def.method
-(type_spec name: (type_identifier) @name type: (struct_type)) @def.struct
-(type_spec name: (type_identifier) @name type: (interface_type)) @def.interface
-(type_spec name: (type_identifier) @name type: [
-  (type_identifier) (qualified_type) (generic_type) (pointer_type) (function_type) (map_type)
-  (slice_type) (array_type) (channel_type)]) @def.type
-(type_alias name: (type_identifier) @name) @def.type
-(source_file (const_declaration (const_spec name: (identifier) @name) @def.const))
-(source_file (var_declaration (var_spec name: (identifier) @name) @def.var))
-(import_spec path: (_) @import)
-"""
-
-_RUST = """
-(function_item name: (identifier) @name) @def.function
-(function_signature_item name: (identifier) @name) @def.function
-(struct_item name: (type_identifier) @name) @def.struct
-(union_item name: (type_identifier) @name) @def.struct
-(enum_item name: (type_identifier) @name) @def.enum
-(trait_item name: (type_identifier) @name) @def.trait
-(type_item name: (type_identifier) @name) @def.type
-(const_item name: (identifier) @name) @def.const
-(static_item name: (identifier) @name) @def.const
-(macro_definition name: (identifier) @name) @def.macro
-(mod_item name: (identifier) @name body: (declaration_list)) @def.module
-(impl_item type: (_) @name) @def.impl
-(mod_item name: (identifier) @modimport !body) @stmt
-(use_declaration argument: (_) @use) @stmt
-(extern_crate_declaration name: (identifier) @crate) @stmt
-"""
-
-_JAVA = """
-(class_declaration name: (identifier) @name) @def.class
-(interface_declaration name: (identifier) @name) @def.interface
-(enum_declaration name: (identifier) @name) @def.enum
-(record_declaration name: (identifier) @name) @def.class
-(annotation_type_declaration name: (identifier) @name) @def.interface
-(method_declaration name: (identifier) @name) @def.method
-(constructor_declaration name: (identifier) @name) @def.method
-(field_declaration (modifiers) @mods declarator: (variable_declarator name: (identifier) @name))
-  @def.const
-(import_declaration) @javaimport
-"""
-
-_KEYWORDS = {
-    "js": """abstract any as async await boolean break case catch class const constructor continue
-        debugger declare default delete do else enum export extends false finally for from function
-        get if implements import in instanceof interface keyof let module namespace never new null
-        number object of package private protected public readonly require return set static
-        string super switch symbol this throw true try type typeof undefined unknown var void while
-        with yield""",
-    "go": """break case chan const continue default defer else fallthrough for func go goto if
-        import interface map package range return select struct switch type var nil true false
-        iota string int bool error byte rune""",
-    "rust": """as async await break const continue crate dyn else enum extern false fn for if impl
-        in let loop match mod move mut pub ref return self Self static struct super trait true type
-        unsafe use where while""",
-    "java": """abstract assert boolean break byte case catch char class const continue default do
-        double else enum extends final finally float for goto if implements import instanceof int
-        interface long native new package private protected public return short static strictfp
-        super switch synchronized this throw throws transient try void volatile while true false
-        null var record""",
-}
 # Two characters at least: one-letter names would link everything to everything.
 _WORD = re.compile(r"(?<![A-Za-z0-9_$])[A-Za-z_$][A-Za-z0-9_$]+")
 # `require("x")` and `import("x")` sit deep inside functions, below the query's depth limit.
@@ -187,46 +76,23 @@ class _Lang:
     parser: ts.Parser
     cursor: ts.QueryCursor
     keywords: frozenset[str]
+    call_imports: bool
 
 
 _CACHE: dict[str, _Lang] = {}
 
 
-def _grammar(language: str) -> tuple[object, str, str]:
-    """(grammar capsule, query source, keyword group); imports stay lazy per language."""
-    if language in ("typescript", "tsx"):
-        import tree_sitter_typescript as tst
-
-        grammar = tst.language_tsx() if language == "tsx" else tst.language_typescript()
-        return grammar, _JS_DEFS + _TS_EXTRA, "js"
-    if language == "javascript":
-        import tree_sitter_javascript
-
-        return tree_sitter_javascript.language(), _JS_DEFS + _JS_FIELD_METHOD, "js"
-    if language == "go":
-        import tree_sitter_go
-
-        return tree_sitter_go.language(), _GO, "go"
-    if language == "rust":
-        import tree_sitter_rust
-
-        return tree_sitter_rust.language(), _RUST, "rust"
-    if language == "java":
-        import tree_sitter_java
-
-        return tree_sitter_java.language(), _JAVA, "java"
-    raise ValueError(f"unsupported language: {language}")
-
-
 def _lang(language: str) -> _Lang:
     cached = _CACHE.get(language)
     if cached is None:
-        capsule, source, group = _grammar(language)
-        lang = ts.Language(capsule)
-        keywords = frozenset(_KEYWORDS[group].split())
-        cursor = ts.QueryCursor(ts.Query(lang, source))
+        spec = LANGUAGES.get(language)
+        grammar = spec.grammar if spec else None
+        if grammar is None:
+            raise ValueError(f"unsupported language: {language}")
+        lang = ts.Language(getattr(importlib.import_module(grammar.module), grammar.function)())
+        cursor = ts.QueryCursor(ts.Query(lang, grammar.query))
         cursor.set_max_start_depth(_MAX_DEPTH)
-        cached = _Lang(ts.Parser(lang), cursor, keywords)
+        cached = _Lang(ts.Parser(lang), cursor, grammar.keywords, grammar.call_imports)
         _CACHE[language] = cached
     return cached
 
@@ -249,7 +115,7 @@ def extract(data: bytes, language: str, budget_s: float = 2.0) -> Extract:
             lang.parser.reset()  # a cancelled parse leaves state that corrupts the next one
             result.partial = "parse timeout"
         else:
-            _Walk(data, language, result).run(lang.cursor, tree.root_node)
+            _Walk(data, result, lang.call_imports).run(lang.cursor, tree.root_node)
     except Exception as exc:  # tree-sitter tolerates garbage; this guards our own walk
         lang.parser.reset()
         result.partial = f"extract error: {type(exc).__name__}: {exc}"[:200]
@@ -298,10 +164,10 @@ class _Def:
 class _Walk:
     """Turns query matches into symbols and imports for one file."""
 
-    def __init__(self, data: bytes, language: str, result: Extract) -> None:
+    def __init__(self, data: bytes, result: Extract, call_imports: bool) -> None:
         self.data = data
-        self.language = language
         self.result = result
+        self.call_imports = call_imports
 
     def text(self, node: ts.Node, limit: int) -> str:
         """At most ``limit`` bytes: a node can span a whole 1 MB file."""
@@ -319,7 +185,7 @@ class _Walk:
             else:
                 self.imports(caps)
         self.symbols(defs)
-        if self.language in _JS_LIKE:
+        if self.call_imports:
             self.requires()
             self.result.imports.sort(key=lambda imp: imp.line)
         self.result.summary = self.summary(root)
@@ -584,8 +450,8 @@ def _use_leaves(node: ts.Node, text: Callable[..., str], prefix: str = "") -> li
     if kind == "use_wildcard":
         written = _SPACE.sub("", text(node, 1000)).removesuffix("*").removesuffix("::")
         return [(_join(prefix, written), "*")]
-    path = _join(prefix, _SPACE.sub("", text(node, 1000)))
-    return [(path, path.rsplit("::", 1)[-1])]
+    full = _join(prefix, _SPACE.sub("", text(node, 1000)))
+    return [(full, full.rsplit("::", 1)[-1])]
 
 
 def _join(prefix: str, path: str) -> str:
