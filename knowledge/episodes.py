@@ -46,13 +46,6 @@ _ID_RE = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})-(?P<slug>[a-z0-9-]+)$")
 _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _PATH_ARGS = ("path", "file_path", "filepath", "file", "filename", "target", "paths", "files")
 _EDIT_TOOLS = ("edit", "write", "patch", "create", "replace", "delete", "move", "rename")
-_last_error: dict[str, str] = {}  # per project root, shown by status_section
-
-
-def disabled() -> bool:
-    return is_off("episodes")
-
-
 @dataclass(slots=True)
 class Episode:
     id: str  # the file's stem, `<YYYY-MM-DD>-<slug>`; the node key is `ep:<id>`
@@ -140,6 +133,7 @@ class EpisodeStore:
         self.dir = project.paths.episodes
         self.now = now
         self._loaded = False
+        self.last_error: str | None = None  # the last write that failed, for `theus status`
 
     # -- writing ---------------------------------------------------------------------------
     def record(self, kind: str, text: str, session_id: str | None, files: Sequence[str] = (),
@@ -150,7 +144,7 @@ class EpisodeStore:
         session_id = session_id or ""
         if kind not in EPISODE_TYPES:
             raise ValueError(f"episode type must be one of {', '.join(EPISODE_TYPES)}")
-        if disabled():
+        if is_off("episodes"):
             log.info("episode not kept: THEUS_NO_EPISODES=1")
             return None
         text = redact(text.strip())  # an episode is persisted and injected later
@@ -176,7 +170,7 @@ class EpisodeStore:
             except StoreError as exc:  # the node stays in the graph; the next save retries
                 self._failed(str(exc))
                 return episode
-        _last_error.pop(str(self.project.root), None)
+        self.last_error = None
         return episode
 
     def _save_alone(self, episode: Episode) -> Episode:
@@ -191,7 +185,7 @@ class EpisodeStore:
         except StoreError as exc:  # the file is the record: `load` brings it in later
             self._failed(str(exc))
             return episode
-        _last_error.pop(str(self.project.root), None)
+        self.last_error = None
         return episode
 
     def record_transcript(self, messages: Sequence[Mapping[str, Any]],
@@ -229,12 +223,12 @@ class EpisodeStore:
         folder that refuses every write is one warning, `paths.report_unwritable`)."""
         if not quiet:
             log.warning("episodes: %s", message)
-        _last_error[str(self.project.root)] = message
+        self.last_error = message
 
     # -- reading ---------------------------------------------------------------------------
     def load(self) -> LoadReport:
         """Make the graph's episode nodes match the episode files. Idempotent."""
-        if disabled():
+        if is_off("episodes"):
             return LoadReport(enabled=False)
         atomic.clean_orphans(self.dir)  # a writer killed mid-write left its temp file
         episodes, problems = self.list()
@@ -290,12 +284,6 @@ class EpisodeStore:
         if len(found) > 1:
             raise AmbiguousEpisode(f"{ident} matches {len(found)} episodes: give more of the id")
         return found[0]
-
-
-def episode_sink(project: Project | Path) -> EpisodeStore:
-    """The agent's `EpisodeSink` for a project (or its root folder). Cheap: nothing is read
-    until the first record, which also loads the episode files (see `EpisodeStore.load`)."""
-    return EpisodeStore(project if isinstance(project, Project) else Project(Path(project)))
 
 
 def parse_episode(path: Path) -> tuple[Episode | None, list[Problem]]:
@@ -453,9 +441,10 @@ def _paths(args: Mapping[str, Any]) -> list[str]:
 
 
 # -- status ----------------------------------------------------------------------------------
-def status_section(project: Project) -> dict[str, Any]:
-    store = EpisodeStore(project)
-    if disabled():
+def status_section(project: Project, live: EpisodeStore | None = None) -> dict[str, Any]:
+    """`live`: the store this process records with (its last failure is shown)."""
+    store = live or EpisodeStore(project)
+    if is_off("episodes"):
         return {"enabled": False, "reason": "episodes are off (THEUS_NO_EPISODES=1): "
                 "nothing is recorded", "dir": str(store.dir)}
     episodes, problems = store.list()
@@ -466,5 +455,5 @@ def status_section(project: Project) -> dict[str, Any]:
         "episodes": len(episodes),
         "last": f"{last.date} {last.type}: {last.title}" if last else None,
         "warnings": [str(p) for p in problems],
-        "last_error": _last_error.get(str(project.root)),
+        "last_error": store.last_error,
     }

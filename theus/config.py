@@ -125,8 +125,3 @@ class AgentSettings:
             context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
             max_turns=max(1, int(_float_env("THEUS_MAX_TURNS", 50))),
         )
-
-
-def switched_off(name: str) -> bool:
-    """Kill switches: THEUS_NO_<NAME>=1 turns a memory layer off."""
-    return is_off(name)

@@ -185,7 +185,7 @@ def _open_session(root: Path, args: argparse.Namespace, model: str) -> tuple[Any
 
 async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any, session: Any,
                messages: list[Any], printer: Printer, started: float) -> int:
-    from theus.agent.setup import start_agent
+    from theus.agent.setup import start_headless
 
     allow = {"edit": bool(args.allow_edits), "shell": bool(args.allow_shell)}
 
@@ -196,8 +196,8 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         printer.line({"type": "system", "subtype": "init", "session_id": session.id,
                       "model": settings.model, "cwd": str(root)})
     runtime = await asyncio.to_thread(
-        start_agent, root, settings, session, sink=printer, approver=approve,
-        messages=messages, max_turns=args.max_turns, headless=True, first_request=prompt,
+        start_headless, root, settings, session, prompt, sink=printer, approver=approve,
+        messages=messages, max_turns=args.max_turns,
         allow_config_edits=bool(getattr(args, "allow_config_edits", False)),
         denied_hint=HEADLESS_DENIED)
     agent = runtime.agent

@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from theus.config import AgentSettings, ModelSettings
+from theus.protocol import Message
 from tui.commands import PanelCommands
 from tui.engine import Engine
 from tui.messages import GraphLoaded, IndexChanged, InjectedTokens, RecallDone
@@ -69,11 +70,13 @@ class TheusApp(App[int]):
     ]
 
     def __init__(self, root: Path, model_settings: ModelSettings | None, *,
-                 resume: list[dict[str, Any]] | None = None,
+                 resume: list[Message] | None = None,
                  session: Any = None, agent_settings: AgentSettings | None = None) -> None:
         super().__init__()
         self.agent_settings = agent_settings
         self.engine = Engine(root)
+        # MEMORY.md synced into the graph (the bridge's thread): refresh the memories panel.
+        self.engine.memory.on_memories = lambda: self.post_message(IndexChanged("memories"))
         self.model_settings = model_settings
         self.resume = resume
         self.resume_session = session
@@ -83,7 +86,6 @@ class TheusApp(App[int]):
             "turn_tokens": 0, "total_tokens": 0, "off": (),
         }
         self.status_bars: set[StatusBar] = set()
-        self._memdir: Any = None
         self._agents: list[Any] = []
         self._dashboard: tuple[str, Callable[[], None]] | None = None
         self._graph_version = -1
@@ -102,34 +104,13 @@ class TheusApp(App[int]):
 
     def load_graph(self) -> None:
         try:
-            project = self.engine.load()
+            self.engine.load()
         except Exception as exc:
             log.exception("the project could not be loaded")
             self.post_message(GraphLoaded(str(exc)))
             return
-        self._start_layers(project)
         self.post_message(GraphLoaded())
         self.engine.warm()
-
-    def _start_layers(self, project: Any) -> None:
-        """The memory bridge and the episode nodes (the watcher and the semantic layer came
-        with the memory): each optional, each fails open."""
-        try:
-            from knowledge import memdir
-
-            if not memdir.disabled():
-                memdir.sync(project)
-                self._memdir = memdir.MemdirWatcher(
-                    project, on_sync=lambda r: self.post_message(IndexChanged("memories")))
-                self._memdir.start()
-        except Exception as exc:
-            log.warning("memory bridge not started: %s", exc)
-        try:
-            from knowledge.episodes import EpisodeStore
-
-            EpisodeStore(project).load()
-        except Exception as exc:
-            log.warning("episodes not loaded: %s", exc)
 
     def on_graph_loaded(self, message: GraphLoaded) -> None:
         if message.error:
@@ -227,10 +208,8 @@ class TheusApp(App[int]):
         """Serve the live graph in the browser (started once, stopped with the app)."""
         if self._dashboard is None:
             from knowledge.dashboard import start_dashboard
-            from theus.status import gather
-
             project = self.engine.load()
-            self._dashboard = start_dashboard(project, status_provider=lambda: gather(project))
+            self._dashboard = start_dashboard(project, status_provider=self.engine.memory.status)
         return self._dashboard[0]
 
     def switch_model(self, name: str) -> str:
@@ -253,26 +232,18 @@ class TheusApp(App[int]):
 
     # -- the agent --------------------------------------------------------------------------------
     def make_agent(self, sink: Callable[[Any], None], approver: Any) -> Any:
-        from theus.agent.injection import Injector
-        from theus.agent.loop import Agent
-        from theus.model import ModelClient
+        from theus.agent.setup import make_agent
         from theus.sessions import SessionStore
 
         assert self.model_settings is not None
-        # The semantic re-ranker earns recall extra time, once the memory says it is on.
-        settings = self.agent_settings or AgentSettings.from_env(
-            semantic_on=self.engine.loaded and self.engine.semantic_on)
         root = self.engine.root
         session, messages = self.resume_session, self.resume
         self.resume_session = self.resume = None
         if session is None:
             session = SessionStore(root).create(root=str(root), model=self.model_settings.model,
                                                 headless=False)
-        agent = Agent(
-            ModelClient(self.model_settings), root, sink=sink, approver=approver,
-            settings=settings, session=session, episodes=_Episodes(self.engine),
-            injector=Injector(settings, self.engine.recaller, self.engine.injection_stats()),
-            messages=messages or None)
+        agent = make_agent(self.engine.memory, self.model_settings, session, sink=sink,
+                           approver=approver, settings=self.agent_settings, messages=messages)
         self._agents.append(agent)
         return agent
 
@@ -293,29 +264,9 @@ class TheusApp(App[int]):
                 await agent.model.close()
             except Exception as exc:
                 log.info("model client close failed: %s", exc)
-        if self._memdir is not None:
-            try:
-                self._memdir.stop()
-            except Exception as exc:
-                log.warning("stopping the memory bridge failed: %s", exc)
         if self._dashboard is not None:
             self._dashboard[1]()
         self.engine.close()
-
-
-class _Episodes:
-    """The agent's episodes port over the app's project, resolved when first used (the graph
-    may still be loading when the agent is made)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def __getattr__(self, name: str) -> Any:
-        self.engine.load()
-        port = self.engine.memory.episodes
-        if port is None:  # switched off or unavailable: recording is a no-op
-            return lambda *args, **kwargs: None
-        return getattr(port, name)
 
 
 def load_keymap() -> dict[str, str]:

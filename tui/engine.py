@@ -1,9 +1,9 @@
-"""The app's handle on the project's memory: loads it once, off the event loop.
+"""The app's handle on the project's memory: opens it once, off the event loop.
 
-The memory is the agent's (`theus.agent.ports.open_memory`: one Project shared by the watcher,
-the semantic re-ranker and the episodes port), so the graph panel, the recall box, the agent's
-injector and the memory panels all see one graph, loaded a single time. Every call here
-blocks (SQLite, parsing, recall): run it in a thread worker.
+The memory (`knowledge.memory.Memory`: one Project shared by the watcher, the semantic layer,
+the episodes, the MEMORY.md bridge and the one recaller) is the agents' too, so the graph
+panel, the recall box, every chat's injector and the memory panels see one graph, loaded a
+single time. Every call here blocks (SQLite, parsing, recall): run it in a thread worker.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from knowledge.memory import Memory
 
 if TYPE_CHECKING:  # imported when the graph loads, after the first paint
     from knowledge.project import Project
@@ -34,44 +36,41 @@ class RecallResult:
 class Engine:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self.memory = Memory(self.root, index_if_missing=True)
         self._lock = threading.RLock()
         self._project: Project | None = None
-        self._recaller: Recaller | None = None
-        self.memory: Any = None  # theus.agent.ports.Memory once loaded
-        self.indexed_now = False
         self._folders: Any = None
         self._folders_version = -1
 
     @property
     def loaded(self) -> bool:
-        return self._recaller is not None
+        return self._project is not None
+
+    @property
+    def indexed_now(self) -> bool:
+        return self.memory.indexed_now
 
     def load(self) -> Project:
         """Index the project if it never was, then open its memory and load the graph."""
         with self._lock:
             if self._project is None:
-                from theus.agent.ports import open_memory
-
                 _start_resource_tracker()
-                memory = open_memory(self.root, index_if_missing=True)
-                if memory.project is None:
+                project = self.memory.open().project
+                if project is None:
                     raise RuntimeError("the project's store could not be opened (see tui.log)")
-                self.indexed_now = memory.indexed_now
-                project = memory.project
                 project.graph  # noqa: B018  (load it now, in this thread)
-                self._recaller = memory.recaller()
-                self.memory = memory
+                self.memory.recaller()
                 self._project = project
                 self.folders()  # before warm-up takes the graph's lock for seconds
             return self._project
 
     @property
     def semantic_on(self) -> bool:
-        return bool(self.memory is not None and self.memory.semantic_on)
+        return self.memory.semantic_on
 
     @property
     def watcher(self) -> Any:
-        return None if self.memory is None else self.memory.watcher
+        return self.memory.watcher
 
     def folders(self) -> Any:
         """The folder tree of the indexed files (tui.graph_view.Folders), rebuilt when the
@@ -91,8 +90,7 @@ class Engine:
 
     def recaller(self) -> Recaller:
         self.load()
-        assert self._recaller is not None
-        return self._recaller
+        return self.memory.recaller()
 
     def warm(self) -> None:
         """Build the recall indexes now so the first search is quick (fails open); file
@@ -104,10 +102,6 @@ class Engine:
                 recaller.warm_in_background()
         except Exception as exc:
             log.warning("recall warm-up failed: %s", exc)
-
-    def injection_stats(self) -> Any:
-        self.load()
-        return self.memory.injection_stats()
 
     def recall(self, query: str, top: int = RECALL_TOP) -> RecallResult:
         """What the graph knows about `query`, and the block the agent would inject for it
@@ -126,9 +120,8 @@ class Engine:
             return dict(graph.counts())
 
     def close(self) -> None:
-        """Stops the watcher and the semantic layer, closes the store (each fails open)."""
-        if self.memory is not None:
-            self.memory.close()
+        """Stops every layer and closes the store (each fails open)."""
+        self.memory.close()
 
 
 def _start_resource_tracker() -> None:

@@ -37,9 +37,10 @@ from knowledge.embed.base import DimensionMismatch, Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import NodeVectors, PassReport, Progress, VectorSet, embed_pass
 from knowledge.embed.select import Selection, select_embedder
-from knowledge.embed.status import HasGraph, configured, killed, register_live, write_state
+from knowledge.embed.status import HasGraph, configured, write_state
 from knowledge.recall.semantic import Ready, RerankStats, SemanticReranker
 from knowledge.store import Store, StoreError
+from knowledge.switches import is_off
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class SemanticLayer:
     # -- what callers read -----------------------------------------------------------------
     @property
     def killed(self) -> bool:
-        return killed(self._env)
+        return is_off("embeddings", self._env)
 
     @property
     def on(self) -> bool:
@@ -250,7 +251,6 @@ class SemanticLayer:
     def start_background(self) -> None:
         """Start the daemon thread that embeds what is missing, most central first."""
         if not self.killed:
-            register_live(self.project.paths.root, self.state)
             self._ensure_thread(embed=True)
 
     def start_loading(self) -> None:
@@ -270,7 +270,6 @@ class SemanticLayer:
         return self._idle.wait(timeout)
 
     def stop(self, timeout: float = 2.0) -> None:
-        register_live(self.project.paths.root, None)
         self._stop.set()
         self._wake.set()
         if self._ready is not None:
@@ -334,7 +333,7 @@ class SemanticLayer:
             self._idle.set()
 
     # -- status --------------------------------------------------------------------------------
-    def state(self) -> dict[str, object]:
+    def state(self) -> dict[str, Any]:
         selection = self.selection
         ready = self._ready
         last = self.last_pass

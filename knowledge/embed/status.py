@@ -27,19 +27,6 @@ from knowledge.paths import ProjectPaths
 from knowledge.switches import is_off
 
 STATE_FILE = "embed.json"
-# Layers running in this process, by project root: their live state beats the file (and
-# spares `status_section` reading every file to count what is pending).
-_LIVE: dict[Path, Callable[[], dict[str, Any]]] = {}
-
-
-def register_live(root: Path, state: Callable[[], dict[str, Any]] | None) -> None:
-    """Register (or, with None, forget) the live state of the layer running for `root`."""
-    if state is None:
-        _LIVE.pop(root, None)
-    else:
-        _LIVE[root] = state
-
-
 class HasPaths(Protocol):
     @property
     def paths(self) -> ProjectPaths: ...
@@ -51,10 +38,6 @@ class HasGraph(HasPaths, Protocol):
 
     @property
     def root(self) -> Path: ...
-
-
-def killed(env: Mapping[str, str]) -> bool:
-    return is_off("embeddings", env)
 
 
 def _probe_local() -> Embedder:
@@ -104,13 +87,15 @@ def cached_keys(path: Path, model_id: str) -> tuple[int | None, set[bytes]]:
     return (row[0] if row else None), {bytes(k) for (k,) in found}
 
 
-def status_section(project: HasGraph, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def status_section(project: HasGraph, env: Mapping[str, str] | None = None,
+                   live: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """`live`: the state of the layer running in this process (`SemanticLayer.state`), which
+    beats the file and spares reading every file to count what is pending."""
     from knowledge.embed.indexer import embed_texts
 
     env = os.environ if env is None else env
-    live = _LIVE.get(project.paths.root)
     state = live() if live is not None else read_state(project.paths)
-    if killed(env):
+    if is_off("embeddings", env):
         return {"provider": "off", "reason": "semantic layer off: THEUS_NO_EMBEDDINGS=1"}
     selection = configured(env, load_credentials())
     out: dict[str, Any] = {"provider": selection.provider, "reason": selection.reason}

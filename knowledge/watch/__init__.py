@@ -2,8 +2,8 @@
 
 `Watcher(project).start_in_thread()` / `.stop()` for the chat app and headless mode (or `await
 watcher.run(stop_event)` in an existing loop); `maybe_start(project)` honours THEUS_NO_WATCH=1;
-`status_section(project)` reports it, from this process or from the state file another process
-left.
+`status_section(project, live)` reports it: from the running watcher this process holds, or
+from the state file another process left.
 """
 
 from __future__ import annotations
@@ -15,22 +15,18 @@ from typing import Any
 from knowledge.project import Project
 from knowledge.switches import is_off
 from knowledge.watch import state as persisted
-from knowledge.watch.watcher import _RUNNING, Update, Watcher
+from knowledge.watch.watcher import Update, Watcher
 
-__all__ = ["Update", "Watcher", "maybe_start", "status_section", "switched_off"]
+__all__ = ["Update", "Watcher", "maybe_start", "status_section"]
 
 log = logging.getLogger(__name__)
-
-
-def switched_off() -> bool:
-    return is_off("watch")
 
 
 def maybe_start(
     project: Project, on_update: Callable[[Update], None] | None = None, **options: Any
 ) -> Watcher | None:
     """Start watching in a background thread, unless switched off; never raises."""
-    if switched_off():
+    if is_off("watch"):
         return None
     try:
         return Watcher(project, on_update=on_update, **options).start_in_thread()
@@ -39,10 +35,9 @@ def maybe_start(
         return None
 
 
-def status_section(project: Project) -> dict[str, Any]:
-    live = _RUNNING.get(project.root)
+def status_section(project: Project, live: Watcher | None = None) -> dict[str, Any]:
     section = live.status() if live is not None else persisted.describe(
         persisted.read_state(project.paths)
     )
-    section["switched_off"] = switched_off()
+    section["switched_off"] = is_off("watch")
     return section

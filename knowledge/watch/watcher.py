@@ -41,10 +41,6 @@ _GROUP_MS = 200  # watchfiles groups a stream of events at most this long before
 _STEP_MS = 20  # ...and yields once nothing new arrived for this long
 _STOP_GRACE = 2.0
 
-# Watchers running in this process, by project root, for `status_section`.
-_RUNNING: dict[Path, Watcher] = {}
-
-
 @dataclass(frozen=True, slots=True)
 class Update:
     """One applied change: a batch of files, or a full rescan."""
@@ -130,7 +126,6 @@ class Watcher:
         self._wake = asyncio.Event()
         self.started = time.time()
         self._last_save = self._last_rescan = time.monotonic()
-        _RUNNING[self.project.root] = self
         try:
             await self._rewatch()
             if self.catch_up:
@@ -144,8 +139,6 @@ class Watcher:
         finally:
             await self._close_generations()
             self._save()
-            if _RUNNING.get(self.project.root) is self:
-                del _RUNNING[self.project.root]
             self._persist(running=False)
             self._ready.set()
 

@@ -16,7 +16,6 @@ from knowledge.episodes import (
     EpisodeNotFound,
     EpisodeSink,
     EpisodeStore,
-    episode_sink,
     parse_episode,
     status_section,
 )
@@ -220,8 +219,10 @@ def test_kill_switch_stops_all_episode_writing(project: Project,
 def test_unwritable_folder_fails_open(project: Project) -> None:
     project.paths.memory.mkdir(parents=True)
     project.paths.episodes.write_text("a file where the folder should be")
-    assert EpisodeStore(project).record("compaction", COMPACTION, "s-1") is None
-    assert "episode file not written" in status_section(project)["last_error"]
+    store = EpisodeStore(project)
+    assert store.record("compaction", COMPACTION, "s-1") is None
+    assert "episode file not written" in status_section(project, store)["last_error"]
+    assert status_section(project)["last_error"] is None  # another process knows nothing
 
 
 def test_parse_round_trip_of_awkward_values(tmp_path: Path, project: Project) -> None:
@@ -235,8 +236,8 @@ def test_parse_round_trip_of_awkward_values(tmp_path: Path, project: Project) ->
         title, 'id: with "quotes"', ["a b.py", "src/x.py#Y"])
 
 
-def test_agent_port_by_root_with_its_spelling(project: Project) -> None:
-    sink = episode_sink(project.root)
+def test_the_agent_port_takes_its_spelling_of_the_type(project: Project) -> None:
+    sink = EpisodeStore(Project(project.root))
     episode = sink.record("session", "Requests: fix login | Outcome: done", None,
                           ["src/login.py"])
     assert episode is not None and episode.type == "session-end" and episode.session_id == ""

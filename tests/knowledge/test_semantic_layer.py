@@ -104,7 +104,7 @@ def test_notify_changed_embeds_the_new_nodes(project: Project,
         project.update(["shop/refunds.py"])
         layer.notify_changed(["shop/refunds.py"])
         assert layer.wait_idle(10)
-        live = status_section(project, env=hosted_env(url))  # from the running layer
+        live = status_section(project, env=hosted_env(url), live=layer.state)  # running layer
         assert live["nodes_pending"] == 0 and live["vectors_cached"] == len(FILES) + 1
     finally:
         layer.stop()

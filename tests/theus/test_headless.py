@@ -274,3 +274,21 @@ def test_a_stalled_server_ends_the_run_with_one_line_and_a_result(
     result = lines(done.stdout)[-1]
     assert result["type"] == "result" and result["is_error"]
     assert "THEUS_IDLE_TIMEOUT" in result["error"]
+
+
+def test_a_hand_edit_to_memory_md_is_recalled_headless(
+        server: ScriptedServer, repo: Path) -> None:
+    """`theus -p` opens the same memory as the app: MEMORY.md is synced before the first
+    recall, also when the saved scoring index predates the edit."""
+    from knowledge.paths import ProjectPaths
+
+    index(repo)
+    assert theus(["recall", "--json", "warm the snapshot"], None, repo).returncode == 0
+    memory_md = ProjectPaths.for_root(repo).memory / "MEMORY.md"
+    memory_md.parent.mkdir(parents=True, exist_ok=True)
+    memory_md.write_text("- refunds go through the ledger service, never the cart\n")
+    server.add(text("Through the ledger service."))
+    done = theus(["-p", "do refunds go through the ledger service?"], server, repo)
+    assert done.returncode == 0, done.stderr
+    reminder = texts_of(server.requests[0]["messages"][1])[0]
+    assert "ledger service" in reminder

@@ -37,7 +37,7 @@ _TAG = re.compile(r"<\s*/?\s*system-reminder", re.IGNORECASE)
 # runs long still leaves time to build the block.
 BLOCK_RESERVE_S = 0.02
 
-# The memory's recaller factory (`Memory.recaller`); a parameter so tests can swap it.
+# The memory's recaller (`knowledge.memory.Memory.recaller`); a parameter so tests can swap it.
 RecallerFactory = Callable[[], Any]
 
 
@@ -62,8 +62,6 @@ class Injector:
         self.settings = settings
         self._factory = recaller_factory
         self.stats = stats or InjectionStats()
-        self._recaller: Any = None
-        self._lock = threading.Lock()
         self._prefetched: _Prefetched | None = None
 
     def warm(self, budget_s: float = 2.0) -> None:
@@ -91,16 +89,9 @@ class Injector:
             until = time.perf_counter() + wait_s + self.settings.injection_deadline_ms / 1000
             self._prefetched = _Prefetched(query, self._start(query), until)
 
-    def forget_recaller(self) -> None:
-        """The next request asks the factory for a new recaller (the old one went stale)."""
-        with self._lock:
-            self._recaller = None
-
     def recaller(self) -> Any:
-        with self._lock:
-            if self._recaller is None:
-                self._recaller = self._factory()
-            return self._recaller
+        """The memory's recaller (it keeps one, and replaces it when it goes stale)."""
+        return self._factory()
 
     def _start(self, query: str) -> Future[Any]:
         """recall + block on a daemon thread: a late one finishes on its own, never delaying

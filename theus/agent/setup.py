@@ -1,14 +1,15 @@
-"""Everything an agent needs, wired once, for both front ends (chat app and `theus -p`):
-the model client, the shared project memory (recall, watcher, episodes) and the session."""
+"""The agent, wired once for both front ends (chat app and `theus -p`): its model client, its
+injector and its episodes port come from the project's `Memory` (knowledge.memory), which owns
+the layers; the app makes one agent per chat over its one memory, a headless run one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowledge.memory import Memory, open_memory
 from theus.agent.injection import Injector
 from theus.agent.loop import Agent
-from theus.agent.ports import Memory, open_memory
 from theus.config import AgentSettings, ModelSettings
 from theus.model import ModelClient
 from theus.protocol import Event, Message, Sink, ToolCallStarted, null_sink
@@ -23,17 +24,16 @@ ONE_SHOT_GRAPH_WAIT_S = 3.0
 class Runtime:
     agent: Agent
     memory: Memory
-    model: ModelClient
 
     async def close(self) -> None:
-        """End of the conversation: the session episode, the watcher, the HTTP client."""
+        """End of the conversation: the session episode, the memory, the HTTP client."""
         self.agent.end_session()
         self.memory.close()
-        await self.model.close()
+        await self.agent.model.close()
 
 
-def start_agent(
-    root: Path,
+def make_agent(
+    memory: Memory,
     model_settings: ModelSettings,
     session: Session | None,
     *,
@@ -46,36 +46,44 @@ def start_agent(
     first_request: str | None = None,
     allow_config_edits: bool = False,
     denied_hint: str = "the user declined",
-) -> Runtime:
-    """Blocking (opens the project store): call it from a worker thread in an async app.
-    `approver=None` means: emit ApprovalRequest events and wait for their futures.
+) -> Agent:
+    """An agent over `memory` (which may still be opening on another thread: recall then
+    waits for it, within the injection deadline). `approver=None` means: emit ApprovalRequest
+    events and wait for their futures.
 
-    A headless run knows its `first_request`: its block is recalled while the model client
-    is built, and the watcher (whose catch-up walk would compete for the one interpreter)
-    starts only when the agent first runs a tool; a run that only answers never needs it."""
-    memory, settings, injector = _open_memory(root, settings, headless, first_request)
-    model = ModelClient(model_settings)
-    if headless:
-        sink = _watching_from_first_tool(sink, memory)
-    agent = Agent(
-        model, root, sink=sink, approver=approver, settings=settings, injector=injector,
-        session=session, episodes=memory.episodes, max_turns=max_turns,
-        refuse_protected=headless, allow_config_edits=allow_config_edits,
-        denied_hint=denied_hint, messages=messages or None)
-    return Runtime(agent, memory, model)
-
-
-def _open_memory(root: Path, settings: AgentSettings | None, headless: bool,
-                 first_request: str | None) -> tuple[Memory, AgentSettings, Injector]:
-    memory = open_memory(root, one_shot=headless, watch=not headless)
-    settings = settings or AgentSettings.from_env(semantic_on=memory.semantic_on)
+    A headless run knows its `first_request`: its block is recalled at once, and the watcher
+    (whose catch-up walk would compete for the one interpreter) starts only when the agent
+    first runs a tool; a run that only answers never needs it."""
+    # The semantic re-ranker earns recall extra time, once the memory says it is on.
+    settings = settings or AgentSettings.from_env(
+        semantic_on=memory.is_open and memory.semantic_on)
     injector = Injector(settings, memory.recaller, memory.injection_stats())
-    memory.on_stale = injector.forget_recaller
     if first_request is not None:
         injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S)
     else:
         injector.warm()
-    return memory, settings, injector
+    if headless:
+        sink = _watching_from_first_tool(sink, memory)
+    return Agent(
+        ModelClient(model_settings), memory.root, sink=sink, approver=approver,
+        settings=settings, injector=injector, session=session, episodes=memory,
+        max_turns=max_turns, refuse_protected=headless, allow_config_edits=allow_config_edits,
+        denied_hint=denied_hint, messages=messages or None)
+
+
+def start_headless(root: Path, model_settings: ModelSettings, session: Session | None,
+                   first_request: str, *, sink: Sink = null_sink,
+                   approver: Approver | None = None, messages: list[Message] | None = None,
+                   max_turns: int | None = None, allow_config_edits: bool = False,
+                   denied_hint: str = "the user declined") -> Runtime:
+    """`theus -p`: the memory opened for a one-shot run, and its agent (blocking: call it
+    from a worker thread)."""
+    memory = open_memory(root, one_shot=True, watch=False)
+    agent = make_agent(memory, model_settings, session, sink=sink, approver=approver,
+                       messages=messages, max_turns=max_turns, headless=True,
+                       first_request=first_request, allow_config_edits=allow_config_edits,
+                       denied_hint=denied_hint)
+    return Runtime(agent, memory)
 
 
 def _watching_from_first_tool(sink: Sink, memory: Memory) -> Sink:

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from knowledge.dashboard import start_dashboard
     from knowledge.project import Project
-    from theus.status import gather
+    from knowledge.status import gather
 
     root = project_root(args.path)
     if args.port is not None and not 0 <= args.port <= 65535:

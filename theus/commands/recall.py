@@ -40,29 +40,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be at least 1, got {args.top}")
     root = project_root(args.project_path or getattr(args, "path", None))
 
-    from knowledge.project import Project
-    from knowledge.store import StoreError
-    from knowledge.switches import is_off
+    from knowledge.memory import Memory
 
-    project = Project(root)
-    layer = None
+    # One-shot: the saved scoring index, the model loading while it opens, no watcher.
+    memory = Memory(root, one_shot=True, index_if_missing=True, watch=False)
+    memory.on_indexing = lambda: sys.stderr.write(
+        f"theus: no index for {root} yet; indexing it first\n")
     try:
-        if not project.has_index:
-            sys.stderr.write(f"theus: no index for {root} yet; indexing it first\n")
-            try:
-                project.index()
-            except StoreError as exc:
-                sys.stderr.write(f"theus: {exc}; recalling from the unsaved index\n")
-        if not is_off("embeddings"):  # not even imported when switched off
-            from knowledge.embed.layer import SemanticLayer
-
-            layer = SemanticLayer(project, one_shot=True)
-            layer.start_loading()  # the model loads while the scoring index opens
+        memory.open()
+        if memory.index_error:
+            sys.stderr.write(f"theus: {memory.index_error}; recalling from the unsaved index\n")
         from knowledge.context import INJECT_TOP, build_context
-        from knowledge.recall import make_recaller
 
-        reranker = layer.reranker if layer is not None else None
-        recaller = make_recaller(project, reranker=reranker, one_shot=True)
+        recaller = memory.recaller()
         recaller.warm(WARM_BUDGET_S)
         # The block is built exactly as the agent builds it; the list shows the first --top
         # hits of the same ranking, and `files` at least --top distinct files.
@@ -71,9 +61,7 @@ def run(args: argparse.Namespace) -> int:
             wider = recaller.recall(query, top=args.top, path_prefix=args.under)
             context.recall.hits, context.recall.files = wider.hits, wider.files
     finally:
-        if layer is not None:
-            layer.stop()
-        project.close()
+        memory.close()
     result, block, tokens = context.recall, context.block, context.tokens
     result.hits = result.hits[: args.top]
     if args.json:

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from knowledge.project import Project
-    from theus.status import gather
+    from knowledge.status import gather
 
     project = Project(project_root(args.path))
     try:

@@ -24,10 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from knowledge.project import Project
-    from knowledge.watch import Update, Watcher, switched_off
+    from knowledge.switches import is_off
+    from knowledge.watch import Update, Watcher
 
     root = project_root(args.path)
-    if switched_off():
+    if is_off("watch"):
         sys.stderr.write("theus: watching is switched off (THEUS_NO_WATCH=1); unset it to watch\n")
         return 1
 

@@ -55,9 +55,10 @@ session. Move through the list; the selected episode is shown on the right.
     @work(thread=True, exclusive=True, group="episodes", exit_on_error=False)
     def load(self) -> None:
         try:
-            from knowledge.episodes import EpisodeStore, disabled
+            from knowledge.episodes import EpisodeStore
+            from knowledge.switches import is_off
 
-            if disabled():
+            if is_off("episodes"):
                 raise RuntimeError("episodes are switched off (THEUS_NO_EPISODES=1)")
             engine: Any = self.app.engine  # type: ignore[attr-defined]
             episodes, _problems = EpisodeStore(engine.project).list()

@@ -1,0 +1,275 @@
+"""Every memory layer of one project, owned by one object: the graph (`Project`), the watcher,
+the semantic layer, the episodes, the MEMORY.md bridge, and the one recaller they feed. The chat
+app, `theus -p`, the one-shot commands and the dashboard all open it with `open_memory` (or
+`Memory(...).open()` when the opening must wait for a worker thread), so they rank, remember
+and report alike.
+
+Each layer fails open: missing, switched off (`THEUS_NO_<LAYER>=1`) or broken means None, one
+log line, and the rest goes on without it. Layer state lives here, not in module globals:
+`theus status` and the app's status bar read it from the `Memory` they hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from knowledge.switches import is_off
+
+if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs few of them
+    from knowledge.embed.layer import SemanticLayer
+    from knowledge.episodes import Episode, EpisodeStore
+    from knowledge.memdir import MemdirWatcher, SyncReport
+    from knowledge.project import Project
+    from knowledge.recall import Recaller
+    from knowledge.recall.status import InjectionStats
+    from knowledge.watch import Update, Watcher
+
+log = logging.getLogger(__name__)
+
+WATCHER_STOP_S = 0.2
+
+
+class Memory:
+    """Opened once, closed once. `one_shot` is for runs that answer and exit (headless, `theus
+    recall`): recall starts from the saved scoring index, the embedding model loads at once
+    with the saved vectors, and nothing is embedded, watched or bridged in the background
+    (`theus index` and the chat app do that). `index_if_missing` indexes a project that never
+    was, before the watcher starts on it (`indexed_now` says so). `watch=False` leaves the
+    watcher to `start_watcher`, for a run that may never need it."""
+
+    def __init__(self, root: Path, *, one_shot: bool = False, index_if_missing: bool = False,
+                 watch: bool = True) -> None:
+        self.root = Path(root)
+        self.one_shot = one_shot
+        self._index_if_missing = index_if_missing
+        self._watch = watch
+        self.project: Project | None = None
+        self.watcher: Watcher | None = None
+        self.semantic: SemanticLayer | None = None
+        self.episodes: EpisodeStore | None = None
+        self.bridge: MemdirWatcher | None = None
+        self.indexed_now = False
+        self.error: str | None = None  # why the project could not be opened
+        self.index_error: str | None = None  # why a first index could not be saved
+        self.on_indexing: Callable[[], object] | None = None  # a first index is starting
+        # Called (from a worker thread) when MEMORY.md was synced into the graph.
+        self.on_memories: Callable[[], object] | None = None
+        self._opened = False
+        self._lock = threading.RLock()
+        self._recaller: Recaller | None = None
+        # A one-shot recaller reads the saved snapshot until the graph moves (a watcher
+        # update, a MEMORY.md edit synced): then a live one is built.
+        self._snapshot_ok = True
+
+    # -- opening -------------------------------------------------------------------------------
+    def open(self) -> Memory:
+        """Open every layer that is on (blocking: SQLite, maybe a first index). Idempotent."""
+        with self._lock:
+            if self._opened:
+                return self
+            self._opened = True
+            try:
+                from knowledge.project import Project
+
+                self.project = Project(self.root)
+            except Exception as exc:
+                log.warning("project memory unavailable, continuing without it: %s", exc)
+                self.error = str(exc)
+                return self
+            if self._index_if_missing and not self.project.has_index:
+                self._first_index(self.project)
+            self._open_semantic(self.project)
+            if self._watch:
+                self.start_watcher()
+            self._open_episodes(self.project)
+            self._open_bridge(self.project)
+            return self
+
+    def _first_index(self, project: Project) -> None:
+        from knowledge.store import StoreError
+
+        if self.on_indexing is not None:
+            self.on_indexing()
+        try:
+            project.index()
+            self.indexed_now = True
+        except StoreError as exc:  # the graph is built; only saving it failed
+            log.warning("the first index could not be saved: %s", exc)
+            self.index_error = str(exc)
+
+    @property
+    def is_open(self) -> bool:
+        return self._opened
+
+    def _open_semantic(self, project: Project) -> None:
+        if is_off("embeddings"):
+            return
+        try:
+            from knowledge.embed.layer import SemanticLayer
+
+            self.semantic = SemanticLayer(project, one_shot=self.one_shot)
+            if self.one_shot:
+                self.semantic.start_loading()
+            else:
+                self.semantic.start_background()
+        except Exception as exc:
+            log.warning("semantic layer unavailable: %s", exc)
+            self.semantic = None
+
+    def _open_episodes(self, project: Project) -> None:
+        if is_off("episodes"):
+            return
+        try:
+            from knowledge.episodes import EpisodeStore
+
+            self.episodes = EpisodeStore(project)
+            if not self.one_shot:  # link episode files into the graph (loads the graph)
+                self.episodes.load()
+        except Exception as exc:
+            log.warning("episodes unavailable: %s", exc)
+
+    def _open_bridge(self, project: Project) -> None:
+        """MEMORY.md -> graph now (hand edits since the last run), then, for a long-lived
+        memory, on every change to the memory folder."""
+        if is_off("memdir"):
+            return
+        try:
+            from knowledge import memdir
+
+            report = memdir.sync(project)
+            if report.changed:
+                self._snapshot_ok = False  # the saved snapshot lacks these memories
+            if not self.one_shot:
+                self.bridge = memdir.MemdirWatcher(project, on_sync=self._synced)
+                self.bridge.start()
+        except Exception as exc:
+            log.warning("memory bridge not started: %s", exc)
+
+    def _synced(self, report: SyncReport) -> None:
+        if self.on_memories is not None:
+            self.on_memories()
+
+    def start_watcher(self) -> None:
+        """Keep the graph fresh from now on (once; unless switched off or no project)."""
+        with self._lock:
+            if self.watcher is not None or self.project is None or is_off("watch"):
+                return
+            try:
+                from knowledge.watch import maybe_start
+
+                self.watcher = maybe_start(self.project, on_update=self._updated)
+            except Exception as exc:
+                log.warning("watcher not started: %s", exc)
+
+    def _updated(self, update: Update) -> None:
+        """Watcher callback: re-embed what changed first; a snapshot recaller is stale now."""
+        with self._lock:
+            self._snapshot_ok = False
+            if self._recaller is not None and self._recaller.frozen:
+                self._recaller = None
+        if self.semantic is not None:
+            try:
+                self.semantic.notify_changed(update.changed)
+            except Exception as exc:
+                log.warning("semantic layer missed an update: %s", exc)
+
+    # -- what the front ends use ---------------------------------------------------------------
+    @property
+    def semantic_on(self) -> bool:
+        """Whether the semantic re-ranker is configured: it earns recall its extra 800 ms."""
+        try:
+            return bool(self.semantic is not None and self.semantic.on)
+        except Exception as exc:
+            log.warning("semantic layer state unknown, treating it as off: %s", exc)
+            return False
+
+    def recaller(self) -> Recaller:
+        """The project's one recaller (opens the memory first; may be slow once). Raises when
+        the project could not be opened."""
+        self.open()
+        with self._lock:
+            if self.project is None:
+                raise RuntimeError(f"the project memory could not be opened: {self.error}")
+            if self._recaller is None:
+                from knowledge.recall import make_recaller
+
+                reranker = self.semantic.reranker if self.semantic is not None else None
+                self._recaller = make_recaller(self.project, reranker=reranker,
+                                               one_shot=self.one_shot and self._snapshot_ok)
+            return self._recaller
+
+    def injection_stats(self) -> InjectionStats:
+        """Injection counters that persist for `theus status` (kept in memory when the data
+        folder is unusable). Needs only the paths: never waits for the memory to open."""
+        from knowledge.paths import ProjectPaths
+        from knowledge.recall.status import InjectionStats, state_path
+
+        try:
+            return InjectionStats.load(state_path(ProjectPaths.for_root(self.root)))
+        except Exception as exc:
+            log.warning("injection counters kept in memory only: %s", exc)
+            return InjectionStats()
+
+    # The agent's episodes port: a no-op while episodes are off or unavailable.
+    def record(self, kind: str, text: str, session_id: str | None, files: Sequence[str] = (),
+               title: str | None = None) -> Episode | None:
+        self.open()
+        if self.episodes is None:
+            return None
+        return self.episodes.record(kind, text, session_id, files, title)
+
+    def record_transcript(self, messages: Sequence[Any], session_id: str) -> Episode | None:
+        self.open()
+        if self.episodes is None:
+            return None
+        return self.episodes.record_transcript(messages, session_id)
+
+    def status(self) -> dict[str, Any]:
+        """Each layer's status section, from the live layers this memory holds."""
+        from knowledge.status import gather
+
+        self.open()
+        if self.project is None:
+            return {"index": {"error": self.error}}
+        return gather(self.project, self)
+
+    # -- closing -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop every layer (each fails open) and close the store."""
+        for name, stop in (("semantic layer", self._stop_semantic),
+                           ("memory bridge", self._stop_bridge),
+                           ("watcher", self._stop_watcher)):
+            try:
+                stop()
+            except Exception as exc:
+                log.warning("%s did not stop cleanly: %s", name, exc)
+        if self.project is not None:
+            try:
+                self.project.close()
+            except Exception as exc:
+                log.warning("project store did not close cleanly: %s", exc)
+
+    def _stop_semantic(self) -> None:
+        if self.semantic is not None:
+            self.semantic.stop()
+
+    def _stop_bridge(self) -> None:
+        if self.bridge is not None:
+            self.bridge.stop()
+
+    def _stop_watcher(self) -> None:
+        # Bounded, and short: an exit must not wait for a catch-up rescan (it is done again
+        # next start; saves are atomic, the thread is a daemon).
+        if self.watcher is not None:
+            self.watcher.stop(timeout=WATCHER_STOP_S)
+
+
+def open_memory(root: Path, *, one_shot: bool = False, index_if_missing: bool = False,
+                watch: bool = True) -> Memory:
+    """Open the project's memory (see `Memory`)."""
+    return Memory(root, one_shot=one_shot, index_if_missing=index_if_missing,
+                  watch=watch).open()

@@ -1,0 +1,117 @@
+"""The one memory object: every layer opened by one function, each failing open, each with
+its kill switch; the recaller it keeps; the MEMORY.md bridge it runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from knowledge.memory import Memory, open_memory
+from tests.conftest import write_tree
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "repo", {
+        "cart.py": "class Cart:\n    def total(self, items):\n        return sum(items)\n",
+        "pricing.py": "def price_of(item):\n    return item['price']\n"})
+
+
+def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import knowledge.embed.layer
+    import knowledge.episodes
+    import knowledge.memdir
+    import knowledge.watch
+
+    def boom(*args: object, **kw: object) -> None:
+        raise RuntimeError("layer broken")
+
+    monkeypatch.setattr(knowledge.watch, "maybe_start", boom)
+    monkeypatch.setattr(knowledge.episodes, "EpisodeStore", boom)
+    monkeypatch.setattr(knowledge.memdir, "sync", boom)
+    monkeypatch.setattr(knowledge.embed.layer, "SemanticLayer", boom)
+    memory = open_memory(repo)
+    assert memory.project is not None and memory.watcher is None and memory.episodes is None
+    assert memory.semantic is None and not memory.semantic_on and memory.bridge is None
+    assert memory.record("manual", "kept?", None) is None  # the port is a no-op without them
+    memory.close()
+    monkeypatch.setattr("knowledge.project.Project", boom)
+    memory = open_memory(repo)
+    assert memory.project is None
+    with pytest.raises(RuntimeError):
+        memory.recaller()
+
+
+def test_open_memory_honours_kill_switches(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("WATCH", "EPISODES", "EMBEDDINGS", "MEMDIR"):
+        monkeypatch.setenv(f"THEUS_NO_{name}", "1")
+    memory = open_memory(repo)
+    assert memory.watcher is None and memory.episodes is None and memory.semantic is None
+    assert memory.bridge is None and memory.project is not None
+    memory.close()
+
+
+def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from knowledge.recall import make_recaller
+
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    first = open_memory(repo, one_shot=True, index_if_missing=True)
+    first.close()
+    first = open_memory(repo, one_shot=True)
+    assert not make_recaller(first.project, one_shot=True).frozen  # built now, and saved
+    first.close()
+    memory = open_memory(repo, one_shot=True)  # the real watcher runs
+    assert memory.recaller().frozen and memory.recaller() is memory.recaller()  # kept
+    (repo / "refunds.py").write_text("def refund_order(order):\n    return order\n")
+    deadline = time.monotonic() + 20
+    while memory.recaller().frozen and time.monotonic() < deadline:
+        time.sleep(0.05)
+    live = memory.recaller()
+    assert not live.frozen and live.graph is memory.project.graph  # the watcher's graph
+    assert any(h.path == "refunds.py" for h in live.recall("refund order").hits)
+    memory.close()
+
+
+
+def test_a_hand_edit_to_memory_md_reaches_a_one_shot_recall_from_a_saved_snapshot(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    first = open_memory(repo, one_shot=True, index_if_missing=True)
+    first.recaller()  # saves the snapshot
+    first.close()
+    memory_md = first.project.paths.memory / "MEMORY.md"  # type: ignore[union-attr]
+    memory_md.parent.mkdir(parents=True, exist_ok=True)
+    memory_md.write_text("- refunds go through the ledger service\n")
+    memory = open_memory(repo, one_shot=True)
+    try:
+        recaller = memory.recaller()
+        assert not recaller.frozen  # the snapshot predates the memory
+        hits = recaller.recall("how are refunds handled by the ledger").hits
+        assert any(h.kind == "memory" and "ledger" in h.name for h in hits)
+    finally:
+        memory.close()
+
+
+def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    memory = Memory(repo, index_if_missing=True)
+    assert not memory.is_open and memory.project is None  # nothing opened yet
+    synced = threading.Event()
+    memory.on_memories = synced.set
+    try:
+        memory.open()
+        assert memory.indexed_now and memory.bridge is not None
+        memory_md = memory.project.paths.memory / "MEMORY.md"  # type: ignore[union-attr]
+        memory_md.write_text("- deploys happen on fridays\n")
+        assert synced.wait(20), "the bridge must sync a hand edit while the app runs"
+        graph = memory.project.graph  # type: ignore[union-attr]
+        assert any("fridays" in n.label for n in graph.nodes("memory"))
+    finally:
+        memory.close()
