@@ -11,6 +11,9 @@ still has its history) and drops nodes whose file a person deleted.
 The agent talks to this module through `EpisodeSink`. A transcript is a list of OpenAI chat
 messages: `{"role": "user" | "assistant" | "tool" | "system", "content": str | [parts],
 "tool_calls": [{"function": {"name": str, "arguments": json-str | dict}}]}`.
+
+Over 400 lines: the file format, the store and the transcript summary of one layer; the
+summary moves out when the agent hands episodes a typed session summary.
 """
 
 from __future__ import annotations

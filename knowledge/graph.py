@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import rustworkx as rx
 
@@ -47,6 +47,23 @@ class Edge:
     src: str
     dst: str
     kind: str
+
+
+class GraphReader(Protocol):
+    """What reading a graph needs (recall, the block, traversal): the loaded `Graph`, or
+    `store.StoreGraph`, which reads node by node from the store for a one-shot command."""
+
+    lock: threading.RLock
+    version: int
+
+    def get(self, key: str) -> Node | None: ...
+
+    def out_edges(self, key: str, kind: str | None = None) -> list[Edge]: ...
+
+    def in_edges(self, key: str, kind: str | None = None) -> list[Edge]: ...
+
+    def neighbours(self, key: str, limit: int) -> tuple[list[tuple[str, str]],
+                                                        list[tuple[str, str]], int]: ...
 
 
 class Graph:

@@ -2,6 +2,9 @@
 
 `Project` owns the graph, the per-file state and the store for one root. The CLI, the watcher,
 the agent and the dashboard all go through it, so there is one way to change the graph.
+
+Over 400 lines: the one way to change the graph (index, update, save, recover) keeps its
+invariants in one class.
 """
 
 from __future__ import annotations

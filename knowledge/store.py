@@ -14,6 +14,9 @@ Opening tells three cases apart, and only the first moves anything:
   full, read-only folder with no store yet). Nothing is moved; the caller fails open.
 - read-only: a healthy store we cannot write (full disk, read-only folder). It is opened for
   reading; every save raises `StoreError` and the previous state stays intact.
+
+Over 400 lines: opening, recovery, saving and reading share one connection discipline
+(WAL, read-only fallbacks, the writer lock); split, each part would re-state it.
 """
 
 from __future__ import annotations
@@ -414,9 +417,11 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     """A read-only connection. A WAL database wants its `-shm` file even to read; where that
     cannot be created (full disk, read-only folder) and no WAL content waits to be folded in,
     the file alone is the whole database and is read as immutable."""
-    options = {"timeout": 5.0, "check_same_thread": False, "isolation_level": None,
-               "uri": True}
-    conn = sqlite3.connect(f"file:{path}?mode=ro", **options)  # type: ignore[arg-type]
+    def connect(flags: str) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{path}?mode=ro{flags}", timeout=5.0,
+                               check_same_thread=False, isolation_level=None, uri=True)
+
+    conn = connect("")
     try:
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         return conn
@@ -428,7 +433,7 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError:
         conn.close()
         raise
-    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", **options)  # type: ignore[arg-type]
+    return connect("&immutable=1")
 
 
 def _discard_empty(path: Path) -> None:

@@ -50,7 +50,7 @@ class Printer:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.gone = False
-        self.on_gone: Callable[[], None] | None = None
+        self.on_gone: Callable[[], object] | None = None
 
     def line(self, payload: dict[str, Any]) -> None:
         self.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from knowledge.dashboard.snapshot import Snapshot
 from knowledge.graph import EDGE_KINDS, NODE_KINDS
@@ -213,7 +213,7 @@ def _brief(snap: Snapshot, i: int, hops: dict[int, int] | None) -> dict[str, Any
 def node_detail(snap: Snapshot, i: int) -> dict[str, Any]:
     """Everything the details panel shows about one node, and its neighbours."""
     n = snap.nodes[i]
-    neighbours = []
+    neighbours: list[dict[str, Any]] = []
     for eid in snap.adjacency[i]:
         out_edge = snap.src[eid] == i
         other = snap.dst[eid] if out_edge else snap.src[eid]
@@ -240,7 +240,7 @@ def node_detail(snap: Snapshot, i: int) -> dict[str, Any]:
 # -- /api/database -----------------------------------------------------------------------------
 def database(snap: Snapshot) -> dict[str, Any]:
     nodes = snap.nodes
-    tables = []
+    tables: list[dict[str, Any]] = []
     foreign_keys = []
     for i, n in enumerate(nodes):
         if n.kind != "table":
@@ -350,4 +350,4 @@ def folders(snap: Snapshot, limit: int = 300) -> list[list[Any]]:
                 total["/".join(parts[:depth])] += count
         memo = [[f, c] for f, c in sorted(total.items(), key=lambda fc: (-fc[1], fc[0]))]
         snap.memo["folders"] = memo
-    return memo[:limit]  # type: ignore[index]
+    return cast("list[list[Any]]", memo)[:limit]

@@ -215,7 +215,7 @@ class SemanticLayer:
     def _credentials_now(self) -> ChatCredentials | None:
         if self._credentials is _UNSET:
             self._credentials = load_credentials()
-        return self._credentials  # type: ignore[no-any-return]
+        return self._credentials
 
     def _ready_by(self, deadline: float) -> Ready | None:
         """For the re-ranker: ready state, preparing in the background for at most the

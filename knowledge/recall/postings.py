@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,8 +28,8 @@ class Postings:
         """`value_code`: the `array` type of the values ("i" counts, "f" weights)."""
         self._code = value_code
         self._dtype = np.dtype(np.int32 if value_code == "i" else np.float32)
-        self._ids: dict[str, array] = {}
-        self._vals: dict[str, array] = {}
+        self._ids: dict[str, array[int]] = {}
+        self._vals: dict[str, array[Any]] = {}  # ints or floats, by `value_code`
 
     def __contains__(self, term: object) -> bool:
         return term in self._ids
@@ -40,7 +41,7 @@ class Postings:
                 ids = self._ids[term] = array("i")
                 self._vals[term] = array(self._code)
             ids.append(slot)
-            self._vals[term].append(value)  # type: ignore[arg-type]
+            self._vals[term].append(value)
 
     def add_term(self, term: str, slots: Iterable[int], value: float = 1) -> None:
         """One term's postings at once (the value is the same for every slot)."""

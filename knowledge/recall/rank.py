@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from knowledge import keys
-from knowledge.graph import Graph
+from knowledge.graph import GraphReader
 from knowledge.recall.content import ContentMatch
 from knowledge.recall.hashvec import Vector, cosines, embed
 from knowledge.recall.intent import Intent
@@ -129,7 +129,7 @@ def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
     return out
 
 
-def rank_files(graph: Graph, query: str, signals: Signals, hashes: dict[str, Vector],
+def rank_files(graph: GraphReader, query: str, signals: Signals, hashes: dict[str, Vector],
                tuning: RecallTuning) -> list[RankedFile]:
     """`hashes`: the files' hash vectors (`LexicalIndex.hash_vectors`)."""
     lexical = lexical_scores(signals, tuning)
@@ -163,7 +163,7 @@ def rank_files(graph: Graph, query: str, signals: Signals, hashes: dict[str, Vec
     return order
 
 
-def _traverse(graph: Graph, match: Match, seeds: list[RankedFile],
+def _traverse(graph: GraphReader, match: Match, seeds: list[RankedFile],
               ranked: dict[str, RankedFile], weight: float) -> None:
     """Spread from the seed files and their best symbols; a file reached gains `weight` times
     the best its nodes reached; a file only traversal found joins as WARM (1 hop) or COLD."""
@@ -189,16 +189,16 @@ def _traverse(graph: Graph, match: Match, seeds: list[RankedFile],
             reached_by_file[path] = (reached.score, reached.hop, reached.via)
     joined = 0
     for path, (value, hop, via) in sorted(reached_by_file.items(), key=lambda kv: -kv[1][0]):
-        known = ranked.get(path)
-        if known is not None:
-            known.score += weight * value
-            known.why += f"; {via}"
+        found = ranked.get(path)
+        if found is not None:
+            found.score += weight * value
+            found.why += f"; {via}"
         elif weight and joined < REACHED and kind_of(path) == CODE:
             ranked[path] = RankedFile(path, weight * value, "WARM" if hop == 1 else "COLD", via)
             joined += 1
 
 
-def _after_what_they_serve(graph: Graph, order: list[RankedFile], intent: Intent
+def _after_what_they_serve(graph: GraphReader, order: list[RankedFile], intent: Intent
                            ) -> list[RankedFile]:
     """A file that serves another never precedes it: a declaration (`.d.ts`, a stub) follows
     the implementation beside it, or else the best code file; a test or an example follows
@@ -246,7 +246,7 @@ def _implementations(path: str) -> list[str]:
 _TESTED_NAME = re.compile(r"^(test_)?(?P<stem>.+?)([._-](test|spec)s?|Tests?)?$")
 
 
-def _tested(graph: Graph, path: str) -> list[str]:
+def _tested(graph: GraphReader, path: str) -> list[str]:
     """The code files a test (or an example) is about: those it imports, and the file in
     the same folder named after it (`foo_test.go` -> `foo.go`, `test_foo.py` -> `foo.py`)."""
     out = [e.dst.removeprefix("file:") for e in graph.out_edges(keys.file_key(path), "imports")]
@@ -259,7 +259,7 @@ def _tested(graph: Graph, path: str) -> list[str]:
     return out
 
 
-def _reason(graph: Graph, path: str, signals: Signals, via: str) -> str:
+def _reason(graph: GraphReader, path: str, signals: Signals, via: str) -> str:
     """Why a file ranks: the identifiers it defines, the label words its best nodes matched,
     its text's words, and what traversal reached it by."""
     match = signals.match

@@ -42,7 +42,7 @@ from knowledge import keys
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import VectorSet, embed_texts
-from knowledge.graph import Graph, Node
+from knowledge.graph import GraphReader, Node
 from knowledge.recall import THRESHOLD, Hit
 from knowledge.recall.intent import intent_of
 from knowledge.recall.kinds import factor, kind_of
@@ -103,7 +103,7 @@ class SemanticReranker:
         state = Ready(embedder, vectors, cache, root)
         return cls(lambda _deadline: state)
 
-    def rerank(self, query: str, candidates: list[Hit], graph: Graph, deadline: float
+    def rerank(self, query: str, candidates: list[Hit], graph: GraphReader, deadline: float
                ) -> list[Hit]:
         state = self._ready(deadline)
         if state is None:
@@ -161,7 +161,7 @@ class SemanticReranker:
 
 
 class _Scorer:
-    def __init__(self, q: Vector, state: Ready, graph: Graph, deadline: float,
+    def __init__(self, q: Vector, state: Ready, graph: GraphReader, deadline: float,
                  owner: SemanticReranker) -> None:
         self.q = q
         self.state = state

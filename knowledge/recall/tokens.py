@@ -104,11 +104,11 @@ def query_weights(text: str, head_weight: float) -> dict[str, float]:
     """Each term of a request with its weight: how often it occurs, plus `head_weight - 1`
     for each occurrence in the head. URLs are dropped (their words are hosts and paths)."""
     text = _URL.sub(" ", text)
-    counts: Counter[str] = Counter(terms(text))
+    counts: dict[str, float] = dict(Counter(terms(text)))
     if head_weight != 1.0:
         for term in terms(head(text)):
-            counts[term] += head_weight - 1.0
-    return dict(counts)
+            counts[term] = counts.get(term, 0.0) + head_weight - 1.0
+    return counts
 
 
 def _looks_like_code(word: str) -> bool:

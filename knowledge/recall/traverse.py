@@ -14,7 +14,7 @@ import heapq
 import math
 from dataclasses import dataclass
 
-from knowledge.graph import Graph
+from knowledge.graph import GraphReader
 
 EDGE_WEIGHTS = {
     "derived-from": 0.9,  # a memory and the code it is about
@@ -45,7 +45,7 @@ class Reached:
     via: str  # "imported by file:a.py" style reason
 
 
-def spread(graph: Graph, seeds: dict[str, float], hops: int = 2) -> dict[str, Reached]:
+def spread(graph: GraphReader, seeds: dict[str, float], hops: int = 2) -> dict[str, Reached]:
     """Nodes reached from `seeds` (key -> score) within `hops`, seeds excluded."""
     reached: dict[str, Reached] = {}
     frontier = dict(seeds)

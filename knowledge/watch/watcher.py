@@ -5,6 +5,9 @@ indexed folder, see `dirs.py`) feeds events into `Pending`; each file is handled
 last event by `Project.update`, which decides from the disk, never from the events; more than 40
 files within 2 s is a storm, handled by one `Project.index`; saves are grouped every ~2 s. If the
 native watcher cannot start, it polls; if polling fails too, it rescans periodically.
+
+Over 400 lines: one event loop's states (native, polling, rescan, degraded) and their
+transitions read best in one place.
 """
 
 from __future__ import annotations
@@ -407,8 +410,8 @@ class Watcher:
                 poll_delay_ms=self.poll_ms, recursive=False, ignore_permission_denied=True,
             ):
                 self._note(changes)
-        except Exception as exc:  # watchfiles wraps its errors in anyio's ExceptionGroup
-            exc = _unwrap(exc)
+        except Exception as wrapped:  # watchfiles wraps its errors in anyio's ExceptionGroup
+            exc = _unwrap(wrapped)
             current = self._generation is not None and self._generation[1] is stop
             if current and not stop.is_set():  # died while in use: degrade on the next tick
                 self._failure = exc

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from knowledge.project import Project
 from knowledge.recall import Recaller
 from tests.conftest import texts_of
@@ -108,15 +110,28 @@ async def test_compaction_summarises_older_turns_into_an_episode(
 
 
 async def test_a_failing_episodes_port_does_not_stop_the_session(
-        server: ScriptedServer, make_agent: MakeAgent) -> None:
+        server: ScriptedServer, make_agent: MakeAgent, caplog: pytest.LogCaptureFixture) -> None:
+    """The port's own write fails (a full disk): the session still ends, one warning says so.
+    The fake has the method the session end calls, so the OSError is the path under test."""
+    calls: list[str] = []
+
     class Broken:
-        def record(self, *args: Any) -> None:
+        def record(self, kind: str, text: str, session_id: str | None,
+                   files: list[str]) -> None:
+            calls.append(kind)
+            raise OSError("disk full")
+
+        def record_transcript(self, messages: list[dict[str, Any]], session_id: str) -> None:
+            calls.append("session")
             raise OSError("disk full")
 
     agent, _ = make_agent(episodes=Broken())
     server.add(text("hi"))
-    await agent.run_turn("hello")
+    assert (await agent.run_turn("hello")).text == "hi"
     agent.end_session()  # logged, not raised
+    assert calls == ["session"]
+    assert any(r.levelname == "WARNING" and "disk full" in r.getMessage()
+               for r in caplog.records)
 
 
 async def test_subagent_is_seeded_with_a_recall_on_its_task(

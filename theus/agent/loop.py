@@ -3,6 +3,9 @@ if near the context size -> model -> tools, repeated until the model answers wit
 
 Front ends talk to `Agent` through two callables: `sink(event)` receives the events of
 theus.protocol, and `approver(request) -> bool` (async) decides on edits and shell commands.
+
+Over 400 lines: one loop and the steps it sequences (tools, subagents, compaction), which
+share the conversation's state.
 """
 
 from __future__ import annotations

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from theus.commands.common import add_path_argument, print_json, project_root
+
+if TYPE_CHECKING:
+    from knowledge.project import IndexReport, Project
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,14 +53,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _link_episodes(project) -> None:  # type: ignore[no-untyped-def]
+def _link_episodes(project: Project) -> None:
     """Episodes written by one-shot runs (files only) join the graph, before its snapshot."""
     from knowledge.episodes import EpisodeStore
 
     EpisodeStore(project).load()
 
 
-def _snapshot(project) -> None:  # type: ignore[no-untyped-def]
+def _snapshot(project: Project) -> None:
     """The scoring index a one-shot `theus recall` loads, when the index moved since the last
     one (fails open: recall builds it then)."""
     from knowledge.recall import make_recaller
@@ -64,7 +68,7 @@ def _snapshot(project) -> None:  # type: ignore[no-untyped-def]
     make_recaller(project, one_shot=True)
 
 
-def _embed(project, show_progress: bool) -> tuple[int, float]:  # type: ignore[no-untyped-def]
+def _embed(project: Project, show_progress: bool) -> tuple[int, float]:
     """The semantic layer's pass over new or changed nodes; fails open (status shows why)."""
     from knowledge.embed.layer import SemanticLayer
 
@@ -95,7 +99,7 @@ def _embed(project, show_progress: bool) -> tuple[int, float]:  # type: ignore[n
     return report.embedded, report.seconds
 
 
-def _run_index(project, show_progress: bool):  # type: ignore[no-untyped-def]
+def _run_index(project: Project, show_progress: bool) -> IndexReport:
     if not show_progress:
         return project.index()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn

@@ -41,7 +41,8 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
     except (TimeoutError, asyncio.CancelledError):
         _kill_group(proc.pid)
         await proc.wait()
-        if asyncio.current_task() is not None and asyncio.current_task().cancelling():
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
             raise
         raise ToolError(f"timed out after {timeout}s (the command was killed)") from None
     _kill_group(proc.pid)  # what it left running in its group ends with the call

@@ -2,6 +2,8 @@
 
 Both are hand-written scanners, not grammars: schema files in the wild are partial, dialect-mixed
 or huge dumps, and the index needs linear time and no exceptions more than it needs rigour.
+
+Over 400 lines: two hand-written scanners (Prisma, SQL DDL) with their dialect cases.
 """
 
 from __future__ import annotations
