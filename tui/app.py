@@ -187,7 +187,11 @@ class TheusApp(App[int]):
     async def open_panel(self, name: str, query: str = "") -> None:
         await self.switch_mode(name)
         if name == "graph" and query:
-            self.screen.search_for(query)  # type: ignore[attr-defined]
+            from tui.screens.graph import GraphScreen  # loaded by the switch
+
+            screen: Screen[Any] = self.screen  # as `Screen[object]` it would not narrow below
+            if isinstance(screen, GraphScreen):
+                screen.search_for(query)
 
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen

@@ -7,6 +7,9 @@ from functools import partial
 from typing import Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.screen import Screen
+
+from tui.app_handle import theus_app
 
 Command = tuple[str, str, Callable[[], Any]]
 
@@ -15,8 +18,8 @@ class PanelCommands(Provider):
     """Open a panel or run one of its actions; the list follows the screen you are on."""
 
     def _commands(self) -> list[Command]:
-        app: Any = self.app
-        screen: Any = self.screen
+        app = theus_app(self)
+        screen = self.screen
         found: list[Command] = [
             ("Chat", "the conversation (F2)", partial(app.open_panel, "chat")),
             ("Graph panel", "browse files, symbols and edges (F3)",
@@ -45,5 +48,5 @@ class PanelCommands(Provider):
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
 
 
-def _panel(screen: Any) -> str:
+def _panel(screen: Screen[object]) -> str:
     return type(screen).__name__.removesuffix("Screen")

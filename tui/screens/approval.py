@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -11,6 +11,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from theus.protocol import ApprovalRequest
+
+if TYPE_CHECKING:  # imported when a request is shown: Syntax loads Pygments
+    from rich.syntax import Syntax
 
 
 class ApprovalScreen(ModalScreen[bool]):
@@ -48,7 +51,7 @@ class ApprovalScreen(ModalScreen[bool]):
         self.dismiss(answer)
 
 
-def _detail(request: ApprovalRequest) -> object:
+def _detail(request: ApprovalRequest) -> Syntax:
     from rich.syntax import Syntax
 
     if request.kind == "edit":

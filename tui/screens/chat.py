@@ -7,9 +7,10 @@ results and the block that would be injected.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -19,6 +20,7 @@ from textual.widgets import Footer, Static
 
 from theus import protocol as ev
 from tui import slash
+from tui.app_handle import theus_app
 from tui.messages import AgentEvent, InjectedTokens, RecallDone, TextBatch
 from tui.screens.approval import ApprovalScreen
 from tui.widgets.chat_items import (
@@ -55,6 +57,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         Binding("ctrl+l", "clear", "Clear", id="chat.clear",
                 tooltip="Clear the conversation and start a new one (/clear)"),
     ]
+    log_view = getters.query_one("#log", VerticalScroll)
 
     def __init__(self) -> None:
         super().__init__()
@@ -64,7 +67,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         self._open_batch: list[str] | None = None
 
     def compose(self) -> ComposeResult:
-        if self.app.model_settings is None:  # type: ignore[attr-defined]
+        if theus_app(self).model_settings is None:
             yield Static(NO_MODEL_NOTICE, id="no-model", markup=False)
         yield VerticalScroll(id="log")
         yield PromptInput(id="prompt")
@@ -72,12 +75,8 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#log", VerticalScroll).anchor()
+        self.log_view.anchor()
         self.query_one(PromptInput).focus()
-
-    @property
-    def log_view(self) -> VerticalScroll:
-        return self.query_one("#log", VerticalScroll)
 
     async def add(self, widget: Widget) -> None:
         log = self.log_view
@@ -86,13 +85,20 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         if extra > 0:
             await log.remove_children(list(log.children)[:extra])
 
+    def add_from_thread(self, widget: Widget) -> None:
+        """`add` from a thread worker; returns once the widget is mounted."""
+        # Typed as maybe-awaitable: mypy cannot solve call_from_thread's `T | Awaitable[T]`
+        # callback for a coroutine function.
+        add: Callable[[Widget], Awaitable[None] | None] = self.add
+        self.app.call_from_thread(add, widget)
+
     # -- requests -----------------------------------------------------------------------------
     @on(PromptInput.Submitted)
     async def submitted(self, event: PromptInput.Submitted) -> None:
         command = slash.parse(event.text)
         if command is not None:
             await self.run_slash(*command)
-        elif self.app.model_settings is None:  # type: ignore[attr-defined]
+        elif theus_app(self).model_settings is None:
             self.recall(event.text)
         elif self.busy:
             # A second request would cancel the running turn (the worker is exclusive).
@@ -117,7 +123,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
 
     def _agent(self) -> Any:
         if self.agent is None:
-            self.agent = self.app.make_agent(self._sink, self._approve)  # type: ignore[attr-defined]
+            self.agent = theus_app(self).make_agent(self._sink, self._approve)
         return self.agent
 
     def _sink(self, event: ev.Event) -> None:
@@ -142,20 +148,19 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
 
     async def _approve(self, request: ev.ApprovalRequest) -> bool:
         """Runs inside the agent worker, so it may wait on the modal."""
-        answer = bool(await self.app.push_screen_wait(ApprovalScreen(request)))
+        answer = await self.app.push_screen_wait(ApprovalScreen(request))
         verb = "approved" if answer else "refused"
         self.post_message(AgentEvent(Notice(f"{verb}: {request.summary}")))
         return answer
 
     @work(thread=True, exclusive=True, group="recall", exit_on_error=False)
     def recall(self, query: str) -> None:
-        engine: Any = self.app.engine  # type: ignore[attr-defined]
+        engine = theus_app(self).engine
         if not engine.loaded:
-            self.app.call_from_thread(
-                self.add, Notice("the project's index is still loading; results follow"))
+            self.add_from_thread(Notice("the project's index is still loading; results follow"))
         result = engine.recall(query)
         self.post_message(RecallDone(result.recall.took_ms))
-        self.app.call_from_thread(self.add, RecallView(query, result))
+        self.add_from_thread(RecallView(query, result))
 
     # -- agent events ---------------------------------------------------------------------------
     async def on_agent_event(self, message: AgentEvent) -> None:
@@ -176,9 +181,9 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             self._tools[event.id] = view
             await self.add(view)
         elif isinstance(event, ev.ToolCallFinished):
-            view = self._tools.pop(event.id, None)
-            if view is not None:
-                view.finished(event.result, event.is_error, event.took_ms)
+            call = self._tools.pop(event.id, None)
+            if call is not None:
+                call.finished(event.result, event.is_error, event.took_ms)
         elif isinstance(event, ev.ApprovalRequest):  # only with the agent's default approver
             self._answer(event)
         else:
@@ -188,7 +193,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
 
     @work(group="approval", exit_on_error=False)
     async def _answer(self, request: ev.ApprovalRequest) -> None:
-        answer = bool(await self.app.push_screen_wait(ApprovalScreen(request)))
+        answer = await self.app.push_screen_wait(ApprovalScreen(request))
         if request.future is not None and not request.future.done():
             request.future.set_result(answer)
 
@@ -205,7 +210,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         await self.run_slash("clear", "")
 
     async def run_slash(self, name: str, arg: str) -> None:
-        app: Any = self.app
+        app = theus_app(self)
         if name == "help":
             app.action_help()
         elif name == "clear":
@@ -249,9 +254,8 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
 
     @work(thread=True, group="dashboard", exit_on_error=False)
     def open_dashboard(self) -> None:
-        app: Any = self.app
-        url = app.dashboard_url()
-        self.app.call_from_thread(self.add, Notice(f"dashboard (this session only): {url}"))
+        url = theus_app(self).dashboard_url()
+        self.add_from_thread(Notice(f"dashboard (this session only): {url}"))
 
     @work(thread=True, group="sessions", exit_on_error=False)
     def list_sessions(self) -> None:
@@ -259,12 +263,12 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
 
         from theus.sessions import SessionStore
 
-        infos = SessionStore(self.app.engine.root).list()  # type: ignore[attr-defined]
+        infos = SessionStore(theus_app(self).engine.root).list()
         lines = [f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(i.updated))}  {i.id}  "
                  f"{i.messages} messages  {i.title}" for i in infos[:30]]
         text = "sessions (resume with `theus -r ID`):\n" + "\n".join(lines) if lines else \
             "no earlier sessions in this project"
-        self.app.call_from_thread(self.add, Notice(text))
+        self.add_from_thread(Notice(text))
 
 
 def _describe(event: Any) -> str:

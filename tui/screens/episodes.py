@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Markdown, OptionList
 from textual.widgets.option_list import Option
 
+from tui.app_handle import theus_app
 from tui.widgets.status_bar import StatusBar
 
 
@@ -60,8 +61,7 @@ session. Move through the list; the selected episode is shown on the right.
 
             if is_off("episodes"):
                 raise RuntimeError("episodes are switched off (THEUS_NO_EPISODES=1)")
-            engine: Any = self.app.engine  # type: ignore[attr-defined]
-            episodes, _problems = EpisodeStore(engine.project).list()
+            episodes, _problems = EpisodeStore(theus_app(self).engine.project).list()
         except Exception as exc:  # fails open: the panel says why
             self.app.call_from_thread(self._fill, [], str(exc))
             return

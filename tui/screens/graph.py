@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 from textual.widgets.tree import TreeNode
 
 from tui import graph_view
+from tui.app_handle import theus_app
 from tui.messages import RecallDone
 from tui.widgets import fmt
 from tui.widgets.status_bar import StatusBar
@@ -32,13 +33,13 @@ Search with the box (recall ranks files, symbols, docs and memories), or walk th
 detail lists the node's edges grouped by kind: Enter on one follows it. Backspace goes back.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "focus('search')", "Search", id="graph.search",
+        Binding("slash", "focus('#search')", "Search", id="graph.search",
                 tooltip="Search the graph with recall"),
-        Binding("ctrl+t", "focus('tree')", "Tree", id="graph.tree",
+        Binding("ctrl+t", "focus('#tree')", "Tree", id="graph.tree",
                 tooltip="Walk the project's folders, files and symbols"),
-        Binding("ctrl+e", "focus('edges')", "Edges", id="graph.edges",
+        Binding("ctrl+e", "focus('#edges')", "Edges", id="graph.edges",
                 tooltip="The selected node's edges: Enter follows one"),
-        Binding("ctrl+o", "focus('preview')", "Preview", show=False, id="graph.preview",
+        Binding("ctrl+o", "focus('#preview')", "Preview", show=False, id="graph.preview",
                 tooltip="The file at the node's line"),
         Binding("backspace", "back", "Back", id="graph.back",
                 tooltip="Back to the node you came from"),
@@ -73,13 +74,10 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         self.query_one("#results").display = False
         self.load_tree()
 
-    def action_focus(self, name: str) -> None:
-        self.query_one(f"#{name}").focus()
-
     # -- the tree -------------------------------------------------------------------------------
     @work(thread=True, group="graph-load", exit_on_error=False)
     def load_tree(self) -> None:
-        engine: Any = self.app.engine  # type: ignore[attr-defined]
+        engine = theus_app(self).engine
         try:
             project = engine.load()
         except Exception as exc:
@@ -119,7 +117,7 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
     @work(thread=True, group="graph-parts", exit_on_error=False)
     def load_parts(self, node: TreeNode[TreeData], key: str) -> None:
         """A file's or symbol's parts; off the event loop (the graph lock may be busy)."""
-        graph = self.app.engine.project.graph  # type: ignore[attr-defined]
+        graph = theus_app(self).engine.project.graph
         parts = graph_view.children(graph, key)
         owner = graph.get(key)
         prefix = f"{owner.label}." if owner is not None and owner.kind == "symbol" else ""
@@ -165,7 +163,7 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         if not query.strip():
             self.app.call_from_thread(self._show_hits, [], "")
             return
-        recall = self.app.engine.recaller().recall(query, 30)  # type: ignore[attr-defined]
+        recall = theus_app(self).engine.recaller().recall(query, 30)
         self.post_message(RecallDone(recall.took_ms))
         self.app.call_from_thread(self._show_hits, recall.hits, query)
 
@@ -205,7 +203,7 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
 
     @work(thread=True, exclusive=True, group="graph-detail", exit_on_error=False)
     def load_detail(self, key: str) -> None:
-        engine: Any = self.app.engine  # type: ignore[attr-defined]
+        engine = theus_app(self).engine
         found = graph_view.detail(engine.project.graph, engine.root, key)
         self.app.call_from_thread(self._render_detail, key, found)
 

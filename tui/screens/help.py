@@ -36,7 +36,7 @@ def keys_markdown(screen: Screen[object]) -> str:
     rows = [f"| `{screen.app.get_key_display(b)}` | {b.description} | `{b.id}` | {b.tooltip} |"
             for b in bindings]
     table = "| key | action | id | |\n|---|---|---|---|\n" + "\n".join(rows)
-    widget_help = [w.HELP for w in screen.query("*") if getattr(w, "HELP", None)]
+    widget_help = [w.HELP for w in screen.query("*") if w.HELP]
     return "\n\n".join(["## Keys", table, *dict.fromkeys(widget_help)])
 
 

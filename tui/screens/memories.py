@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Markdown, OptionList
 from textual.widgets.option_list import Option
 
+from tui.app_handle import theus_app
 from tui.screens.memory_edit import ConfirmScreen, MemoryEditScreen
 from tui.widgets import fmt
 from tui.widgets.status_bar import StatusBar
@@ -57,9 +58,8 @@ project's data folder and in the graph; recall quotes them when they are relevan
     def load(self) -> None:
         from knowledge import memdir
 
-        engine: Any = self.app.engine  # type: ignore[attr-defined]
         try:
-            nodes = memdir.memories(engine.project)
+            nodes = memdir.memories(theus_app(self).engine.project)
         except Exception as exc:
             self.app.call_from_thread(self.notify, f"memories unavailable: {exc}",
                                       severity="error")
@@ -123,7 +123,7 @@ project's data folder and in the graph; recall quotes them when they are relevan
     def change(self, what: str, key: str | None, text: str) -> None:
         from knowledge import memdir
 
-        project = self.app.engine.project  # type: ignore[attr-defined]
+        project = theus_app(self).engine.project
         try:
             if what == "add":
                 result = memdir.add_memory(project, text)

@@ -11,6 +11,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from theus.printable import PrintableStream, printable
+from tui.engine import RecallResult
 from tui.widgets import fmt
 
 RESULT_CHARS = 4000  # a tool result shown expanded; the model saw all of it
@@ -120,15 +121,15 @@ class RecallView(Vertical):
 
     DEFAULT_CLASSES = "chat-item recall-view"
 
-    def __init__(self, query: str, result: Any) -> None:
+    def __init__(self, query: str, result: RecallResult) -> None:
         super().__init__()
-        self.query = query
+        self.query_text = query  # not `query`: that is Widget.query
         self.result = result
 
     def compose(self) -> ComposeResult:
         recall = self.result.recall
         hits = recall.hits
-        head = (f"recall “{fmt.clip(self.query, 60)}”: {len(hits)} results · "
+        head = (f"recall “{fmt.clip(self.query_text, 60)}”: {len(hits)} results · "
                 f"{fmt.ms(recall.took_ms)}")
         yield Plain(head, classes="recall-head")
         lines = [f"{i:>2}. {h.score:.2f}  {h.kind:<7} {_where(h)}  {h.name}"

@@ -33,10 +33,10 @@ class PromptInput(TextArea):
         prompt: PromptInput
         text: str
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(language=None, soft_wrap=True, show_line_numbers=False,
                          tab_behavior="focus", highlight_cursor_line=False,
-                         placeholder="Ask, or type / for commands", **kwargs)  # type: ignore[arg-type]
+                         placeholder="Ask, or type / for commands", id=id)
         self.sent: list[str] = []
         self._position = 0  # len(history) means "the draft being typed"
         self._draft = ""

@@ -8,6 +8,7 @@ from typing import Any
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from tui.app_handle import theus_app
 from tui.widgets import fmt
 
 
@@ -34,13 +35,12 @@ tokens injected this turn / in total · memory layers switched off (THEUS_NO_*).
     off: reactive[tuple[str, ...]] = reactive(tuple)
 
     def on_mount(self) -> None:
-        bars: set[StatusBar] | None = getattr(self.app, "status_bars", None)
-        if bars is not None:
-            bars.add(self)
-            self.set_reactive_fields(self.app.status)  # type: ignore[attr-defined]
+        app = theus_app(self)
+        app.status_bars.add(self)
+        self.set_reactive_fields(app.status)
 
     def on_unmount(self) -> None:
-        getattr(self.app, "status_bars", set()).discard(self)
+        theus_app(self).status_bars.discard(self)
 
     def set_reactive_fields(self, fields: dict[str, Any]) -> None:
         for name, value in fields.items():
