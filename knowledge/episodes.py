@@ -8,21 +8,15 @@ symbols it touched, so a later session's recall finds "what did we do with the l
 The files are the truth: `load` rebuilds the episode nodes from them at start (a fresh store
 still has its history) and drops nodes whose file a person deleted.
 
-The agent talks to this module through `EpisodeSink`. A transcript is a list of OpenAI chat
-messages: `{"role": "user" | "assistant" | "tool" | "system", "content": str | [parts],
-"tool_calls": [{"function": {"name": str, "arguments": json-str | dict}}]}`.
-
-Over 400 lines: the file format, the store and the transcript summary of one layer; the
-summary moves out when the agent hands episodes a typed session summary.
+The agent talks to this module through `EpisodeSink`: a compaction summary as text, and at
+session end a `knowledge.runs.RunSummary` of what it saw happen.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +30,7 @@ from knowledge.mentions import Mentions
 from knowledge.paths import report_unwritable
 from knowledge.project import Project
 from knowledge.redact import redact
+from knowledge.runs import NOTE, RunSummary
 from knowledge.store import StoreError
 from knowledge.switches import is_off
 
@@ -44,11 +39,9 @@ log = logging.getLogger(__name__)
 EPISODE_TYPES = ("compaction", "session-end", "manual")
 _KIND_ALIASES = {"session": "session-end", "session_end": "session-end", "end": "session-end"}
 TEXT_CAP = 1500  # characters of an episode's text kept on its node; the file keeps it all
-MECHANICAL_NOTE = "Built without a model:"
+# What episodes of earlier versions began with: each said "no model" whatever happened.
+LEGACY_NOTE = "Built without a model:"
 _ID_RE = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})-(?P<slug>[a-z0-9-]+)$")
-_REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
-_PATH_ARGS = ("path", "file_path", "filepath", "file", "filename", "target", "paths", "files")
-_EDIT_TOOLS = ("edit", "write", "patch", "create", "replace", "delete", "move", "rename")
 @dataclass(slots=True)
 class Episode:
     id: str  # the file's stem, `<YYYY-MM-DD>-<slug>`; the node key is `ep:<id>`
@@ -103,8 +96,7 @@ class EpisodeSink(Protocol):
     def record(self, kind: str, text: str, session_id: str | None,
                files: Sequence[str] = ()) -> Episode | None: ...
 
-    def record_transcript(self, messages: Sequence[Mapping[str, Any]],
-                          session_id: str) -> Episode | None: ...
+    def record_run(self, run: RunSummary, session_id: str) -> Episode | None: ...
 
 
 class EpisodeNotFound(LookupError):
@@ -191,11 +183,17 @@ class EpisodeStore:
         self.last_error = None
         return episode
 
-    def record_transcript(self, messages: Sequence[Mapping[str, Any]],
-                          session_id: str) -> Episode | None:
-        """The end-of-session episode when no model can summarise: built mechanically."""
-        title, text, files = summarize_transcript(messages, self.project.root)
-        return self.record("session-end", text, session_id, files, title=title)
+    def record_run(self, run: RunSummary, session_id: str) -> Episode | None:
+        """The end-of-session episode, from what the agent saw happen. Nothing for a run that
+        answered nothing; an episode identical to one already kept is not written again."""
+        if not run.worth_keeping or is_off("episodes"):
+            return None
+        text = redact(run.render())
+        for kept in self.list()[0]:
+            if kept.type == "session-end" and kept.text.strip() == text.strip():
+                return kept
+        return self.record("session-end", text, session_id,
+                           [*run.files_changed, *run.files_read], title=run.title)
 
     def _write(self, episode: Episode, day: str) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -227,6 +225,24 @@ class EpisodeStore:
         if not quiet:
             log.warning("episodes: %s", message)
         self.last_error = message
+
+    def prune(self, dry_run: bool = False) -> list[Episode]:
+        """Remove what earlier versions kept that is not true or not new: mechanical episodes
+        that said "no model was available" whatever happened, and repeats of an episode
+        (same type, same text; the oldest stays). Returns them, oldest first."""
+        episodes, _ = self.list()
+        seen: set[tuple[str, str]] = set()
+        junk: list[Episode] = []
+        for episode in reversed(episodes):  # oldest first: the first of a repeat stays
+            text = episode.text.strip()
+            if text.startswith(LEGACY_NOTE) or (episode.type, text) in seen:
+                junk.append(episode)
+            seen.add((episode.type, text))
+        if junk and not dry_run:
+            for episode in junk:
+                (self.dir / episode.file_name).unlink(missing_ok=True)
+            self.load()  # their nodes leave the graph
+        return junk
 
     # -- reading ---------------------------------------------------------------------------
     def load(self) -> LoadReport:
@@ -331,7 +347,7 @@ def _summary_line(text: str, title: str) -> str:
     lines = [ln.strip().lstrip("#").strip() for ln in text.split("\n")]
     lines = [ln for ln in lines if ln]
     for line in lines:
-        if line.startswith(MECHANICAL_NOTE):
+        if line.startswith((NOTE, LEGACY_NOTE)):
             continue
         if line != title and not title.startswith(line.rstrip("…")):
             return line
@@ -360,89 +376,6 @@ def _relative(root: Path, files: Iterable[str]) -> list[str]:
 
 
 # -- the mechanical end-of-session summary -------------------------------------------------
-def summarize_transcript(messages: Sequence[Mapping[str, Any]], root: Path | None = None
-                         ) -> tuple[str, str, list[str]]:
-    """(title, text, files) from a transcript, with no model: requests, tools, files."""
-    requests: list[str] = []
-    tools: Counter[str] = Counter()
-    edited: list[str] = []
-    read: list[str] = []
-    commands: list[str] = []
-    last_answer = ""
-    for message in messages:
-        role = message.get("role")
-        content = _content_text(message.get("content"))
-        if role == "user" and content:
-            requests.append(content)
-        elif role == "assistant":
-            if content:
-                last_answer = content
-            for call in message.get("tool_calls") or []:
-                name, args = _call(call)
-                if not name:
-                    continue
-                tools[name] += 1
-                target = edited if any(h in name.lower() for h in _EDIT_TOOLS) else read
-                target.extend(p for p in _paths(args) if p not in target)
-                if isinstance(args.get("command"), str):
-                    commands.append(args["command"])
-    if root is not None:
-        edited, read = _relative(root, edited), _relative(root, read)
-    read = [p for p in read if p not in edited]
-    lines = [f"{MECHANICAL_NOTE} no model was available at session end, so this episode lists "
-             "the session's requests, tools and files from the transcript."]
-    if requests:
-        lines += ["", "Requests:"] + [f"- {_shorten(r, 200)}" for r in requests[:10]]
-        if len(requests) > 10:
-            lines.append(f"- … and {len(requests) - 10} more")
-    if tools:
-        lines += ["", "Tools used: " + ", ".join(f"{n} ×{c}" for n, c in tools.most_common())]
-    if edited:
-        lines.append("Files changed: " + ", ".join(f"`{p}`" for p in edited))
-    if read:
-        lines.append("Files read: " + ", ".join(f"`{p}`" for p in read))
-    if commands:
-        lines += ["Commands run:"] + [f"- `{_shorten(c, 120)}`" for c in commands[:10]]
-    if last_answer:
-        lines += ["", f"Last answer: {_shorten(last_answer, 300)}"]
-    title = f"Session: {_shorten(requests[0], 70)}" if requests else "Session without requests"
-    return title, "\n".join(lines), [*edited, *read]
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, list):
-        content = " ".join(
-            str(p.get("text", "")) for p in content if isinstance(p, Mapping)
-            and p.get("type") in ("text", "input_text", None)
-        )
-    if not isinstance(content, str):
-        return ""
-    return " ".join(_REMINDER_RE.sub(" ", content).split())
-
-
-def _call(call: Any) -> tuple[str, dict[str, Any]]:
-    if not isinstance(call, Mapping):
-        return "", {}
-    function = call.get("function") or {}
-    name = str(function.get("name") or "")
-    args: Any = function.get("arguments") or {}
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            args = {}
-    return name, args if isinstance(args, dict) else {}
-
-
-def _paths(args: Mapping[str, Any]) -> list[str]:
-    found: list[str] = []
-    for name in _PATH_ARGS:
-        value = args.get(name)
-        values = value if isinstance(value, list) else [value]
-        found.extend(v for v in values if isinstance(v, str) and v.strip())
-    return found
-
-
 # -- status ----------------------------------------------------------------------------------
 def status_section(project: Project, live: EpisodeStore | None = None) -> dict[str, Any]:
     """`live`: the store this process records with (its last failure is shown)."""

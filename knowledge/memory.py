@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.project import Project
     from knowledge.recall import Recaller
     from knowledge.recall.status import InjectionStats
+    from knowledge.runs import RunSummary
     from knowledge.watch import Update, Watcher
 
 log = logging.getLogger(__name__)
@@ -222,11 +223,11 @@ class Memory:
             return None
         return self.episodes.record(kind, text, session_id, files, title)
 
-    def record_transcript(self, messages: Sequence[Any], session_id: str) -> Episode | None:
+    def record_run(self, run: RunSummary, session_id: str) -> Episode | None:
         self.open()
         if self.episodes is None:
             return None
-        return self.episodes.record_transcript(messages, session_id)
+        return self.episodes.record_run(run, session_id)
 
     def status(self) -> dict[str, Any]:
         """Each layer's status section, from the live layers this memory holds."""

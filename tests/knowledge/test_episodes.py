@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import pytest
 
 from knowledge import keys
 from knowledge.episodes import (
-    MECHANICAL_NOTE,
     TEXT_CAP,
     AmbiguousEpisode,
     EpisodeNotFound,
@@ -21,6 +19,7 @@ from knowledge.episodes import (
 )
 from knowledge.project import Project
 from knowledge.recall import Recaller
+from knowledge.runs import NOTE, RunSummary
 from tests.conftest import indexed_project, write_tree
 
 COMPACTION = """# Login redirect fixed
@@ -93,41 +92,28 @@ def test_session_end_summary_and_long_text_cap(project: Project) -> None:
     assert store.get("1").type == "session-end"
 
 
-def test_mechanical_episode_from_a_transcript(project: Project) -> None:
-    transcript = [
-        {"role": "system", "content": "You are Theus."},
-        {"role": "user", "content": [{"type": "text", "text": "why does login send me home?"}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "1", "type": "function", "function": {
-                "name": "read_file", "arguments": json.dumps({"path": "src/login.py"})}},
-            {"id": "2", "type": "function", "function": {
-                "name": "grep", "arguments": json.dumps({"pattern": "next"})}},
-        ]},
-        {"role": "tool", "tool_call_id": "1", "content": "def redirect_after_login..."},
-        {"role": "user", "content": "<system-reminder>ctx</system-reminder>fix it please"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "3", "type": "function", "function": {
-                "name": "edit_file",
-                "arguments": json.dumps({"path": str(project.root / "src/login.py")})}},
-            {"id": "4", "type": "function", "function": {
-                "name": "shell", "arguments": json.dumps({"command": "pytest -q tests"})}},
-            {"id": "5", "type": "function", "function": {"name": "broken", "arguments": "{"}},
-        ]},
-        {"role": "assistant", "content": "Fixed: the redirect keeps `next`."},
-    ]
-    episode = EpisodeStore(project, Clock()).record_transcript(transcript, "s-3")
-    assert episode.type == "session-end"
+def test_a_run_summary_becomes_one_episode_of_what_happened(project: Project) -> None:
+    run = RunSummary(
+        requests=("why does login send me home?", "fix it please"),
+        answer="Fixed: the redirect keeps `next`.", outcome="answered",
+        files_changed=("src/login.py",), files_read=("src/login.py", "src/urls.py"),
+        commands=("pytest -q tests",), not_done=("write ../outside.txt: refused",))
+    store = EpisodeStore(project, Clock())
+    episode = store.record_run(run, "s-3")
+    assert episode is not None and episode.type == "session-end"
     assert episode.title == "Session: why does login send me home?"
-    assert episode.files == ["src/login.py"]
+    assert episode.files == ["src/login.py", "src/urls.py"]
     text = (project.paths.episodes / episode.file_name).read_text()
-    assert MECHANICAL_NOTE in text
-    assert "- why does login send me home?\n- fix it please" in text
-    assert "Tools used: read_file ×1, grep ×1, edit_file ×1, shell ×1, broken ×1" in text
-    assert "Files changed: `src/login.py`" in text and "Files read" not in text
-    assert "- `pytest -q tests`" in text and "Last answer: Fixed" in text
-    assert "ctx" not in text
+    assert text.count(NOTE) == 1 and "- why does login send me home?\n- fix it please" in text
+    assert "Files changed: `src/login.py`" in text and "Files read: `src/urls.py`" in text
+    assert "- `pytest -q tests`" in text and "- write ../outside.txt: refused" in text
+    assert "Outcome: answered" in text and "Last answer: Fixed" in text
     assert keys.file_key("src/login.py") in {
         e.dst for e in project.graph.out_edges(episode.key, "derived-from")}
+    assert store.record_run(run, "s-4") == episode  # identical: merged, not repeated
+    assert len(list(project.paths.episodes.glob("*.md"))) == 1
+    silent = RunSummary(requests=("hello",), answer="", outcome="failed")
+    assert store.record_run(silent, "s-5") is None  # answered nothing: no episode
 
 
 def test_recall_finds_an_episode_by_its_subject(project: Project) -> None:
@@ -208,7 +194,7 @@ def test_kill_switch_stops_all_episode_writing(project: Project,
     monkeypatch.setenv("THEUS_NO_EPISODES", "1")
     store = EpisodeStore(project)
     assert store.record("compaction", COMPACTION, "s-1") is None
-    assert store.record_transcript([{"role": "user", "content": "hi"}], "s-2") is None
+    assert store.record_run(RunSummary(("hi",), "hello", "answered"), "s-2") is None
     assert not project.paths.episodes.exists()
     assert project.counts().get("episode", 0) == 0
     status = status_section(project)

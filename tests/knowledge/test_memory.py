@@ -108,6 +108,7 @@ def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
     try:
         memory.open()
         assert memory.indexed_now and memory.bridge is not None
+        assert memory.bridge.ready.wait(20)  # watching (a write before that is not seen)
         memory_md = memory.project.paths.memory / "MEMORY.md"  # type: ignore[union-attr]
         memory_md.write_text("- deploys happen on fridays\n")
         assert synced.wait(20), "the bridge must sync a hand edit while the app runs"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 
 from knowledge.project import Project
 from knowledge.recall import Recaller
+from knowledge.runs import RunSummary
 from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
@@ -82,8 +82,8 @@ async def test_compaction_summarises_older_turns_into_an_episode(
                    files: list[str]) -> None:
             recorded.append((kind, text, session_id, files))
 
-        def record_transcript(self, messages: list[dict[str, Any]], session_id: str) -> None:
-            recorded.append(("session", json.dumps(messages), session_id, []))
+        def record_run(self, run: RunSummary, session_id: str) -> None:
+            recorded.append(("session", run.render(), session_id, list(run.files_read)))
 
     session = SessionStore(repo).create()
     agent, rec = make_agent(settings=AgentSettings(context_tokens=1000), session=session,
@@ -105,7 +105,9 @@ async def test_compaction_summarises_older_turns_into_an_episode(
                                "prices.", session.id)
     assert [m["role"] for m in session.messages()] == ["system", "user", "user", "assistant"]
     agent.end_session()
-    assert recorded[-1][0] == "session" and "user asked about the cart" in recorded[-1][1]
+    assert recorded[-1][0] == "session"
+    assert "- explain the cart\n- and pricing?" in recorded[-1][1]  # what was asked and done
+    assert "Last answer: yes" in recorded[-1][1] and recorded[-1][3] == ["cart.py"]
     assert "<system-reminder>" not in recorded[-1][1]
 
 
@@ -121,7 +123,7 @@ async def test_a_failing_episodes_port_does_not_stop_the_session(
             calls.append(kind)
             raise OSError("disk full")
 
-        def record_transcript(self, messages: list[dict[str, Any]], session_id: str) -> None:
+        def record_run(self, run: RunSummary, session_id: str) -> None:
             calls.append("session")
             raise OSError("disk full")
 

@@ -116,6 +116,29 @@ def test_episodes_list_and_show(root: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 2 and "ID" in err and err.count("\n") == 1
 
 
+def test_episodes_prune_removes_untrue_and_repeated_ones(
+        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = Project(root)
+    store = EpisodeStore(project)
+    legacy = store.record("session-end", "Built without a model: no model was available at "
+                          "session end, so this episode lists the session's requests.\n"
+                          "Files changed: `../outside.txt`", "s-1", title="Session: x")
+    kept = store.record("session-end", "Billing rounding fixed", "s-2")
+    repeat = store.record("session-end", "Billing rounding fixed", "s-3")
+    real = store.record("compaction", "Login redirect keeps `next`", "s-4")
+    project.close()
+    code, out, _ = run(capsys, "episodes", "prune", "--dry-run", "--project", str(root))
+    assert code == 0 and out.endswith("would remove 2 episodes\n")
+    assert len(EpisodeStore(Project(root)).list()[0]) == 4  # a dry run removes nothing
+    code, out, _ = run(capsys, "episodes", "prune", "--json", "--project", str(root))
+    assert code == 0 and set(json.loads(out)["removed"]) == {legacy.id, repeat.id}
+    project = Project(root)
+    left = {e.id for e in EpisodeStore(project).list()[0]}
+    assert left == {kept.id, real.id}
+    assert {n.key for n in project.graph.nodes("episode")} == {kept.key, real.key}
+    project.close()
+
+
 def test_unusable_memory_folder(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = memory_file(root).parent
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,12 @@ def lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines()]
 
 
+def episode_texts(root: Path) -> list[str]:
+    from knowledge.paths import ProjectPaths
+
+    return [p.read_text() for p in sorted(ProjectPaths.for_root(root).episodes.glob("*.md"))]
+
+
 def test_no_model_is_a_usage_error(repo: Path) -> None:
     done = theus(["-p", "hello"], None, repo)
     assert done.returncode == 2 and done.stdout == ""
@@ -88,6 +94,7 @@ def test_a_500_forever_exits_1_with_a_final_result_event(
     assert events[0]["type"] == "system" and events[-1]["type"] == "result"
     assert events[-1]["is_error"] and events[-1]["subtype"] == "error_during_execution"
     assert "failed (500): down" in done.stderr and len(server.requests) == 3
+    assert episode_texts(repo) == []  # a run that answered nothing leaves no episode
 
 
 def test_a_500_then_success(server: ScriptedServer, repo: Path) -> None:
@@ -113,6 +120,29 @@ def test_edits_and_shell_are_refused_without_flags(server: ScriptedServer, repo:
     assert (repo / "cart.py").read_text() == before and not (repo / "pwned").exists()
     results = [e for e in lines(done.stdout) if e["type"] == "tool_result"]
     assert all(r["is_error"] and "--allow-edits" in r["content"] for r in results)
+    # The episode says what happened: nothing changed, two actions refused.
+    [episode] = episode_texts(repo)
+    assert "Files changed" not in episode and "Commands run" not in episode
+    assert "- edit cart.py: refused" in episode and "- shell touch pwned: refused" in episode
+    assert "Outcome: answered" in episode and "no model was available" not in episode
+
+
+def test_an_episode_lists_only_what_really_happened(server: ScriptedServer, repo: Path) -> None:
+    script = [tool("read", {"path": "/etc/passwd"}),
+              tool("write", {"path": "../outside.txt", "content": "x"}),
+              tool("read", {"path": "pricing.py"}),
+              tool("edit", {"path": "notes.txt", "old_string": "old", "new_string": "new"}),
+              tool("shell", {"command": "true"}), text("done")]
+    for _ in range(2):  # the same run twice: the same episode, kept once
+        (repo / "notes.txt").write_text("old\n")
+        server.add(*script)
+        done = theus(["-p", "tidy the notes", "--allow-edits", "--allow-shell"], server, repo)
+        assert done.returncode == 0, done.stderr
+    [episode] = episode_texts(repo)
+    assert "Files changed: `notes.txt`" in episode and "outside.txt`" not in episode
+    assert "Files read: `pricing.py`" in episode and "/etc/passwd`" not in episode
+    assert "- `true`" in episode
+    assert "- read /etc/passwd:" in episode and "- write ../outside.txt:" in episode
 
 
 def test_allowed_edits_and_shell_run(server: ScriptedServer, repo: Path) -> None:

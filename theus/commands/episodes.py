@@ -1,4 +1,4 @@
-"""`theus episodes [list|show ID]`: what past sessions did, as kept in the memory folder.
+"""`theus episodes [list|show ID|prune]`: what past sessions did, as kept in the memory folder.
 
 Exit status: 0 ok, 1 when ID matches no episode, 2 for usage errors (an ambiguous ID too).
 """
@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from theus.commands.common import UsageError, add_project_options, print_json, project_root
+
+if TYPE_CHECKING:
+    from knowledge.episodes import EpisodeStore
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     show = actions.add_parser("show", help="print one episode")
     show.add_argument("id", metavar="ID")
     add_project_options(show, argparse.SUPPRESS)
+    prune = actions.add_parser(
+        "prune", help="remove episodes earlier versions kept that are untrue or repeated",
+        description="Removes mechanical episodes of earlier versions (they said no model was "
+        "available, whatever happened) and repeats of an episode (the oldest stays).")
+    prune.add_argument("--dry-run", action="store_true", help="list them, remove nothing")
+    add_project_options(prune, argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
@@ -53,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
                     sys.stdout.write("files: " + ", ".join(episode.files) + "\n")
                 sys.stdout.write("\n" + episode.text + "\n")
             return 0
+        if args.action == "prune":
+            return _prune(store, args)
         episodes, problems = store.list()
         for problem in problems:
             sys.stderr.write(f"theus: warning: {problem}\n")
@@ -67,3 +79,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         project.close()
+
+
+def _prune(store: EpisodeStore, args: argparse.Namespace) -> int:
+    junk = store.prune(dry_run=args.dry_run)
+    if args.json:
+        print_json({"removed": [] if args.dry_run else [e.id for e in junk],
+                    "would_remove": [e.id for e in junk] if args.dry_run else []})
+        return 0
+    verb = "would remove" if args.dry_run else "removed"
+    for episode in junk:
+        sys.stdout.write(f"{verb} {episode.id}  {episode.title}\n")
+    sys.stdout.write(f"{verb} {len(junk)} episode{'s' if len(junk) != 1 else ''}\n")
+    return 0

@@ -32,7 +32,10 @@ class ToolContext:
     recall: RecallFn | None = None
     spawn: SpawnFn | None = None
     shell_timeout_s: float = 120.0
-    files_touched: set[str] = field(default_factory=set)
+    # What happened, for the session's episode (`knowledge.runs.RunSummary`).
+    files_changed: set[str] = field(default_factory=set)  # edits and writes applied
+    files_read: set[str] = field(default_factory=set)  # reads that succeeded
+    commands: list[str] = field(default_factory=list)  # commands that ran
     warned: set[str] = field(default_factory=set)  # warnings already given this session
 
 

@@ -38,7 +38,8 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = string_arg(args, "path")
     offset = int_arg(args, "offset", 1, low=1)
     limit = int_arg(args, "limit", 2000, low=1, high=5000)
-    text, _ = await asyncio.to_thread(_read_text, ctx.jail, path)
+    text, resolved = await asyncio.to_thread(_read_text, ctx.jail, path)
+    ctx.files_read.add(ctx.jail.rel(resolved))
     lines = text.splitlines()
     if not lines:
         return f"{path}: (empty file)"
@@ -180,7 +181,7 @@ async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> 
     if not await ctx.approve(ApprovalRequest("edit", summary, diff, path=rel)):
         raise ToolError(f"refused: {verb} {rel} was not approved ({ctx.denied_hint})")
     await asyncio.to_thread(_write, ctx.jail, path, new)
-    ctx.files_touched.add(rel)
+    ctx.files_changed.add(rel)
     added = sum(1 for line in diff.splitlines() if line.startswith("+") and
                 not line.startswith("+++"))
     removed = sum(1 for line in diff.splitlines() if line.startswith("-") and

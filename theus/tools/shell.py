@@ -30,6 +30,7 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
         if NO_SANDBOX_WARNING not in ctx.warned:  # said once a session, not every call
             ctx.warned.add(NO_SANDBOX_WARNING)
             warning = NO_SANDBOX_WARNING + "\n"
+    ctx.commands.append(command)
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=ctx.jail.root, env=shell_env(os.environ), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
