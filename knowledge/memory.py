@@ -6,7 +6,7 @@ and report alike.
 
 Each layer fails open: missing, switched off (`THEUS_NO_<LAYER>=1`) or broken means None, one
 log line, and the rest goes on without it. Layer state lives here, not in module globals:
-`theus status` and the app's status bar read it from the `Memory` they hold.
+`knowledge.status.gather(project, memory)` reads it from the `Memory` a process holds.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from knowledge.switches import is_off
 
@@ -228,15 +228,6 @@ class Memory:
         if self.episodes is None:
             return None
         return self.episodes.record_run(run, session_id)
-
-    def status(self) -> dict[str, Any]:
-        """Each layer's status section, from the live layers this memory holds."""
-        from knowledge.status import gather
-
-        self.open()
-        if self.project is None:
-            return {"index": {"error": self.error}}
-        return gather(self.project, self)
 
     # -- closing -------------------------------------------------------------------------------
     def close(self) -> None:

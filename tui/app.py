@@ -163,7 +163,8 @@ class TheusApp(App[int]):
         try:
             from knowledge import watch
 
-            return watcher_text(watch.status_section(self.engine.project))
+            return watcher_text(watch.status_section(self.engine.project,
+                                                     self.engine.memory.watcher))
         except Exception:
             return "watch –"
 
@@ -212,8 +213,11 @@ class TheusApp(App[int]):
         """Serve the live graph in the browser (started once, stopped with the app)."""
         if self._dashboard is None:
             from knowledge.dashboard import start_dashboard
-            project = self.engine.load()
-            self._dashboard = start_dashboard(project, status_provider=self.engine.memory.status)
+            from knowledge.status import gather
+
+            project, memory = self.engine.load(), self.engine.memory
+            self._dashboard = start_dashboard(project,
+                                              status_provider=lambda: gather(project, memory))
         return self._dashboard[0]
 
     def switch_model(self, name: str) -> str:

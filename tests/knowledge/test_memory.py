@@ -114,5 +114,12 @@ def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
         assert synced.wait(20), "the bridge must sync a hand edit while the app runs"
         graph = memory.project.graph  # type: ignore[union-attr]
         assert any("fridays" in n.label for n in graph.nodes("memory"))
+        # Status reads the live layers this memory holds, not what another process sees.
+        from knowledge.status import gather
+
+        assert memory.watcher is not None and memory.watcher.wait_ready(20)
+        live = gather(memory.project, memory)  # type: ignore[arg-type]
+        assert live["watcher"]["running"] and live["watcher"]["watched_dirs"] >= 1
+        assert "watched_dirs" not in gather(memory.project)["watcher"]  # type: ignore[arg-type]
     finally:
         memory.close()
