@@ -230,34 +230,50 @@ class Memory:
         return self.episodes.record_run(run, session_id)
 
     # -- closing -------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Stop every layer (each fails open) and close the store."""
-        for name, stop in (("semantic layer", self._stop_semantic),
-                           ("memory bridge", self._stop_bridge),
-                           ("watcher", self._stop_watcher)):
-            try:
-                stop()
-            except Exception as exc:
-                log.warning("%s did not stop cleanly: %s", name, exc)
+    def close(self, patience_s: float | None = None) -> None:
+        """Stop every layer, all at once (each bounded, each failing open: an exit waits for
+        the slowest, not their sum), then close the store. `patience_s` bounds every wait,
+        for a process that ends with `os._exit` right after (the chat app): no teardown can
+        crash it, and every layer is crash-safe (saves are atomic; work resumes next start)."""
+        stopping = [threading.Thread(target=_stop_quietly, args=(name, stop, patience_s),
+                                     daemon=True, name=f"theus-stop-{name.split()[0]}")
+                    for name, stop in (("semantic layer", self._stop_semantic),
+                                       ("memory bridge", self._stop_bridge),
+                                       ("watcher", self._stop_watcher))]
+        for thread in stopping:
+            thread.start()
+        for thread in stopping:
+            thread.join()
         if self.project is not None:
             try:
-                self.project.close()
+                self.project.close(fold_wal=patience_s is None)
             except Exception as exc:
                 log.warning("project store did not close cleanly: %s", exc)
 
-    def _stop_semantic(self) -> None:
+    def _stop_semantic(self, patience_s: float | None) -> None:
         if self.semantic is not None:
-            self.semantic.stop()
+            if patience_s is None:
+                self.semantic.stop()
+            else:
+                self.semantic.stop(timeout=patience_s, wait_for_load=False)
 
-    def _stop_bridge(self) -> None:
+    def _stop_bridge(self, patience_s: float | None) -> None:
         if self.bridge is not None:
-            self.bridge.stop()
+            self.bridge.stop(timeout=5.0 if patience_s is None else patience_s)
 
-    def _stop_watcher(self) -> None:
+    def _stop_watcher(self, patience_s: float | None) -> None:
         # Bounded, and short: an exit must not wait for a catch-up rescan (it is done again
         # next start; saves are atomic, the thread is a daemon).
         if self.watcher is not None:
-            self.watcher.stop(timeout=WATCHER_STOP_S)
+            self.watcher.stop(timeout=min(WATCHER_STOP_S, patience_s or WATCHER_STOP_S))
+
+
+def _stop_quietly(name: str, stop: Callable[[float | None], None],
+                  patience_s: float | None) -> None:
+    try:
+        stop(patience_s)
+    except Exception as exc:
+        log.warning("%s did not stop cleanly: %s", name, exc)
 
 
 def open_memory(root: Path, *, one_shot: bool = False, index_if_missing: bool = False,

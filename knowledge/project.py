@@ -243,8 +243,8 @@ class Project:
         graph = self._graph
         return bool(self._pending_files or self._pending_removed or (graph and graph.dirty_owners))
 
-    def close(self) -> None:
-        self.store.close()
+    def close(self, fold_wal: bool = True) -> None:
+        self.store.close(fold_wal)
 
     # -- status ---------------------------------------------------------------------------------
     def skipped_counts(self) -> dict[str, int]:

@@ -185,14 +185,16 @@ class Store:
             log.info("store %s opened read-only (%s): changes will not be saved", path, exc)
             return store
 
-    def close(self) -> None:
+    def close(self, fold_wal: bool = True) -> None:
+        """`fold_wal=False` leaves the WAL for the next open to fold (a quick exit: the
+        checkpoint's fsync is most of a close); the data is as safe either way."""
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
                 if self._writing:  # a clean close: the next open needs no integrity check
                     self._conn.execute("UPDATE meta SET v = 'closed' WHERE k = 'writer'")
                     self._writing = False
-                # Fold the WAL back so the store on disk is one compact file.
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                if fold_wal:  # the store on disk as one compact file
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
 
     # -- reading -----------------------------------------------------------------------------

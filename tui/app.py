@@ -87,6 +87,8 @@ class TheusApp(App[int]):
         }
         self.status_bars: set[StatusBar] = set()
         self._agents: list[Any] = []
+        self._closed_agents: list[Any] = []
+        self._memory_closing: threading.Thread | None = None
         self._dashboard: tuple[str, Callable[[], None]] | None = None
         self._graph_version = -1
         self._status_busy = False
@@ -148,10 +150,11 @@ class TheusApp(App[int]):
         try:
             fields: dict[str, Any] = {"indexing": False, "watcher": self._watcher_state()}
             graph = self.engine.project.graph
-            moved = graph.version != self._graph_version
+            version = graph.version
+            counts = self.engine.counts() if version != self._graph_version else None
+            moved = counts is not None  # a busy graph is counted on a later tick
             if moved:
-                version = graph.version
-                fields["counts"] = self.engine.counts()
+                fields["counts"] = counts
                 self._graph_version = version
             self.call_from_thread(self.update_status, **fields)
             if moved:  # the watcher re-indexed something: refresh the panel on screen
@@ -265,16 +268,33 @@ class TheusApp(App[int]):
         if agent in self._agents:
             self._agents.remove(agent)
 
-    async def on_unmount(self) -> None:
+    async def action_quit(self) -> None:
+        """Quit: the memory starts closing now, beside Textual's own teardown."""
+        self._start_closing()
+        await super().action_quit()
+
+    def _start_closing(self) -> None:
+        """End every session (its episode), then stop the memory on a thread. Once."""
+        if self._memory_closing is not None:
+            return
         for agent in list(self._agents):
             self.end_agent(agent)
+            self._closed_agents.append(agent)
+        if self._dashboard is not None:
+            self._dashboard[1]()
+        self._memory_closing = threading.Thread(target=self.engine.close, name="theus-close",
+                                         daemon=True)
+        self._memory_closing.start()
+
+    async def on_unmount(self) -> None:
+        self._start_closing()  # any other way out (Ctrl+C, an error) too
+        for agent in self._closed_agents:
             try:
                 await agent.model.close()
             except Exception as exc:
                 log.info("model client close failed: %s", exc)
-        if self._dashboard is not None:
-            self._dashboard[1]()
-        self.engine.close()
+        assert self._memory_closing is not None
+        self._memory_closing.join()
 
 
 def load_keymap() -> dict[str, str]:

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 RECALL_TOP = 20
 WARM_S = 0.1  # file contents read by the warm-up itself before a daemon thread goes on
+EXIT_PATIENCE_S = 0.05  # what quitting waits for each memory layer's thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,16 +113,23 @@ class Engine:
         context.recall.hits = context.recall.hits[:top]
         return RecallResult(context.recall, context.block, context.tokens)
 
-    def counts(self) -> dict[str, Any]:
+    def counts(self) -> dict[str, Any] | None:
+        """The graph's counts, or None while another thread holds the graph (a warm-up, a
+        big re-index): the status bar tries again later instead of blocking a quit."""
         if self._project is None:
             return {}
         graph = self._project.graph
-        with graph.lock:
+        if not graph.lock.acquire(blocking=False):
+            return None
+        try:
             return dict(graph.counts())
+        finally:
+            graph.lock.release()
 
     def close(self) -> None:
-        """Stops every layer and closes the store (each fails open)."""
-        self.memory.close()
+        """Stops every layer and closes the store (each fails open), waiting briefly: the app
+        ends with `os._exit` next (`tui.app._exit_now`)."""
+        self.memory.close(patience_s=EXIT_PATIENCE_S)
 
 
 def _start_resource_tracker() -> None:

@@ -269,17 +269,20 @@ class SemanticLayer:
         """Block until the background thread has nothing left to embed (tests, benches)."""
         return self._idle.wait(timeout)
 
-    def stop(self, timeout: float = 2.0) -> None:
+    def stop(self, timeout: float = 2.0, wait_for_load: bool = True) -> None:
+        """`wait_for_load=False` only for a process that ends with `os._exit` next: an
+        interpreter teardown while onnxruntime loads aborts the process; `_exit` does not."""
         self._stop.set()
         self._wake.set()
+        deadline = time.monotonic() + timeout  # one bound for both threads, not one each
         if self._ready is not None:
             self._ready.embedder.close()
         if self._reranker is not None:
-            self._reranker.join(timeout)
+            self._reranker.join(max(0.0, deadline - time.monotonic()))
         thread = self._thread
         if thread is not None:
-            thread.join(timeout)
-        if self._native_load.acquire(timeout=LOAD_WAIT_S):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if self._native_load.acquire(timeout=LOAD_WAIT_S if wait_for_load else 0):
             self._native_load.release()
         self._persist(force=True)
         if self._ready is not None and self._ready.cache is not None and (
