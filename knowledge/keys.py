@@ -45,7 +45,8 @@ def column_key(table: str, column: str) -> str:
     return f"column:{normalize(table)}.{normalize(column)}"
 
 
-MEMORY_PREFIX, EPISODE_PREFIX = "mem:", "ep:"
+MEMORY_PREFIX, EPISODE_PREFIX, ENTITY_PREFIX = "mem:", "ep:", "ent:"
+_NOT_WORD = re.compile(r"[\W_]+")
 
 
 def memory_key(text: str) -> str:
@@ -54,6 +55,20 @@ def memory_key(text: str) -> str:
 
 def episode_key(date: str, slug: str) -> str:
     return f"{EPISODE_PREFIX}{date}-{slug}"
+
+
+def fold_label(text: str) -> str:
+    """What two spellings of one entity share: `normalize`d, accents and every non-word
+    character dropped ("Next.js", "NextJS" and "next js" -> "nextjs"; "Tecnología" ->
+    "tecnologia"). Letters of other scripts stay."""
+    decomposed = unicodedata.normalize("NFKD", normalize(text))
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return _NOT_WORD.sub("", bare)
+
+
+def entity_key(label: str) -> str:
+    """An entity named in conversation: one key for every spelling `fold_label` merges."""
+    return ENTITY_PREFIX + fold_label(label)
 
 
 def slugify(text: str, limit: int = 48) -> str:

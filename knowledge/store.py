@@ -82,7 +82,8 @@ class StoreCorrupt(Exception):
 _REQUIRED_TABLES = ("meta", "files", "links", "nodes", "edges")
 
 
-_REMEMBERED = (keys.MEMORY_PREFIX, keys.EPISODE_PREFIX)  # owners of memory and episode nodes
+# Owners of memory, episode and entity nodes: conversation, not the code index.
+_REMEMBERED = (keys.MEMORY_PREFIX, keys.EPISODE_PREFIX, keys.ENTITY_PREFIX)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,28 @@
+"""The facts layer: entities, relations and facts from the conversation, in the one graph.
+
+See `knowledge.facts.layer` for the storage design and `knowledge.facts.extraction` for what
+a model returns (and what a correction means). No model is called here: the agent calls it
+and hands the parsed answer to `FactsLayer.apply`. THEUS_NO_FACTS=1 turns the layer off.
+"""
+
+from knowledge.facts.apply import ApplyReport, Refusal
+from knowledge.facts.extraction import (
+    EXTRACTION_SCHEMA,
+    Correction,
+    Entity,
+    Extraction,
+    ExtractionError,
+    Fact,
+    Relation,
+    extraction_prompt,
+    parse_extraction,
+)
+from knowledge.facts.layer import FactsLayer
+from knowledge.facts.ontology import EntityType, Ontology, register_relation, register_type
+from knowledge.facts.records import FactView
+
+__all__ = [
+    "EXTRACTION_SCHEMA", "ApplyReport", "Correction", "Entity", "EntityType", "Extraction",
+    "ExtractionError", "Fact", "FactView", "FactsLayer", "Ontology", "Refusal", "Relation",
+    "extraction_prompt", "parse_extraction", "register_relation", "register_type",
+]
