@@ -11,7 +11,8 @@ from theus.commands.common import UsageError, to_devnull
 
 # Each name is a module in theus.commands exposing `register(subparsers)`.
 COMMANDS = (
-    "index", "status", "recall", "watch", "dashboard", "episodes", "memory", "sessions", "login",
+    "index", "status", "recall", "watch", "dashboard", "episodes", "memory", "facts", "sessions",
+    "login",
 )
 
 

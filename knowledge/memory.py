@@ -22,6 +22,7 @@ from knowledge.switches import is_off
 if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs few of them
     from knowledge.embed.layer import SemanticLayer
     from knowledge.episodes import Episode, EpisodeStore
+    from knowledge.facts import FactsLayer
     from knowledge.memdir import MemdirWatcher, SyncReport
     from knowledge.project import Project
     from knowledge.recall import Recaller
@@ -53,6 +54,7 @@ class Memory:
         self.semantic: SemanticLayer | None = None
         self.episodes: EpisodeStore | None = None
         self.bridge: MemdirWatcher | None = None
+        self.facts: FactsLayer | None = None  # opened on first use (`facts_layer`)
         self.indexed_now = False
         self.error: str | None = None  # why the project could not be opened
         self.index_error: str | None = None  # why a first index could not be saved
@@ -202,6 +204,20 @@ class Memory:
                 self._recaller = make_recaller(self.project, reranker=reranker,
                                                one_shot=self.one_shot and self._snapshot_ok)
             return self._recaller
+
+    def facts_layer(self) -> FactsLayer | None:
+        """What the conversation told: opened when first asked for (it needs the whole graph,
+        which a one-shot run does not load before its first request). None when off."""
+        self.open()
+        with self._lock:
+            if self.facts is None and self.project is not None and not is_off("facts"):
+                try:
+                    from knowledge.facts import FactsLayer
+
+                    self.facts = FactsLayer(self.project)
+                except Exception as exc:
+                    log.warning("facts layer unavailable: %s", exc)
+            return self.facts
 
     def injection_stats(self) -> InjectionStats:
         """Injection counters that persist for `theus status` (kept in memory when the data

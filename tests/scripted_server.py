@@ -11,6 +11,11 @@ text, tool calls, an error status, a delay before answering, a stall mid-stream.
 `repeat=True` is served forever (a server that always fails). A script item may also be a
 callable `body -> Reply` for replies that depend on the request. When the script runs out
 the server answers 500 "script exhausted", so a test that expects fewer calls fails loudly.
+
+Structured-output requests (a `response_format`: the facts layer's extraction) are a second
+conversation with the server: they consume `structured` (recorded in `structured_requests`),
+and when that runs out get what a model that found nothing returns: the schema's object with
+every list empty. So a test scripts the chat and the extractions apart.
 Runs on a daemon thread on 127.0.0.1 only.
 """
 
@@ -91,10 +96,23 @@ class ScriptedServer:
         self.api_key = api_key
         self.chunk_chars = chunk_chars
         self.requests: list[dict[str, Any]] = []
+        self.structured: list[ScriptItem] = []
+        self.structured_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
                                         name="scripted-openai")
+
+    def _next_structured(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.structured_requests.append(body)
+            if not self.structured:
+                return text(json.dumps(_empty_of(body["response_format"])))
+            item = self.structured[0]
+            reply = item(body) if callable(item) else item
+            if not reply.repeat:
+                self.structured.pop(0)
+            return reply
 
     @property
     def url(self) -> str:
@@ -123,6 +141,8 @@ class ScriptedServer:
             return len(self.script)
 
     def _next(self, body: dict[str, Any]) -> Reply:
+        if body.get("response_format"):
+            return self._next_structured(body)
         with self._lock:
             self.requests.append(body)
             if not self.script:
@@ -224,6 +244,12 @@ class ScriptedServer:
                 self.wfile.flush()
 
         return Handler
+
+
+def _empty_of(response_format: dict[str, Any]) -> dict[str, Any]:
+    schema = response_format.get("json_schema", {}).get("schema", {})
+    return {name: [] for name, spec in schema.get("properties", {}).items()
+            if spec.get("type") == "array"}
 
 
 def _err(message: str, code: str) -> dict[str, Any]:

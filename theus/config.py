@@ -112,6 +112,8 @@ class AgentSettings:
     max_turns: int = 50
     # Compaction starts when the conversation passes this share of the context size.
     compact_ratio: float = 0.8
+    # How long one fact extraction (S1, S1.5) may take before it is dropped.
+    facts_timeout_s: float = 30.0
 
     @property
     def injection_deadline_ms(self) -> float:
@@ -124,4 +126,5 @@ class AgentSettings:
             semantic_on=semantic_on,
             context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
             max_turns=max(1, int(_float_env("THEUS_MAX_TURNS", 50))),
+            facts_timeout_s=_float_env("THEUS_FACTS_TIMEOUT", 30.0),
         )

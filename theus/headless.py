@@ -207,6 +207,8 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     try:
         result = await agent.run_turn(prompt)
         text, stop, error = result.text, result.stop, result.error
+        if printer.fmt == "text" and stop == "end":  # at once: extraction may still run
+            printer.write(printable(text).rstrip("\n") + "\n")
     except asyncio.CancelledError:  # Ctrl-C: still end with a result event (exit 130)
         text, stop, error = "", "cancelled", "interrupted"
     except Exception as exc:  # a bug must still end with a result event and exit 1
@@ -219,10 +221,7 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     payload = result_payload(subtype=subtype, text=text, session_id=session.id,
                              num_turns=agent.num_turns, usage=agent.usage, started=started,
                              error=error)
-    if printer.fmt == "text":
-        if subtype == "success":  # JSON formats escape control characters themselves
-            printer.write(printable(text).rstrip("\n") + "\n")
-    else:
+    if printer.fmt != "text":  # the result waits for extraction: its tokens count in usage
         printer.line(payload)
     if printer.gone:  # the reader stopped (`| head`): a quiet exit 0, as `git log | head`
         return 0

@@ -180,6 +180,34 @@ class ModelClient:
         ]
         return result
 
+    async def complete_json(self, messages: list[dict[str, Any]], schema: dict[str, Any],
+                            name: str) -> Completion:
+        """One non-streaming call whose answer must be JSON of `schema` (strict structured
+        output). A server that refuses `response_format` is asked again without it (the
+        prompt asks for JSON too). No retries: callers are optional layers that fail open."""
+        request: dict[str, Any] = {"model": self.settings.model, "messages": messages}
+        formats = [{"type": "json_schema",
+                    "json_schema": {"name": name, "strict": True, "schema": schema}}, None]
+        for response_format in formats:
+            kwargs = {**request, **({"response_format": response_format}
+                                    if response_format else {})}
+            try:
+                reply = await self._client.chat.completions.create(**kwargs)
+            except openai.BadRequestError as exc:
+                if response_format is not None and "response_format" in _short(exc):
+                    continue
+                raise self._classify(exc) from exc
+            except openai.APIError as exc:
+                raise self._classify(exc) from exc
+            choice = reply.choices[0] if reply.choices else None
+            usage = reply.usage
+            return Completion(
+                text=(choice.message.content or "") if choice is not None else "",
+                prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
+                completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+                finish_reason=choice.finish_reason if choice is not None else None)
+        raise ModelError("the server refused every response format", kind="request")
+
     def _delay(self, attempt: int, exc: Exception) -> float:
         base = self.settings.retry_base_s
         delay = base * (2**attempt) * (0.5 + random.random() / 2)

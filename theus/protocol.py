@@ -55,6 +55,8 @@ class Usage:
     # Tokens of the injected context blocks sent (estimated, ~4 characters per token).
     injected_tokens: int = 0
     model_calls: int = 0
+    # Tokens of the facts layer's extraction calls (S1, S1.5), beside the conversation's.
+    extraction_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -65,6 +67,7 @@ class Usage:
         self.completion_tokens += other.completion_tokens
         self.injected_tokens += other.injected_tokens
         self.model_calls += other.model_calls
+        self.extraction_tokens += other.extraction_tokens
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -73,6 +76,7 @@ class Usage:
             "total_tokens": self.total_tokens,
             "injected_tokens": self.injected_tokens,
             "model_calls": self.model_calls,
+            "extraction_tokens": self.extraction_tokens,
         }
 
 

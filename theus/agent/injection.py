@@ -36,6 +36,7 @@ _TAG = re.compile(r"<\s*/?\s*system-reminder", re.IGNORECASE)
 # The recall's own deadline sits this much before the loop's, so a semantic re-rank that
 # runs long still leaves time to build the block.
 BLOCK_RESERVE_S = 0.02
+FACTS_HEAD = "Facts from this conversation:\n"
 
 # The memory's recaller (`knowledge.memory.Memory.recaller`); a parameter so tests can swap it.
 RecallerFactory = Callable[[], Any]
@@ -58,9 +59,11 @@ def reminder(block: str) -> str:
 
 class Injector:
     def __init__(self, settings: AgentSettings, recaller_factory: RecallerFactory,
-                 stats: InjectionStats | None = None) -> None:
+                 stats: InjectionStats | None = None,
+                 facts: Callable[[str], list[str]] | None = None) -> None:
         self.settings = settings
         self._factory = recaller_factory
+        self._facts = facts  # the conversation's facts for a request (hot, or mentioned)
         self.stats = stats or InjectionStats()
         self._prefetched: _Prefetched | None = None
 
@@ -105,7 +108,8 @@ class Injector:
             try:
                 recaller = self.recaller()
                 deadline = time.perf_counter() + deadline_s
-                future.set_result(build_context(recaller, query, deadline=deadline))
+                context = build_context(recaller, query, deadline=deadline)
+                future.set_result((context, self._facts(query) if self._facts else []))
             except BaseException as exc:
                 future.set_exception(exc)
 
@@ -125,7 +129,7 @@ class Injector:
         else:
             future, wait_s = self._start(query), deadline_ms / 1000
         try:
-            context = await asyncio.wait_for(asyncio.wrap_future(future), wait_s)
+            context, facts = await asyncio.wait_for(asyncio.wrap_future(future), wait_s)
         except TimeoutError:
             took = (time.perf_counter() - start) * 1000
             log.warning("recall missed its %g ms deadline; the turn goes on without it",
@@ -140,13 +144,15 @@ class Injector:
             self.stats.count("failed", error)
             return InjectionInfo(0, took, "", reason=f"recall failed: {error}")
         took = (time.perf_counter() - start) * 1000
-        block = context.block
+        block, tokens = context.block, context.tokens
         best = context.recall.best_score
+        if facts:  # told in this conversation: worth the tokens even when recall is weak
+            block = "\n\n".join(filter(None, (block, FACTS_HEAD + "\n".join(facts))))
+            tokens = count_tokens(block)
         if not block:
             self.stats.count("empty")
             return InjectionInfo(0, took, "", best_score=best,
                                  reason=f"best score {best:.2f} below the threshold")
-        tokens = context.tokens
         if budget_tokens is not None and tokens > budget_tokens:
             block = _cut(block, budget_tokens)
             tokens = count_tokens(block)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from knowledge.redact import redact
 from knowledge.runs import RunSummary
 from theus.agent import compaction, microcompact
+from theus.agent.facts import FactExtractor, FactsSource
 from theus.agent.injection import Injector, reminder
 from theus.config import AgentSettings
 from theus.model import ModelClient, ModelError
@@ -109,6 +110,7 @@ class Agent:
         denied_hint: str = "the user declined",
         messages: list[Message] | None = None,
         inject_requests: bool = True,
+        facts: FactsSource | None = None,
     ) -> None:
         self.model = model
         self.root = Path(root).resolve()
@@ -124,6 +126,8 @@ class Agent:
         self.inject_requests = inject_requests
         self.usage = Usage()
         self.num_turns = 0
+        self.facts = (FactExtractor(model, facts, self.usage, self.settings.facts_timeout_s)
+                      if facts is not None else None)
         # What this run did, for its episode: turns that completed, what was not done.
         self._request = ""
         self._completed: list[tuple[str, str]] = []  # (request, answer)
@@ -153,6 +157,8 @@ class Agent:
                 self._emit(info)
                 self._attach(info, turn)
             self._append({"role": "user", "content": user_text})
+            if self.facts is not None:
+                self.facts.start_turn(user_text)
             while True:
                 if steps:
                     self._microcompact()
@@ -319,6 +325,8 @@ class Agent:
         self._last_stop = stop
         if stop == "end":
             self._completed.append((self._request, text))
+            if self.facts is not None:
+                self.facts.after_answer(text)
         else:
             self._not_done.append(f"request {self._request[:80]!r}: {error or stop}")
         self._emit(TurnFinished(text, turn, steps, stop))  # type: ignore[arg-type]

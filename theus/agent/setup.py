@@ -26,7 +26,10 @@ class Runtime:
     memory: Memory
 
     async def close(self) -> None:
-        """End of the conversation: the session episode, the memory, the HTTP client."""
+        """End of the conversation: extractions still running (bounded), the session
+        episode, the memory, the HTTP client."""
+        if self.agent.facts is not None:
+            await self.agent.facts.settle()
         self.agent.end_session()
         self.memory.close()
         await self.agent.model.close()
@@ -57,7 +60,9 @@ def make_agent(
     # The semantic re-ranker earns recall extra time, once the memory says it is on.
     settings = settings or AgentSettings.from_env(
         semantic_on=memory.is_open and memory.semantic_on)
-    injector = Injector(settings, memory.recaller, memory.injection_stats())
+    injector = Injector(settings, memory.recaller, memory.injection_stats(),
+                        facts=lambda query: memory.facts.block_lines(query)
+                        if memory.facts is not None else [])
     if first_request is not None:
         injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S)
     else:
@@ -68,7 +73,7 @@ def make_agent(
         ModelClient(model_settings), memory.root, sink=sink, approver=approver,
         settings=settings, injector=injector, session=session, episodes=memory,
         max_turns=max_turns, refuse_protected=headless, allow_config_edits=allow_config_edits,
-        denied_hint=denied_hint, messages=messages or None)
+        denied_hint=denied_hint, messages=messages or None, facts=memory.facts_layer)
 
 
 def start_headless(root: Path, model_settings: ModelSettings, session: Session | None,

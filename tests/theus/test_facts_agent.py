@@ -1,0 +1,107 @@
+"""The facts layer through the agent: S1 on the request, S1.5 on the answer, asked of the
+scripted server's structured-output conversation with the real openai client, applied to the
+real graph; every failure of theirs leaves the turn as it was."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledge.memory import open_memory
+from tests.conftest import texts_of
+from tests.scripted_server import Reply, ScriptedServer, error, text
+from tests.theus.conftest import model_settings
+from tests.theus.test_headless import lines, theus
+
+
+def extraction(**found: Any) -> Reply:
+    empty: dict[str, list[Any]] = {"entities": [], "relations": [], "facts": [],
+                                    "corrections": []}
+    return text(json.dumps({**empty, **found}))
+
+
+POSTGRES = extraction(
+    entities=[{"label": "PostgreSQL", "type": "Technology", "layer": "UNIVERSAL"}],
+    facts=[{"subject": "PostgreSQL", "text": "the orders database runs on PostgreSQL",
+            "source": "user"}])
+
+
+def test_a_headless_run_keeps_what_the_user_said(server: ScriptedServer, repo: Path) -> None:
+    server.structured.append(POSTGRES)
+    server.add(text("Noted: orders on PostgreSQL."))
+    done = theus(["-p", "we moved the orders database to PostgreSQL",
+                  "--output-format", "json"], server, repo)
+    assert done.returncode == 0, done.stderr
+    result = lines(done.stdout)[-1]
+    assert result["usage"]["extraction_tokens"] > 0  # S1 and S1.5 count in the usage
+    s1, s15 = server.structured_requests  # one call each, no more
+    assert s1["response_format"]["json_schema"]["strict"] is True
+    assert "we moved the orders database" in json.dumps(s1["messages"])
+    assert "Noted: orders on PostgreSQL." in json.dumps(s15["messages"])
+    listed = json.loads(theus(["facts", "--json"], None, repo).stdout)
+    assert [(f["subject"], f["text"], f["current"]) for f in listed] == [
+        ("PostgreSQL", "the orders database runs on PostgreSQL", True)]
+
+
+@pytest.mark.parametrize("reply", [text("not json at all"), error(500, "extractor down"),
+                                   extraction(entities="nope")],
+                         ids=["garbage", "server-error", "wrong-shape"])
+def test_a_failing_extraction_leaves_the_run_as_it_was(
+        server: ScriptedServer, repo: Path, reply: Reply) -> None:
+    server.structured.extend([reply, reply])
+    server.add(text("The answer."))
+    done = theus(["-p", "we use PostgreSQL"], server, repo)
+    assert done.returncode == 0 and done.stdout == "The answer.\n"
+    assert "fact extraction (S1) skipped" in done.stderr
+    assert json.loads(theus(["facts", "--json"], None, repo).stdout) == []
+
+
+def test_a_slow_extraction_is_dropped_at_its_deadline(server: ScriptedServer, repo: Path) -> None:
+    slow = extraction(entities=[{"label": "PostgreSQL", "type": "Technology",
+                                 "layer": "UNIVERSAL"}])
+    slow.delay_s = 5.0
+    server.structured.extend([slow, slow])
+    server.add(text("The answer."))
+    start = time.monotonic()
+    done = theus(["-p", "we use PostgreSQL"], server, repo, THEUS_FACTS_TIMEOUT="0.5")
+    assert done.returncode == 0 and done.stdout == "The answer.\n"
+    assert time.monotonic() - start < 5.0
+    assert "no answer within 0.5s" in done.stderr
+
+
+def test_the_kill_switch_makes_no_extraction_call(server: ScriptedServer, repo: Path) -> None:
+    server.add(text("The answer."))
+    done = theus(["-p", "we use PostgreSQL"], server, repo, THEUS_NO_FACTS="1")
+    assert done.returncode == 0 and server.structured_requests == []
+
+
+async def test_what_was_said_is_in_the_next_requests_block(
+        server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from theus.agent.setup import make_agent
+
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    memory = open_memory(repo, index_if_missing=True)
+    agent = make_agent(memory, model_settings(server.url), None)
+    server.structured.append(extraction(
+        entities=[{"label": "Poetry", "type": "Technology", "layer": "UNIVERSAL"}],
+        facts=[{"subject": "Poetry", "text": "the shop is packaged with Poetry",
+                "source": "user"}]))
+    server.add(text("Good to know."), text("Run poetry add."))
+    try:
+        await agent.run_turn("I package the shop with Poetry")
+        assert agent.facts is not None
+        await agent.facts.settle()
+        await agent.run_turn("how should I add a dependency?")
+        sent = [t for m in server.requests[1]["messages"] for t in texts_of(m)]
+        block = next(t for t in sent if t.startswith("<system-reminder>"))
+        assert "Facts from this conversation" in block and "packaged with Poetry" in block
+    finally:
+        if agent.facts is not None:
+            await agent.facts.settle()
+        memory.close()
+        await agent.model.close()
