@@ -49,6 +49,22 @@ class Edge:
     kind: str
 
 
+# What the facts layer keeps on a node beside the index's fields: a re-index of its file
+# replaces the code's part and keeps these (`Graph.replace_owner`).
+RELATION_EDGE = "rel:"  # the kind prefix of an edge a conversation stated: "rel:USES_TECHNOLOGY"
+CONVERSATION_DATA = ("relations", "heat", "mentioned_at", "aliases", "seq", "pending_fields",
+                     "confidence")
+
+
+def _keep_conversation(fresh: Node, old: Node) -> Node:
+    told = {k: old.data[k] for k in CONVERSATION_DATA if k in old.data}
+    if not (old.facts or told):
+        return fresh
+    fresh.facts = old.facts
+    fresh.data = {**fresh.data, **told}
+    return fresh
+
+
 class GraphReader(Protocol):
     """What reading a graph needs (recall, the block, traversal): the loaded `Graph`, or
     `store.StoreGraph`, which reads node by node from the store for a one-shot command."""
@@ -246,19 +262,25 @@ class Graph:
     def replace_owner(self, owner: str, nodes: Iterable[Node], edges: Iterable[Edge]) -> None:
         """Make ``owner`` own exactly ``nodes``; rebuild the edges leaving them.
 
-        Nodes that survive keep their index, so edges from other owners into them stay.
-        Edges whose far end does not exist are dropped.
+        Nodes that survive keep their index, so edges from other owners into them stay, and
+        what a conversation attached to them (facts, relations, heat: `knowledge.facts`) is
+        kept, the code's own fields replaced. Edges whose far end does not exist are dropped.
         """
         with self.lock:
             fresh = {n.key: n for n in nodes}
             for key in self.owned(owner) - fresh.keys():
                 self.remove_node(key)
+            told: list[Edge] = []  # what a conversation related the surviving nodes to
             for node in fresh.values():
-                existed = node.key in self._index
+                old = self.get(node.key)
+                if old is not None:
+                    node = _keep_conversation(node, old)
+                    told += [e for e in self.out_edges(node.key)
+                             if e.kind.startswith(RELATION_EDGE)]
                 self.upsert(node, owner)
-                if existed:
+                if old is not None:
                     self.remove_out_edges(node.key)
-            for edge in edges:
+            for edge in [*edges, *told]:
                 self.add_edge(edge.src, edge.dst, edge.kind)
             self._touch(owner)
 

@@ -143,9 +143,7 @@ class Memory:
         try:
             from knowledge import memdir
 
-            report = memdir.sync(project)
-            if report.changed:
-                self._snapshot_ok = False  # the saved snapshot lacks these memories
+            memdir.sync(project)  # a change saved makes the scoring snapshot stale (`told`)
             if not self.one_shot:
                 self.bridge = memdir.MemdirWatcher(project, on_sync=self._synced)
                 self.bridge.start()
@@ -218,6 +216,20 @@ class Memory:
                 except Exception as exc:
                     log.warning("facts layer unavailable: %s", exc)
             return self.facts
+
+    def entity_labels(self, limit: int = 100) -> list[str]:
+        """What the conversation layer already knows, for an extraction prompt: from the
+        facts layer when open, else straight from the store (no graph load)."""
+        if self.facts is not None:
+            return self.facts.known_labels(limit)
+        self.open()
+        if self.project is None:
+            return []
+        try:
+            return self.project.store.labels("entity", limit)
+        except Exception as exc:
+            log.warning("entity labels unavailable: %s", exc)
+            return []
 
     def injection_stats(self) -> InjectionStats:
         """Injection counters that persist for `theus status` (kept in memory when the data

@@ -84,6 +84,8 @@ _REQUIRED_TABLES = ("meta", "files", "links", "nodes", "edges")
 
 # Owners of memory, episode and entity nodes: conversation, not the code index.
 _REMEMBERED = (keys.MEMORY_PREFIX, keys.EPISODE_PREFIX, keys.ENTITY_PREFIX)
+# Of those, what a person told (not episodes, saved by every run): `told` counts their saves.
+_TOLD = (keys.MEMORY_PREFIX, keys.ENTITY_PREFIX)
 
 
 @dataclass(slots=True)
@@ -204,10 +206,16 @@ class Store:
 
     def generation(self) -> int:
         """How many saves changed the files' part of the graph: derived data (the scoring
-        index and vector snapshots) records the generation it was made from. Memories and
-        episodes saved since join a snapshot when it is next rebuilt (a file changes, or
-        `theus index`); until then one-shot commands recall the ones it holds."""
+        index and vector snapshots) records the generation it was made from. Memories, facts
+        and episodes do not count (`told` tracks the first two; episodes saved since join a
+        snapshot when it is next rebuilt)."""
         rows = self._read("SELECT v FROM meta WHERE k = 'generation'")
+        return int(rows[0][0]) if rows else 0
+
+    def told(self) -> int:
+        """How many saves changed memories or facts: the scoring index snapshot records it
+        too, so a one-shot recall sees what was told since (episodes do not count)."""
+        rows = self._read("SELECT v FROM meta WHERE k = 'told'")
         return int(rows[0][0]) if rows else 0
 
     def files(self) -> dict[str, FileState]:
@@ -223,6 +231,11 @@ class Store:
         out = dict(self._read("SELECT kind, COUNT(*) FROM nodes GROUP BY kind"))
         out["edges"] = self._read("SELECT COUNT(*) FROM edges")[0][0]
         return out
+
+    def labels(self, kind: str, limit: int) -> list[str]:
+        """Labels of `kind` nodes, without loading the graph (the newest saves first)."""
+        return [label for (label,) in self._query(
+            "SELECT label FROM nodes WHERE kind = ? ORDER BY rowid DESC LIMIT ?", (kind, limit))]
 
     def load_graph(self) -> Graph:
         graph = Graph()
@@ -301,6 +314,9 @@ class Store:
                     # alone do not count: every headless run saves an episode, and a snapshot
                     # rebuilt for each would make every next one-shot command slow.
                     c.execute("INSERT INTO meta VALUES ('generation', '1') ON CONFLICT(k) DO "
+                              "UPDATE SET v = CAST(v AS INTEGER) + 1")
+                if any(o.startswith(_TOLD) for o in dirty):
+                    c.execute("INSERT INTO meta VALUES ('told', '1') ON CONFLICT(k) DO "
                               "UPDATE SET v = CAST(v AS INTEGER) + 1")
             self._writing = True
         except sqlite3.Error as exc:

@@ -20,7 +20,6 @@ from knowledge.facts.extraction import Correction, Extraction, Fact, Relation, S
 from knowledge.facts.match import Names, Said
 from knowledge.facts.ontology import ALIAS_OF, Layer, Ontology, as_layer
 from knowledge.facts.records import (
-    RELATION_EDGE,
     described,
     edge_kind,
     is_current,
@@ -28,7 +27,7 @@ from knowledge.facts.records import (
     relations,
     supersede,
 )
-from knowledge.graph import Graph, Node
+from knowledge.graph import RELATION_EDGE, Graph, Node
 from knowledge.keys import entity_key, fold_label, normalize
 from knowledge.redact import redact
 

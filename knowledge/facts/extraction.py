@@ -129,6 +129,11 @@ class Extraction:
     corrections: tuple[Correction, ...] = ()
     dropped: tuple[str, ...] = ()  # why each malformed item was left out
 
+    @property
+    def empty(self) -> bool:
+        """Nothing to apply (the common answer: most messages state nothing new)."""
+        return not (self.entities or self.relations or self.facts or self.corrections)
+
 
 def parse_extraction(raw: str) -> Extraction:
     """An `Extraction` from a model's answer; raises `ExtractionError` (module docstring)."""

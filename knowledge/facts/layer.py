@@ -34,14 +34,13 @@ from knowledge.facts.extraction import Extraction, Speaker
 from knowledge.facts.match import Names, Said, mentioned
 from knowledge.facts.ontology import Ontology
 from knowledge.facts.records import (
-    RELATION_EDGE,
     FactView,
     holds_records,
     line,
     relations,
     views,
 )
-from knowledge.graph import Graph, Node
+from knowledge.graph import RELATION_EDGE, Graph, Node
 from knowledge.project import Project
 from knowledge.store import StoreError
 from knowledge.switches import is_off

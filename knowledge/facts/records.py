@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from knowledge.graph import Node
+from knowledge.graph import RELATION_EDGE, Node
 
-RELATION_EDGE = "rel:"  # graph edge kind prefix of a current relation: "rel:USES_TECHNOLOGY"
 SUMMARY_CHARS = 1000  # of an entity's summary, what recall indexes (newest first)
 LINE_CHARS = 300  # of one line of the injected block
 

@@ -115,14 +115,15 @@ class Recaller:
         return self.content.read(deadline)
 
     # -- the snapshot a one-shot command loads (`snapshot`) ----------------------------------
-    def save_snapshot(self, path: Path, generation: int) -> None:
+    def save_snapshot(self, path: Path, generation: int, told: int = 0) -> None:
         """Write everything searching reads, fully up to date (every file read), tagged with
-        the store `generation` it reflects. Raises OSError when it cannot be written."""
+        the store `generation` and `told` count it reflects. Raises OSError when it cannot be
+        written."""
         self.warm()
         with self.graph.lock:
             arrays = {**self.index.freeze(), **self.content.freeze(), **self.history.freeze()}
         snapshot.write(path, arrays, {"format": SNAPSHOT_FORMAT, "generation": generation,
-                                      "history_head": self.history.head})
+                                      "told": told, "history_head": self.history.head})
 
     @classmethod
     def from_snapshot(cls, graph: GraphReader, root: Path, arrays: dict[str, np.ndarray],
@@ -279,7 +280,8 @@ def write_snapshot(project: Project, recaller: Recaller) -> bool:
     if project.unsaved or recaller.frozen:
         return False
     try:
-        recaller.save_snapshot(project.paths.recall_index, project.store.generation())
+        recaller.save_snapshot(project.paths.recall_index, project.store.generation(),
+                               project.store.told())
     except (OSError, StoreError) as exc:
         log.info("scoring index snapshot not written: %s", exc)
         return False
@@ -293,6 +295,7 @@ def _fresh_snapshot(project: Project) -> tuple[dict[str, np.ndarray], dict[str, 
         return None
     if (meta.get("format") != SNAPSHOT_FORMAT
             or meta.get("generation") != project.store.generation()
+            or meta.get("told", 0) != project.store.told()
             or meta.get("history_head") != history_head(project.root)):
         return None
     return arrays, meta

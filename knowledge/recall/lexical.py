@@ -74,6 +74,9 @@ def node_terms(node: Node) -> dict[str, float]:
         return out
     add(terms(node.summary), W_SUMMARY)
     add(terms(node.signature), W_SIGNATURE)
+    # What a conversation said of this file or symbol (`knowledge.facts`), current facts only.
+    add(terms(" ".join(f.get("text", "") for f in node.facts if f.get("valid_to") is None)),
+        W_SUMMARY)
     if node.kind == "file":
         parts = node.path.split("/")
         add(split_words("/".join(parts[:-1])), W_QUALIFIER)

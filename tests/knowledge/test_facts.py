@@ -449,3 +449,24 @@ def test_an_entity_without_a_layer_takes_its_types_default(project: Project) -> 
     found = entities(project)
     assert found["Angular"].layer == "UNIVERSAL" and found["Sandy"].layer == "PERSONAL"
     assert found["Sandy"].data["confidence"] < 1.0  # the assistant said it
+
+
+def test_what_was_said_of_a_file_outlives_its_re_index_and_is_recalled(
+        project: Project) -> None:
+    layer = layer_of(project)
+    said = "cart.py belongs to the payments team; it uses Stripe"
+    layer.apply(ex(entities=[("cart.py", "Document", P), ("Stripe", "Technology", U)],
+                   relations=[("cart.py", "Stripe", "USES_TECHNOLOGY")],
+                   facts=[("cart.py", "cart.py belongs to the payments team", "user")]),
+                said, "user")
+    cart = keys.file_key("src/cart.py")
+    assert [f["text"] for f in project.graph.get(cart).facts] == [
+        "cart.py belongs to the payments team"]
+    (project.root / "src/cart.py").write_text("class Cart:\n    def total(self):\n"
+                                              "        return 1\n")
+    project.update(["src/cart.py"])  # the file's nodes are rebuilt from the code
+    node = project.graph.get(cart)
+    assert [f["text"] for f in node.facts] == ["cart.py belongs to the payments team"]
+    assert any(e.kind == "rel:USES_TECHNOLOGY" for e in project.graph.out_edges(cart))
+    hits = Recaller(project.graph, project.root).recall("which file do the payments team own")
+    assert hits.files[0] == "src/cart.py"

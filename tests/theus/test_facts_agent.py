@@ -105,3 +105,20 @@ async def test_what_was_said_is_in_the_next_requests_block(
             await agent.facts.settle()
         memory.close()
         await agent.model.close()
+
+
+def test_the_next_headless_run_recalls_what_the_last_one_was_told(
+        server: ScriptedServer, repo: Path) -> None:
+    from tests.theus.test_headless import index
+
+    index(repo)
+    assert theus(["recall", "--json", "warm the snapshot"], None, repo).returncode == 0
+    server.structured.append(POSTGRES)
+    server.add(text("Noted."), text("PostgreSQL."))
+    assert theus(["-p", "we moved the orders database to PostgreSQL"], server,
+                 repo).returncode == 0
+    done = theus(["-p", "what runs the orders database?"], server, repo)
+    assert done.returncode == 0, done.stderr
+    sent = [t for m in server.requests[1]["messages"] for t in texts_of(m)]
+    assert any("orders database runs on PostgreSQL" in t for t in sent
+               if t.startswith("<system-reminder>"))

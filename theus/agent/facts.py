@@ -12,26 +12,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
-from typing import Any, Literal
+from collections.abc import Coroutine
+from typing import Any, Literal, Protocol
 
 from knowledge.facts import EXTRACTION_SCHEMA, FactsLayer, extraction_prompt, parse_extraction
 from knowledge.switches import is_off
-from theus.model import ModelClient
+from theus.model import ModelClient, ModelError
 from theus.protocol import Usage
 
 log = logging.getLogger(__name__)
 
 Speaker = Literal["user", "assistant"]
-# The memory's facts layer, opened on first use (None when off or unavailable).
-FactsSource = Callable[[], FactsLayer | None]
+# Faults of the server itself, which the turn's own call reports in its words: said once.
+SHARED_FAULTS = frozenset({"auth", "model", "network"})
+
+
+class FactsSource(Protocol):
+    """The memory's side (`knowledge.memory.Memory`)."""
+
+    facts: FactsLayer | None  # the layer once opened
+
+    def facts_layer(self) -> FactsLayer | None: ...  # opens it: loads the whole graph
+
+    def entity_labels(self, limit: int = 100) -> list[str]: ...  # cheap, for the prompt
 
 
 class FactExtractor:
-    def __init__(self, model: ModelClient, layer: FactsSource,
+    def __init__(self, model: ModelClient, source: FactsSource,
                  usage: Usage, timeout_s: float) -> None:
         self.model = model
-        self._layer = layer
+        self._source = source
         self.usage = usage
         self.timeout_s = timeout_s
         self.failed = 0
@@ -66,40 +76,36 @@ class FactExtractor:
         task.add_done_callback(self._pending.discard)
 
     async def _turn(self, request: str) -> None:
-        layer = await self._open()
+        layer = self._source.facts  # an unopened layer has nothing hot to age
         if layer is not None:
             await asyncio.to_thread(layer.cycle)
-            await self._extract("user", request, layer)
+        await self._extract("user", request)
 
-    async def _open(self) -> FactsLayer | None:
+    async def _extract(self, speaker: Speaker, text: str) -> None:
         try:
-            return await asyncio.to_thread(self._layer)
-        except Exception as exc:
-            log.warning("facts layer unavailable: %s", exc)
-            return None
-
-    async def _extract(self, speaker: Speaker, text: str,
-                       layer: FactsLayer | None = None) -> None:
-        layer = layer or await self._open()
-        if layer is None:
-            return
-        try:
-            known = await asyncio.to_thread(layer.known_labels)
+            known = await asyncio.to_thread(self._source.entity_labels)
             completion = await asyncio.wait_for(
                 self.model.complete_json(extraction_prompt(speaker, text, known),
                                          EXTRACTION_SCHEMA, "extraction"), self.timeout_s)
             self.usage.extraction_tokens += (completion.prompt_tokens
                                              + completion.completion_tokens)
             extraction = parse_extraction(completion.text)
-            await asyncio.to_thread(layer.apply, extraction, text, speaker)
+            if extraction.empty:  # nothing said worth keeping: the graph is not even loaded
+                return
+            layer = await asyncio.to_thread(self._source.facts_layer)
+            if layer is not None:
+                await asyncio.to_thread(layer.apply, extraction, text, speaker)
         except asyncio.CancelledError:
             raise
         except TimeoutError:
             self._failed(speaker, f"no answer within {self.timeout_s:g}s")
-        except Exception as exc:  # a model's garbage, a refused call, a store error
+        except ModelError as exc:  # the conversation's own calls report a server it shares
+            self._failed(speaker, str(exc), quiet=exc.kind in SHARED_FAULTS)
+        except Exception as exc:  # a model's garbage, a store error
             self._failed(speaker, f"{type(exc).__name__}: {exc}")
 
-    def _failed(self, speaker: Speaker, why: str) -> None:
+    def _failed(self, speaker: Speaker, why: str, quiet: bool = False) -> None:
         self.failed += 1
         stage = "S1" if speaker == "user" else "S1.5"
-        log.warning("fact extraction (%s) skipped: %s", stage, why)
+        log.log(logging.INFO if quiet else logging.WARNING,
+                "fact extraction (%s) skipped: %s", stage, why)

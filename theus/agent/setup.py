@@ -73,7 +73,7 @@ def make_agent(
         ModelClient(model_settings), memory.root, sink=sink, approver=approver,
         settings=settings, injector=injector, session=session, episodes=memory,
         max_turns=max_turns, refuse_protected=headless, allow_config_edits=allow_config_edits,
-        denied_hint=denied_hint, messages=messages or None, facts=memory.facts_layer)
+        denied_hint=denied_hint, messages=messages or None, facts=memory)
 
 
 def start_headless(root: Path, model_settings: ModelSettings, session: Session | None,
