@@ -36,7 +36,7 @@ from knowledge.history import head as history_head
 from knowledge.recall import kinds, snapshot
 from knowledge.recall.content import ContentIndex, FrozenContentIndex
 from knowledge.recall.history import FrozenHistoryIndex, HistoryIndex
-from knowledge.recall.intent import intent_of
+from knowledge.recall.intent import Intent, intent_of
 from knowledge.recall.lexical import FrozenLexicalIndex, LexicalIndex, Match
 from knowledge.recall.rank import RankedFile, RecallTuning, Signals, rank_files
 from knowledge.recall.tokens import mentioned_identifiers, query_terms, query_weights
@@ -50,6 +50,8 @@ WARM_SLICE_S = 0.05  # the background reader holds the content index's lock this
 RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when it is on)
 THRESHOLD = 0.35  # the best score a recall needs before anything is injected
 SNAPSHOT_FORMAT = 1  # bump when what `save_snapshot` writes changes meaning
+# A PERSONAL entity (what the user said) on a request about their own world.
+PERSONAL_BOOST = 1.25
 __all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Reranker",
            "make_recaller"]
 log = logging.getLogger(__name__)
@@ -210,7 +212,7 @@ class Recaller:
             signals = Signals(intent, match, content, named, history)
             files = rank_files(graph, query, signals, self.index.hash_vectors, tuning)
             best = calibrate(files[0].coverage, match.total) if files else 0.0
-            candidates = _file_hits(files, best) + _memory_hits(graph, match)
+            candidates = _file_hits(files, best) + _memory_hits(graph, match, intent)
         candidates.sort(key=lambda h: -h.score)  # stable: files keep their order
         late = False
         # Even with no lexical hit: the semantic layer can answer from nearest neighbours.
@@ -308,15 +310,19 @@ def _file_hits(files: list[RankedFile], best: float) -> list[Hit]:
                 round(best * f.score, 4), f.why, f.layer) for f in files]
 
 
-def _memory_hits(graph: GraphReader, match: Match) -> list[Hit]:
-    """Memories, episodes and entities the request's words name, scored by their own text."""
+def _memory_hits(graph: GraphReader, match: Match, intent: Intent) -> list[Hit]:
+    """Memories, episodes and entities the request's words name, scored by their own text;
+    what the user said of their own world first when the request is about it."""
     out = []
     for key, own in match.texts.items():
         node = graph.get(key)
         if node is not None:
-            out.append(Hit(node.key, node.kind, "", node.label, node.line,
-                           round(calibrate(own, match.total), 4),
-                           "matches " + ", ".join(match.terms_of(node)), "HOT"))
+            score = calibrate(own, match.total)
+            why = "matches " + ", ".join(match.terms_of(node))
+            if intent.personal and node.kind == "entity" and node.layer == "PERSONAL":
+                score, why = min(1.0, score * PERSONAL_BOOST), why + "; what you said"
+            out.append(Hit(node.key, node.kind, "", node.label, node.line, round(score, 4),
+                           why, "HOT"))
     return out
 
 

@@ -3,7 +3,9 @@
 Decided on the request's head (its first line, up to the first sentence end), where a request
 says what it is about; a long body mentions tests and docs in passing ("added a test", "see
 the docs") without asking for them. A change or a bug wants implementation files first; a
-request about tests wants tests first; one about documentation wants docs first.
+request about tests wants tests first; one about documentation wants docs first. A request
+about the user's own world ("my projects", "what do we use") prefers what the user said
+(the facts layer's PERSONAL entities) to world knowledge.
 """
 
 from __future__ import annotations
@@ -24,13 +26,22 @@ _DOCS = re.compile(
     re.IGNORECASE,
 )
 
+# English and Spanish (the facts layer takes both): first person, singular or plural.
+_PERSONAL = re.compile(
+    r"\b(my|mine|our|ours|we|us|i|me|i'm|we're|we've|mis?|mí[oa]s?|nuestr[oa]s?|yo|"
+    r"nosotr[oa]s|tengo|tenemos|uso|usamos)\b",
+    re.IGNORECASE,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Intent:
     tests: bool = False  # the request is about tests
     docs: bool = False  # the request is about documentation
+    personal: bool = False  # the request is about the user's own world
 
 
 def intent_of(query: str) -> Intent:
     first = head(query)
-    return Intent(tests=bool(_TESTS.search(first)), docs=bool(_DOCS.search(first)))
+    return Intent(tests=bool(_TESTS.search(first)), docs=bool(_DOCS.search(first)),
+                  personal=bool(_PERSONAL.search(first)))

@@ -470,3 +470,20 @@ def test_what_was_said_of_a_file_outlives_its_re_index_and_is_recalled(
     assert any(e.kind == "rel:USES_TECHNOLOGY" for e in project.graph.out_edges(cart))
     hits = Recaller(project.graph, project.root).recall("which file do the payments team own")
     assert hits.files[0] == "src/cart.py"
+
+
+def test_a_request_about_the_users_world_prefers_what_they_said(project: Project) -> None:
+    layer = layer_of(project)
+    layer.apply(ex(entities=[("SQLite", "Technology", U)],
+                   facts=[("SQLite", "SQLite is a database engine you embed", "world")]),
+                "SQLite is a database engine you embed", "assistant")
+    layer.apply(ex(entities=[("Ledger", "Project", P)],
+                   facts=[("Ledger", "Ledger keeps its database in PostgreSQL", "user")]),
+                "Ledger keeps its database in PostgreSQL", "user")
+    recaller = Recaller(project.graph, project.root)
+
+    def entities(query: str) -> list[str]:
+        return [h.name for h in recaller.recall(query).hits if h.kind == "entity"]
+
+    assert entities("which database do we use?")[0] == "Ledger"  # ours first
+    assert entities("what is a database engine?")[0] == "SQLite"  # the world's
