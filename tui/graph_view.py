@@ -3,6 +3,7 @@ files, and a node's detail (edges grouped by kind, the file text for the preview
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -26,6 +27,8 @@ class Folders:
     dirs: dict[str, list[str]] = field(default_factory=dict)
     files: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # (name, file key)
     with_parts: set[str] = field(default_factory=set)  # file keys that contain something
+    # What conversations told (`knowledge.facts`): (label, key) of each node holding facts.
+    told: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def build(cls, graph: Graph) -> Folders:
@@ -34,6 +37,9 @@ class Folders:
         with graph.lock:
             paths = [(n.path, n.key) for n in graph.nodes("file")]
             with_parts = {key for _, key in paths if graph.out_edges(key, "contains")}
+            told = sorted(((n.label, n.key) for n in graph.nodes()
+                           if n.facts or n.data.get("relations")),
+                          key=lambda t: t[0].casefold())
         for path, key in paths:
             pure = PurePosixPath(path)
             parent = "" if str(pure.parent) == "." else str(pure.parent)
@@ -45,7 +51,7 @@ class Folders:
                 parent = up_s
         return cls({d: sorted(s, key=str.casefold) for d, s in dirs.items()},
                    {d: sorted(f, key=lambda t: t[0].casefold()) for d, f in files.items()},
-                   with_parts)
+                   with_parts, told)
 
 
 def children(graph: Graph, key: str) -> list[Node]:
@@ -119,6 +125,15 @@ def header(node: Node) -> str:
         lines.append(f"sig      {node.signature}")
     if node.summary:
         lines.append(f"summary  {node.summary}")
-    for fact in node.facts[:8]:
-        lines.append("fact     " + ", ".join(f"{k}={v}" for k, v in fact.items()))
+    records = [(r, str(r.get("text", ""))) for r in node.facts]
+    records += [(r, f"{r.get('type', '')} → {r.get('label', r.get('target', ''))}")
+                for r in node.data.get("relations", [])]
+    for record, text in sorted(records, key=lambda rt: rt[0].get("valid_to") is not None):
+        until = record.get("valid_to")
+        said = f"[{str(record.get('layer', '')).lower()}, {record.get('source', '')}]"
+        if until is None:
+            lines.append(f"fact     {text}  {said}")
+        else:
+            day = time.strftime("%Y-%m-%d", time.localtime(float(until)))
+            lines.append(f"was      {text}  {said} until {day}")
     return "\n".join(lines)

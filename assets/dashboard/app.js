@@ -535,10 +535,17 @@ function showDetails(f) {
   stats.append(stat("links", fmt(f.neighbour_count)), stat("importance", f.w.toFixed(2)));
   if (f.data && f.data.size) stats.append(stat("bytes", fmt(f.data.size)));
   body.append(stats);
-  if (f.facts && f.facts.length) {
+  // What conversations told: current facts and relations, then what corrections replaced.
+  const told = [...(f.facts || []).map((r) => [r, r.text]),
+    ...((f.data && f.data.relations) || []).map((r) => [r, `${r.type} → ${r.label || r.target}`])];
+  if (told.length) {
     body.append(el("h3", "", "Facts"));
     const ul = el("ul", "neighbours");
-    for (const fact of f.facts) ul.append(el("li", "", fact.text || JSON.stringify(fact)));
+    told.sort((a, b) => (a[0].valid_to == null ? 0 : 1) - (b[0].valid_to == null ? 0 : 1));
+    for (const [record, text] of told) {
+      const was = record.valid_to != null;
+      ul.append(el("li", was ? "was" : "", was ? `was: ${text}` : text));
+    }
     body.append(ul);
   }
   body.append(el("h3", "", `Neighbours (${fmt(f.neighbour_count)})`));

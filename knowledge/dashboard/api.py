@@ -25,7 +25,7 @@ MAX_LIMIT = 20000
 MAX_DEPTH = 3
 MAX_NEIGHBOURS = 300
 _MEMO_SIZE = 32
-_PUBLIC_DATA = ("size", "reason", "references", "language")
+_PUBLIC_DATA = ("size", "reason", "references", "language", "relations")
 _TEXT_CAP = 400
 
 

@@ -523,3 +523,26 @@ def test_layout_keeps_symbols_by_their_file_and_files_by_their_folder() -> None:
         cy = sum(f["y"] for f in mine) / len(mine)
         centre = {"x": cx, "y": cy}
         assert nearest(centre, files)["path"].startswith(folder + "/")
+
+
+def test_the_graph_route_shows_what_was_told_with_its_history(
+        served: tuple[Client, Project]) -> None:
+    from knowledge.facts import FactsLayer, parse_extraction
+
+    client, project = served
+    layer = FactsLayer(project)
+    for db, said in (("SQLite", "the shop keeps orders in SQLite"),
+                     ("PostgreSQL", "we moved the shop from SQLite to PostgreSQL")):
+        layer.apply(parse_extraction(json.dumps({
+            "entities": [{"label": "Shop", "type": "Project", "layer": "PERSONAL"},
+                         {"label": db, "type": "Technology", "layer": "UNIVERSAL"}],
+            "relations": [{"source": "Shop", "target": db, "type": "USES_TECHNOLOGY"}],
+            "facts": [],
+            "corrections": ([{"subject": "Shop", "old": "SQLite", "new": "PostgreSQL"}]
+                            if db == "PostgreSQL" else [])})), said, "user")
+    focus = client.json("/api/graph?node=ent:shop&depth=1")["focus"]
+    told = {(r["label"], r["valid_to"] is None) for r in focus["data"]["relations"]}
+    assert told == {("PostgreSQL", True), ("SQLite", False)}
+    edges = {(nb["key"], nb["edge"]) for nb in focus["neighbours"]}
+    assert ("ent:postgresql", "rel:USES_TECHNOLOGY") in edges
+    assert ("ent:sqlite", "rel:USES_TECHNOLOGY") not in edges  # history, not current

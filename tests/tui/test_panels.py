@@ -258,3 +258,39 @@ async def test_first_index_in_the_app_uses_the_process_pool(
         assert view.first().result.recall.hits[0].key == "sym:mod205.py#f205"
         app.refresh_status()
         await wait_for(pilot, lambda: "213 files" in str(app.screen.query_one(StatusBar).render()))
+
+
+async def test_the_graph_panel_shows_what_was_told_with_its_history(
+        make_app: MakeApp, repo: Path) -> None:
+    import json
+
+    from knowledge.facts import FactsLayer, parse_extraction
+
+    project = Project(repo)
+    project.index()
+    layer = FactsLayer(project)
+    for db in ("SQLite", "PostgreSQL"):
+        said = f"the shop keeps its orders in {db}"
+        old = "SQLite" if db == "PostgreSQL" else ""
+        layer.apply(parse_extraction(json.dumps({
+            "entities": [{"label": "Shop", "type": "Project", "layer": "PERSONAL"},
+                         {"label": db, "type": "Technology", "layer": "UNIVERSAL"}],
+            "relations": [{"source": "Shop", "target": db, "type": "USES_TECHNOLOGY"}],
+            "facts": [], "corrections": [{"subject": "Shop", "old": old, "new": db}]
+            if old else []})), f"we moved: {said}" if old else said, "user")
+    project.save()
+    project.close()
+    app = make_app(model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_graph(pilot)
+        tree = screen.query_one("#tree", Tree)
+        await wait_for(pilot, lambda: any(str(n.label).startswith("(told:")
+                                          for n in tree.root.children))
+        told = next(n for n in tree.root.children if str(n.label).startswith("(told:"))
+        shop = next(n for n in told.children if str(n.label) == "Shop")
+        screen.show(shop.data[1])
+        detail = screen.query_one("#detail", Static)
+        await wait_for(pilot, lambda: "USES_TECHNOLOGY" in str(detail.render()))
+        head = str(detail.render())
+        assert "fact     USES_TECHNOLOGY → PostgreSQL" in head
+        assert "was      USES_TECHNOLOGY → SQLite" in head and "until" in head

@@ -93,6 +93,10 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         tree = self.query_one("#tree", Tree)
         tree.root.set_label(name or "project")
         tree.root.data = ("dir", "")
+        if folders.told:  # what conversations told, above the files
+            told = tree.root.add(f"(told: {len(folders.told)})", data=("told", ""))
+            for label, key in folders.told:
+                told.add_leaf(label, data=("node", key))
         self._fill_dir(tree.root, "")
         tree.root.expand()
 
