@@ -122,3 +122,63 @@ def test_the_next_headless_run_recalls_what_the_last_one_was_told(
     sent = [t for m in server.requests[1]["messages"] for t in texts_of(m)]
     assert any("orders database runs on PostgreSQL" in t for t in sent
                if t.startswith("<system-reminder>"))
+
+
+SPECS = sorted((Path(__file__).resolve().parents[1] / "knowledge" / "facts_specs").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+async def test_each_graph_quality_spec_holds_through_the_agent(
+        path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The specs' conversations played through the real pipeline: the agent's requests, the
+    model's answers and its extractions come from the scripted server, S1 and S1.5 run as
+    in a session; then every declared check runs on the memory's facts layer."""
+    from tests.conftest import write_tree
+    from tests.knowledge.test_facts_specs import CHECKS
+    from theus.agent.setup import make_agent
+
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    turns = spec["turns"]
+    by_text = {t["text"]: t["extraction"] for t in turns}
+
+    def extract(body: dict[str, Any]) -> Reply:  # what the message it is asked about says
+        asked = json.dumps(body["messages"], ensure_ascii=False)
+        found = [e for said, e in by_text.items() if json.dumps(said, ensure_ascii=False)[1:-1]
+                 in asked]
+        return extraction(**found[0]) if found else extraction()
+
+    root = write_tree(tmp_path / "repo", spec.get("files") or {"README.md": "# notes\n"})
+    memory = open_memory(root, index_if_missing=True)
+    with ScriptedServer() as server:
+        server.structured.append(_repeating(extract))
+        agent = make_agent(memory, model_settings(server.url), None)
+        try:
+            for i, turn in enumerate(turns):
+                if turn["speaker"] != "user":
+                    continue
+                follows = turns[i + 1] if i + 1 < len(turns) else None
+                server.add(text(follows["text"] if follows and follows["speaker"] == "assistant"
+                                else "Noted."))
+                await agent.run_turn(turn["text"])
+                assert agent.facts is not None
+                await agent.facts.settle()
+            layer = memory.facts
+            assert layer is not None and agent.facts.failed == 0
+            declared = [(kind, item) for kind, items in spec["checks"].items() for item in items]
+            failures = [f"{kind} {item}: {problem}" for kind, item in declared
+                        if (problem := CHECKS[kind](layer, item)) is not None]
+            assert failures == [] and len(declared) >= 15
+        finally:
+            memory.close()
+            await agent.model.close()
+
+
+def _repeating(reply: Any) -> Any:
+    """A structured-script item served for every extraction request."""
+    def serve(body: dict[str, Any]) -> Reply:
+        answer: Reply = reply(body)
+        answer.repeat = True
+        return answer
+    return serve
