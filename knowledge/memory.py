@@ -88,7 +88,8 @@ class Memory:
             self._open_semantic(self.project)
             if self._watch:
                 self.start_watcher()
-            self._open_episodes(self.project)
+            if not self.one_shot:  # a one-shot run opens them when it records (`_episodes`)
+                self._open_episodes(self.project)
             self._open_bridge(self.project)
             return self
 
@@ -143,7 +144,8 @@ class Memory:
         try:
             from knowledge import memdir
 
-            memdir.sync(project)  # a change saved makes the scoring snapshot stale (`told`)
+            # A change saved makes the scoring snapshot stale (`told`).
+            memdir.sync_if_changed(project)
             if not self.one_shot:
                 self.bridge = memdir.MemdirWatcher(project, on_sync=self._synced)
                 self.bridge.start()
@@ -246,16 +248,19 @@ class Memory:
     # The agent's episodes port: a no-op while episodes are off or unavailable.
     def record(self, kind: str, text: str, session_id: str | None, files: Sequence[str] = (),
                title: str | None = None) -> Episode | None:
-        self.open()
-        if self.episodes is None:
-            return None
-        return self.episodes.record(kind, text, session_id, files, title)
+        episodes = self._episodes()
+        return episodes.record(kind, text, session_id, files, title) if episodes else None
 
     def record_run(self, run: RunSummary, session_id: str) -> Episode | None:
+        episodes = self._episodes()
+        return episodes.record_run(run, session_id) if episodes else None
+
+    def _episodes(self) -> EpisodeStore | None:
         self.open()
-        if self.episodes is None:
-            return None
-        return self.episodes.record_run(run, session_id)
+        with self._lock:
+            if self.episodes is None and self.one_shot and self.project is not None:
+                self._open_episodes(self.project)
+            return self.episodes
 
     # -- closing -------------------------------------------------------------------------------
     def close(self, patience_s: float | None = None) -> None:

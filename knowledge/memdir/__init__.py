@@ -14,25 +14,51 @@ The bridge keeps the file and the graph in step, both ways and idempotently:
 A person editing MEMORY.md by hand is the normal case: the file is the truth, the graph follows.
 
 Modules, each importing only those above it: `format` (the index format, no I/O), `files`
-(the directory on disk), `bridge` (sync), `crud` (add/edit/delete), `watcher`, `status`.
+(the directory on disk), `bridge` (sync), `seen` (whether a sync is due), `crud`
+(add/edit/delete), `watcher`, `status`.
 `THEUS_NO_MEMDIR=1` turns the bridge off.
 """
 
-from knowledge.memdir.bridge import SyncReport, sync
-from knowledge.memdir.crud import (
-    AmbiguousKey,
-    MemoryChange,
-    MemoryNotFound,
-    add_memory,
-    delete_memory,
-    edit_memory,
-    memories,
-    resolve_key,
-)
-from knowledge.memdir.files import MemdirFull, MemoryDir
-from knowledge.memdir.format import DEFAULT_CAPS, Caps
-from knowledge.memdir.status import status_section
-from knowledge.memdir.watcher import MemdirWatcher
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from knowledge.memdir.bridge import SyncReport, sync
+    from knowledge.memdir.crud import (
+        AmbiguousKey,
+        MemoryChange,
+        MemoryNotFound,
+        add_memory,
+        delete_memory,
+        edit_memory,
+        memories,
+        resolve_key,
+    )
+    from knowledge.memdir.files import MemdirFull, MemoryDir
+    from knowledge.memdir.format import DEFAULT_CAPS, Caps
+    from knowledge.memdir.seen import sync_if_changed
+    from knowledge.memdir.status import status_section
+    from knowledge.memdir.watcher import MemdirWatcher
+
+# Each name's module, imported when first used: a one-shot run that only checks whether
+# MEMORY.md moved (`bridge`) does not pay for the rest.
+_HOME = {
+    "SyncReport": "bridge", "sync": "bridge", "sync_if_changed": "seen",
+    "AmbiguousKey": "crud", "MemoryChange": "crud", "MemoryNotFound": "crud",
+    "add_memory": "crud", "delete_memory": "crud", "edit_memory": "crud", "memories": "crud",
+    "resolve_key": "crud", "MemdirFull": "files", "MemoryDir": "files",
+    "DEFAULT_CAPS": "format", "Caps": "format", "status_section": "status",
+    "MemdirWatcher": "watcher",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+
 
 __all__ = [
     "DEFAULT_CAPS",
@@ -51,4 +77,5 @@ __all__ = [
     "resolve_key",
     "status_section",
     "sync",
+    "sync_if_changed",
 ]

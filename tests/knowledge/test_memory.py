@@ -30,7 +30,7 @@ def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(knowledge.watch, "maybe_start", boom)
     monkeypatch.setattr(knowledge.episodes, "EpisodeStore", boom)
-    monkeypatch.setattr(knowledge.memdir, "sync", boom)
+    monkeypatch.setattr(knowledge.memdir, "sync_if_changed", boom)
     monkeypatch.setattr(knowledge.embed.layer, "SemanticLayer", boom)
     memory = open_memory(repo)
     assert memory.project is not None and memory.watcher is None and memory.episodes is None
@@ -123,3 +123,27 @@ def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
         assert "watched_dirs" not in gather(memory.project)["watcher"]  # type: ignore[arg-type]
     finally:
         memory.close()
+
+
+def test_a_one_shot_memory_syncs_memory_md_only_when_something_moved(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync loads the whole graph (a second on a large project): a one-shot run pays it
+    only when MEMORY.md or the stored memories changed since the last sync."""
+    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    first = open_memory(repo, one_shot=True, index_if_missing=True)
+    assert first.project is not None
+    memory_md = first.project.paths.memory / "MEMORY.md"
+    first.close()
+    quiet = open_memory(repo, one_shot=True)
+    assert quiet.project is not None and not quiet.project.graph_loaded
+    quiet.close()
+    memory_md.parent.mkdir(parents=True, exist_ok=True)
+    memory_md.write_text("- invoices are numbered per year\n")
+    edited = open_memory(repo, one_shot=True)
+    assert edited.project is not None and edited.project.graph_loaded  # synced
+    assert any("per year" in n.label for n in edited.project.graph.nodes("memory"))
+    edited.close()
+    again = open_memory(repo, one_shot=True)
+    assert again.project is not None and not again.project.graph_loaded
+    again.close()
