@@ -141,13 +141,16 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
     monkeypatch.setenv("THEUS_NO_WATCH", "1")
     spec = json.loads(path.read_text(encoding="utf-8"))
     turns = spec["turns"]
-    by_text = {t["text"]: t["extraction"] for t in turns}
+    by_text = {t["text"]: t for t in turns}
 
     def extract(body: dict[str, Any]) -> Reply:  # what the message it is asked about says
         asked = json.dumps(body["messages"], ensure_ascii=False)
-        found = [e for said, e in by_text.items() if json.dumps(said, ensure_ascii=False)[1:-1]
+        found = [t for said, t in by_text.items() if json.dumps(said, ensure_ascii=False)[1:-1]
                  in asked]
-        return extraction(**found[0]) if found else extraction()
+        reply = extraction(**found[0]["extraction"]) if found else extraction()
+        if found and found[0]["speaker"] == "user":
+            reply.delay_s = 0.3  # S1 answers after S1.5 is asked: applied first all the same
+        return reply
 
     root = write_tree(tmp_path / "repo", spec.get("files") or {"README.md": "# notes\n"})
     memory = open_memory(root, index_if_missing=True)

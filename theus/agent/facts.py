@@ -46,6 +46,7 @@ class FactExtractor:
         self.timeout_s = timeout_s
         self.failed = 0
         self._pending: set[asyncio.Task[None]] = set()
+        self._s1: asyncio.Task[None] | None = None  # this turn's S1
 
     @property
     def on(self) -> bool:
@@ -54,12 +55,18 @@ class FactExtractor:
     def start_turn(self, request: str) -> None:
         """S1: age what was said before (hot -> warm -> cold), then extract from `request`."""
         if self.on:
-            self._spawn(self._turn(request))
+            self._s1 = self._spawn(self._turn(request))
 
     def after_answer(self, answer: str) -> None:
-        """S1.5: what the assistant said, once the answer is given."""
+        """S1.5: what the assistant said, once the answer is given (applied after the
+        request's S1, as it was said after it)."""
         if self.on and answer.strip():
-            self._spawn(self._extract("assistant", answer))
+            self._spawn(self._after(self._s1, answer))
+
+    async def _after(self, s1: asyncio.Task[None] | None, answer: str) -> None:
+        if s1 is not None:
+            await asyncio.wait({s1})  # its outcome is its own: failures are logged there
+        await self._extract("assistant", answer)
 
     async def settle(self, timeout_s: float | None = None) -> None:
         """Wait for the extractions still running (bounded); the late ones are cancelled."""
@@ -70,10 +77,11 @@ class FactExtractor:
         for task in late:
             task.cancel()
 
-    def _spawn(self, job: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, job: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(job)
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+        return task
 
     async def _turn(self, request: str) -> None:
         layer = self._source.facts  # an unopened layer has nothing hot to age
