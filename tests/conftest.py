@@ -46,3 +46,14 @@ def texts_of(message: dict[str, object]) -> list[str]:
     if isinstance(content, list):
         return [str(part.get("text", "")) for part in content if isinstance(part, dict)]
     return [content] if isinstance(content, str) else []
+
+
+class TickingClock:
+    """Epoch seconds that move one second a call: deterministic order for timestamped records."""
+
+    def __init__(self) -> None:
+        self.t = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        self.t += 1.0
+        return self.t

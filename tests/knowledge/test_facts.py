@@ -25,7 +25,7 @@ from knowledge.facts import (
 from knowledge.project import Project
 from knowledge.recall import Recaller
 from knowledge.store import StoreError
-from tests.conftest import indexed_project
+from tests.conftest import TickingClock, indexed_project
 
 FILES: dict[str, str | bytes] = {
     "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
@@ -44,17 +44,8 @@ def project(tmp_path: Path) -> Iterator[Project]:
 P, U = "PERSONAL", "UNIVERSAL"  # the two layers, short for the tables below
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        self.t += 1.0
-        return self.t
-
-
 def layer_of(project: Project) -> FactsLayer:
-    return FactsLayer(project, Clock())
+    return FactsLayer(project, TickingClock())
 
 
 Triples = Sequence[tuple[str, str, str]]

@@ -19,19 +19,10 @@ from knowledge.facts import FactsLayer, FactView, parse_extraction
 from knowledge.graph import Node
 from knowledge.keys import fold_label
 from knowledge.project import Project
-from tests.conftest import write_tree
+from tests.conftest import TickingClock, write_tree
 
 SPECS = sorted((Path(__file__).parent / "facts_specs").glob("*.json"))
 Check = Callable[[FactsLayer, dict[str, Any]], str | None]  # None when it passed
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        self.t += 1.0
-        return self.t
 
 
 def _entity(layer: FactsLayer, label: str) -> Node | None:
@@ -121,7 +112,7 @@ def run_spec(spec: dict[str, Any], root: Path) -> tuple[int, list[str]]:
     try:
         if spec.get("files"):
             project.index()
-        layer = FactsLayer(project, Clock())
+        layer = FactsLayer(project, TickingClock())
         for turn in spec["turns"]:
             if turn["speaker"] == "user":  # a turn starts with the user's message
                 layer.cycle()
