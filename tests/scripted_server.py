@@ -103,17 +103,6 @@ class ScriptedServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
                                         name="scripted-openai")
 
-    def _next_structured(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            self.structured_requests.append(body)
-            if not self.structured:
-                return text(json.dumps(_empty_of(body["response_format"])))
-            item = self.structured[0]
-            reply = item(body) if callable(item) else item
-            if not reply.repeat:
-                self.structured.pop(0)
-            return reply
-
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -142,15 +131,22 @@ class ScriptedServer:
 
     def _next(self, body: dict[str, Any]) -> Reply:
         if body.get("response_format"):
-            return self._next_structured(body)
+            found_nothing = text(json.dumps(_empty_of(body["response_format"])))
+            return self._take(self.structured, self.structured_requests, body, found_nothing)
+        exhausted = error(500, "scripted server: script exhausted")
+        return self._take(self.script, self.requests, body, exhausted)
+
+    def _take(self, script: list[ScriptItem], seen: list[dict[str, Any]], body: dict[str, Any],
+              when_empty: Reply) -> Reply:
+        """The next reply of `script` for `body` (kept when it repeats), recorded in `seen`."""
         with self._lock:
-            self.requests.append(body)
-            if not self.script:
-                return error(500, "scripted server: script exhausted")
-            item = self.script[0]
+            seen.append(body)
+            if not script:
+                return when_empty
+            item = script[0]
             reply = item(body) if callable(item) else item
             if not reply.repeat:
-                self.script.pop(0)
+                script.pop(0)
             return reply
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
