@@ -64,8 +64,9 @@ class Memory:
         self._opened = False
         self._lock = threading.RLock()
         self._recaller: Recaller | None = None
-        # A one-shot recaller reads the saved snapshot until the graph moves (a watcher
-        # update, a MEMORY.md edit synced): then a live one is built.
+        # A one-shot recaller reads the saved snapshot until a watcher update moves the graph
+        # under it: then a live one is built. (What is told, MEMORY.md included, outdates the
+        # snapshot on disk through the store's `told` counter.)
         self._snapshot_ok = True
 
     # -- opening -------------------------------------------------------------------------------
