@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from knowledge.facts.records import holds_records
 from knowledge.graph import Graph, Node
 from knowledge.index.languages import LANGUAGES
 
@@ -37,8 +38,7 @@ class Folders:
         with graph.lock:
             paths = [(n.path, n.key) for n in graph.nodes("file")]
             with_parts = {key for _, key in paths if graph.out_edges(key, "contains")}
-            told = sorted(((n.label, n.key) for n in graph.nodes()
-                           if n.facts or n.data.get("relations")),
+            told = sorted(((n.label, n.key) for n in graph.nodes() if holds_records(n)),
                           key=lambda t: t[0].casefold())
         for path, key in paths:
             pure = PurePosixPath(path)
