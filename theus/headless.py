@@ -215,7 +215,7 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         log.exception("the run failed")
         text, stop, error = "", "error", f"internal error: {exc!r}"
     finally:
-        await runtime.close()
+        await runtime.close(interrupted=stop == "cancelled")
     subtype = {"end": "success", "max_turns": "error_max_turns",
                "cancelled": "error_interrupted"}.get(stop, "error_during_execution")
     payload = result_payload(subtype=subtype, text=text, session_id=session.id,

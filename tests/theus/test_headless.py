@@ -272,6 +272,7 @@ def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Pat
     import signal
 
     server.add(text("too late", delay_s=20))
+    server.structured.append(text("{}", delay_s=20))  # an extraction still running, too
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": os.environ["THEUS_HOME"], "THEUS_NO_WATCH": "1",
                 "THEUS_NO_EMBEDDINGS": "1", "THEUS_BASE_URL": server.url,
@@ -286,9 +287,11 @@ def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Pat
     while not server.requests and time.monotonic() < deadline:  # the model call is in flight
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
+    interrupted = time.monotonic()
     out, err = proc.communicate(timeout=30)
     events = lines(out)
     assert proc.returncode == 130, err
+    assert time.monotonic() - interrupted < 10  # the 20 s extraction was dropped, not awaited
     assert events[-1]["type"] == "result" and events[-1]["subtype"] == "error_interrupted"
 
 

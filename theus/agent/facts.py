@@ -73,7 +73,8 @@ class FactExtractor:
         pending = set(self._pending)
         if not pending:
             return
-        _, late = await asyncio.wait(pending, timeout=timeout_s or self.timeout_s)
+        wait_s = self.timeout_s if timeout_s is None else timeout_s
+        _, late = await asyncio.wait(pending, timeout=wait_s)
         for task in late:
             task.cancel()
 

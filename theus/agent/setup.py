@@ -25,11 +25,11 @@ class Runtime:
     agent: Agent
     memory: Memory
 
-    async def close(self) -> None:
-        """End of the conversation: extractions still running (bounded), the session
-        episode, the memory, the HTTP client."""
+    async def close(self, interrupted: bool = False) -> None:
+        """End of the conversation: extractions still running (bounded; dropped at once when
+        the user interrupted), the session episode, the memory, the HTTP client."""
         if self.agent.facts is not None:
-            await self.agent.facts.settle()
+            await self.agent.facts.settle(0.0 if interrupted else None)
         self.agent.end_session()
         self.memory.close()
         await self.agent.model.close()
