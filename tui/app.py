@@ -148,7 +148,7 @@ class TheusApp(App[int]):
         """Counts and watcher state, off the event loop: the graph lock may be held for a
         while (recall warm-up, a big re-index). One at a time (`_status_busy`)."""
         try:
-            fields: dict[str, Any] = {"indexing": False, "watcher": self._watcher_state()}
+            fields: dict[str, Any] = {"watcher": self._watcher_state()}
             graph = self.engine.project.graph
             version = graph.version
             counts = self.engine.counts() if version != self._graph_version else None
@@ -156,6 +156,8 @@ class TheusApp(App[int]):
             if moved:
                 fields["counts"] = counts
                 self._graph_version = version
+            if self._graph_version != -1:  # "indexing" until the graph was counted once
+                fields["indexing"] = False
             self.call_from_thread(self.update_status, **fields)
             if moved:  # the watcher re-indexed something: refresh the panel on screen
                 self.post_message(IndexChanged("graph"))

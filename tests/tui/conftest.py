@@ -90,8 +90,10 @@ async def wait_for(pilot: Pilot[Any], condition: Callable[[], Any], timeout: flo
 
 
 async def ready(pilot: Pilot[Any]) -> None:
-    """The graph is loaded and the recall index warm."""
+    """The graph is loaded, the recall index warm and the status bar has counted it (the
+    count waits for a busy graph on a later tick instead of blocking)."""
     app = pilot.app
     await wait_for(pilot, lambda: app.engine.loaded)  # type: ignore[attr-defined]
     await app.workers.wait_for_complete()
+    await wait_for(pilot, lambda: not app.status["indexing"])  # type: ignore[attr-defined]
     await pilot.pause()
