@@ -16,7 +16,6 @@ object we have not seen is new or changed. Its texts are looked up in the persis
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.filetext import passages, read_text
 from knowledge.graph import Graph, Node
+from knowledge.vectors.port import StoreUnavailable
 
 Progress = Callable[[int, int], None]
 
@@ -266,7 +266,7 @@ def _compute(todo: list[_Todo], found: dict[str, Rows], embedder: Embedder,
         if cache is not None:
             try:
                 cache.put_many(texts, vectors)
-            except sqlite3.Error as exc:  # only a cache: the vectors stay in memory
+            except StoreUnavailable as exc:  # only a cache: the vectors stay in memory
                 report.errors.append(f"vector cache: {exc}")
         found.update(zip(texts, vectors, strict=True))
         report.embedded += len(texts)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -41,6 +40,7 @@ from knowledge.embed.status import HasGraph, configured, write_state
 from knowledge.recall.semantic import Ready, RerankStats, SemanticReranker
 from knowledge.store import Store, StoreError
 from knowledge.switches import is_off
+from knowledge.vectors.port import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class SemanticLayer:
             self.cache_error = str(exc)
             log.warning("vector cache not used: %s", exc)
             return None
-        except sqlite3.Error as exc:
+        except StoreUnavailable as exc:
             self.cache_error = f"{type(exc).__name__}: {exc}"
             return None
         self.cache_error = ""
@@ -226,6 +226,11 @@ class SemanticLayer:
             self._ensure_thread(embed=False)
         self._prepared.wait(max(0.0, deadline - time.perf_counter()))
         return self._ready
+
+    def embedder_by(self, deadline: float) -> Embedder | None:
+        """The embedder, if ready by `deadline` (perf_counter time): for the run history."""
+        ready = self._ready_by(deadline)
+        return ready.embedder if ready is not None else None
 
     # -- embedding -----------------------------------------------------------------------------
     def embed_all(self, progress: Progress | None = None,

@@ -4,14 +4,13 @@
 cascade as `select_embedder` with a probe that only checks the local model is installed, and
 reads what the last process that ran the layer recorded (`<data dir>/embed.json`): whether the
 model actually loaded, counters of skipped/late/failed re-ranks, the last embedding pass. Vector
-and pending counts are read from the vector cache directly.
+and pending counts are read from the vector cache (read-only).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any, Protocol
 from knowledge import atomic
 from knowledge.credentials import ChatCredentials, load_credentials
 from knowledge.embed.base import Embedder, EmbedderUnavailable
-from knowledge.embed.cache import text_key
+from knowledge.embed.cache import cached
 from knowledge.embed.select import Selection, select_embedder
 from knowledge.graph import Graph
 from knowledge.paths import ProjectPaths
@@ -69,24 +68,6 @@ def read_state(paths: ProjectPaths) -> dict[str, Any]:
     return atomic.read_state(state_path(paths))
 
 
-def cached_keys(path: Path, model_id: str) -> tuple[int | None, set[bytes]]:
-    """(stored dimension, text keys) of `model_id` in the vector cache, read-only."""
-    if not path.is_file():
-        return None, set()
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            row = conn.execute("SELECT dim FROM models WHERE model_id = ?", (model_id,)).fetchone()
-            found = conn.execute(
-                "SELECT text_sha1 FROM vectors WHERE model_id = ?", (model_id,)
-            ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None, set()
-    return (row[0] if row else None), {bytes(k) for (k,) in found}
-
-
 def status_section(project: HasGraph, env: Mapping[str, str] | None = None,
                    live: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
     """`live`: the state of the layer running in this process (`SemanticLayer.state`), which
@@ -105,7 +86,15 @@ def status_section(project: HasGraph, env: Mapping[str, str] | None = None,
     same = state.get("model_id") == model_id
     if same and state.get("load_error"):
         out["reason"] += f"; last load failed: {state['load_error']}"
-    dim, stored = cached_keys(project.paths.vectors, model_id)
+    wanted: dict[str, list[str]] = {}
+    if live is not None and same:
+        dim, count, _ = cached(project.paths.vectors, model_id)
+    else:  # another process (or none) ran the layer: count what is pending from the disk
+        with project.graph.lock:
+            nodes = list(project.graph.nodes())
+        wanted = {n.key: embed_texts(n, project.root) for n in nodes}
+        dim, count, stored = cached(project.paths.vectors, model_id,
+                                    (t for texts in wanted.values() for t in texts))
     known_dim = state.get("dim") if same else None
     if selection.provider == "local":
         known_dim = selection.embedder.dim
@@ -113,16 +102,10 @@ def status_section(project: HasGraph, env: Mapping[str, str] | None = None,
         out["cache"] = f"refused: stored {dim}-d vectors, the model gives {known_dim}-d"
     elif same and state.get("cache_error"):
         out["cache"] = f"refused: {state['cache_error']}"
-    out["vectors_cached"] = len(stored)
-    if live is not None and same:
-        out["nodes_pending"] = state.get("pending")
-    else:  # another process (or none) ran the layer: count from the disk
-        with project.graph.lock:
-            nodes = list(project.graph.nodes())
-        out["nodes_pending"] = sum(
-            1 for n in nodes
-            if any(text_key(t) not in stored for t in embed_texts(n, project.root))
-        )
+    out["vectors_cached"] = count
+    out["nodes_pending"] = (state.get("pending") if live is not None and same else
+                            sum(1 for texts in wanted.values()
+                                if any(t not in stored for t in texts)))
     if same:
         stats = state.get("stats", {})
         for name in ("used", "skipped", "late", "failed"):

@@ -47,6 +47,7 @@ from knowledge.recall import THRESHOLD, Hit
 from knowledge.recall.intent import intent_of
 from knowledge.recall.kinds import factor, kind_of
 from knowledge.recall.status import Counters
+from knowledge.vectors.port import StoreUnavailable
 
 DENSE = 0.3  # the weight of meaning against recall's own ranking (bench/recall.py)
 WEIGHT = 0.5  # how much meaning lifts a memory's (or the best file's) own score
@@ -286,5 +287,5 @@ def _spread(cosines: dict[str, float]) -> dict[str, float]:
 
 def _put_quietly(cache: VectorCache, texts: list[str], rows: Vector) -> None:
     # Only a cache: a locked or full disk costs a re-embedding later, not this request.
-    with contextlib.suppress(Exception):  # sqlite3 raises several kinds
+    with contextlib.suppress(StoreUnavailable):
         cache.put_many(texts, rows)

@@ -96,3 +96,24 @@ def test_writer_thread_and_reader_share_a_cache(tmp_path: Path) -> None:
         writer.join()
         assert not errors
         assert len(cache.get_many([f"t{i}" for i in range(50)])) == 50
+
+
+def test_a_cache_written_before_the_vector_store_port_keeps_its_vectors(tmp_path: Path) -> None:
+    import hashlib
+    import sqlite3
+
+    path = tmp_path / "vectors.db"
+    vector = _vectors(1, 4)[0]
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE models (model_id TEXT PRIMARY KEY, dim INTEGER NOT NULL);"
+                       "CREATE TABLE vectors (model_id TEXT NOT NULL, text_sha1 BLOB NOT NULL,"
+                       " vector BLOB NOT NULL, PRIMARY KEY (model_id, text_sha1)) WITHOUT ROWID;")
+    conn.execute("INSERT INTO models VALUES ('m', 4)")
+    conn.execute("INSERT INTO vectors VALUES ('m', ?, ?)",
+                 (hashlib.sha1(b"old text").digest(), vector.astype("<f4").tobytes()))
+    conn.commit()
+    conn.close()
+    with VectorCache(path, "m", 4) as cache:
+        np.testing.assert_array_equal(cache.get_many(["old text"])["old text"], vector)
+    with pytest.raises(DimensionMismatch):
+        VectorCache(path, "m", 8)

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from knowledge.embed.cache import VectorCache, text_key
+from knowledge.embed.cache import VectorCache, cached
 from knowledge.embed.hosted import hosted_model_id
 from knowledge.embed.layer import SemanticLayer
-from knowledge.embed.status import cached_keys, status_section
+from knowledge.embed.status import status_section
 from knowledge.project import Project
 from knowledge.recall import Recaller
 from tests.conftest import indexed_project
@@ -179,7 +179,7 @@ def test_a_cache_of_another_dimension_is_refused_not_used(project: Project,
     assert "expected 64-d vectors, got 32-d" in layer.cache_error
     section = status_section(project, env=hosted_env(url))
     assert section["cache"].startswith("refused")
-    assert cached_keys(project.paths.vectors, model_id) == (DIM * 2, {text_key("old")})
+    assert cached(project.paths.vectors, model_id, ["old"]) == (DIM * 2, 1, {"old"})
 
 
 def test_kill_switch_imports_and_loads_nothing(project: Project) -> None:
@@ -187,7 +187,7 @@ def test_kill_switch_imports_and_loads_nothing(project: Project) -> None:
 import sys
 from pathlib import Path
 from knowledge.embed.layer import SemanticLayer
-from knowledge.embed.status import cached_keys, status_section
+from knowledge.embed.status import status_section
 from knowledge.project import Project
 from knowledge.recall import Recaller
 project = Project(Path({str(project.root)!r}))

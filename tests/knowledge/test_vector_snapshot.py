@@ -104,7 +104,7 @@ def test_stopping_cuts_the_background_pass_short_and_the_next_one_resumes(
         tmp_path: Path) -> None:
     import time
 
-    from knowledge.embed.status import cached_keys
+    from knowledge.embed.cache import cached
 
     files = {f"pkg/mod_{i:03d}.py": f"def handler_{i}(request):\n    return {i}\n"
              for i in range(100)}  # one chunk each: four batches of the background pass
@@ -112,14 +112,14 @@ def test_stopping_cuts_the_background_pass_short_and_the_next_one_resumes(
     layer = SemanticLayer(project, env={}, credentials=None)
     layer.start_background()
     deadline = time.monotonic() + 120
-    while not cached_keys(project.paths.vectors, MODEL_ID)[1]:  # the first batch landed
+    while not cached(project.paths.vectors, MODEL_ID)[1]:  # the first batch landed
         assert time.monotonic() < deadline, "the background pass embedded nothing"
         time.sleep(0.05)
     layer.stop()
-    done_before = len(cached_keys(project.paths.vectors, MODEL_ID)[1])
+    done_before = cached(project.paths.vectors, MODEL_ID)[1]
     assert 0 < done_before < len(files), "stop must cut the pass short"
     time.sleep(3.0)  # longer than a batch: nothing may still be computing
-    assert len(cached_keys(project.paths.vectors, MODEL_ID)[1]) == done_before
+    assert cached(project.paths.vectors, MODEL_ID)[1] == done_before
     assert layer.stats.failed == 0  # a batch cut short is not a failure
 
     again = SemanticLayer(project, env={}, credentials=None)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.embed.cache import cached
 from knowledge.embed.local import MODEL_ID
-from knowledge.embed.status import cached_keys
 from knowledge.paths import ProjectPaths
 from tests.conftest import write_tree
 from tests.theus.test_cli_index import theus
@@ -36,7 +36,7 @@ def test_index_embeds_what_changed_and_only_that(tmp_path: Path) -> None:
                                   '    """How many lines."""\n    return len(items)\n')
     assert index_json(repo)["embedded"] == 1  # the changed file's one chunk
     vectors = ProjectPaths.for_root(repo).vectors
-    assert len(cached_keys(vectors, MODEL_ID)[1]) == 3
+    assert cached(vectors, MODEL_ID)[1] == 3
 
 
 def test_no_embed_and_the_kill_switch_skip_it(tmp_path: Path,

@@ -1,0 +1,1 @@
+"""Vector stores behind one port: the embedded default and a Qdrant server."""
