@@ -1,5 +1,6 @@
 """Every memory layer of one project, owned by one object: the graph (`Project`), the watcher,
-the semantic layer, the episodes, the MEMORY.md bridge, and the one recaller they feed. The chat
+the semantic layer, the episodes, the MEMORY.md bridge, the run history (few-shot examples),
+and the one recaller they feed. The chat
 app, `theus -p`, the one-shot commands and the dashboard all open it with `open_memory` (or
 `Memory(...).open()` when the opening must wait for a worker thread), so they rank, remember
 and report alike.
@@ -11,6 +12,7 @@ log line, and the rest goes on without it. Layer state lives here, not in module
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -27,12 +29,15 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.project import Project
     from knowledge.recall import Recaller
     from knowledge.recall.status import InjectionStats
+    from knowledge.run_history.layer import Example, RunHistory
+    from knowledge.run_history.record import RunRecord
     from knowledge.runs import RunSummary
     from knowledge.watch import Update, Watcher
 
 log = logging.getLogger(__name__)
 
 WATCHER_STOP_S = 0.2
+HISTORY_STOP_S = 2.0  # a run's point on a slow server; longer and it is kept locally only
 
 
 class Memory:
@@ -55,6 +60,8 @@ class Memory:
         self.episodes: EpisodeStore | None = None
         self.bridge: MemdirWatcher | None = None
         self.facts: FactsLayer | None = None  # opened on first use (`facts_layer`)
+        self.history: RunHistory | None = None  # opened on first use (`run_history`)
+        self._recording: list[threading.Thread] = []
         self.indexed_now = False
         self.error: str | None = None  # why the project could not be opened
         self.index_error: str | None = None  # why a first index could not be saved
@@ -68,6 +75,7 @@ class Memory:
         # under it: then a live one is built. (What is told, MEMORY.md included, outdates the
         # snapshot on disk through the store's `told` counter.)
         self._snapshot_ok = True
+        self._history_server = _history_server_first()
 
     # -- opening -------------------------------------------------------------------------------
     def open(self) -> Memory:
@@ -87,6 +95,8 @@ class Memory:
             if self._index_if_missing and not self.project.has_index:
                 self._first_index(self.project)
             self._open_semantic(self.project)
+            if self._history_server:
+                _start_import("knowledge.vectors.qdrant")
             if self._watch:
                 self.start_watcher()
             if not self.one_shot:  # a one-shot run opens them when it records (`_episodes`)
@@ -256,6 +266,48 @@ class Memory:
         episodes = self._episodes()
         return episodes.record_run(run, session_id) if episodes else None
 
+    # The agent's run-history port: examples for a request, a point per finished run.
+    def run_history(self) -> RunHistory | None:
+        """The run-history layer (None when switched off: THEUS_NO_HISTORY=1, or no project).
+        Without an embedder it still keeps the local record; the points wait for one."""
+        if is_off("history"):
+            return None
+        self.open()
+        with self._lock:
+            if self.history is None and self.project is not None:
+                from knowledge.run_history.layer import RunHistory, no_embedder
+
+                semantic = self.semantic
+                self.history = RunHistory.for_project(
+                    self.project.paths,
+                    semantic.embedder_by if semantic is not None else no_embedder)
+            return self.history
+
+    def examples(self, request: str, deadline: float) -> list[Example]:
+        """Past runs like `request` (best effort: [] on any failure, counted)."""
+        try:
+            history = self.run_history()
+            return history.examples(request, deadline) if history is not None else []
+        except Exception as exc:
+            log.warning("run history unavailable, no examples: %s", exc)
+            return []
+
+    def record_turn(self, run: RunSummary, request: str, session_id: str, model: str) -> None:
+        """Keep a finished run, on a thread of its own (a store on a server must not hold up
+        the turn); `close` waits for it, bounded."""
+        history = self.run_history()
+        if history is None:
+            return
+        from knowledge.run_history.record import RunRecord
+
+        record = RunRecord.of_run(run, request=request, project=history.project,
+                                  session=session_id, model=model)
+        thread = threading.Thread(target=_record_quietly, args=(history, record), daemon=True,
+                                  name="theus-history-record")
+        with self._lock:
+            self._recording = [t for t in self._recording if t.is_alive()] + [thread]
+        thread.start()
+
     def _episodes(self) -> EpisodeStore | None:
         self.open()
         with self._lock:
@@ -278,6 +330,7 @@ class Memory:
             thread.start()
         for thread in stopping:
             thread.join()
+        self._stop_history(patience_s)
         if self.project is not None:
             try:
                 self.project.close(fold_wal=patience_s is None)
@@ -291,6 +344,15 @@ class Memory:
             else:
                 self.semantic.stop(timeout=patience_s, wait_for_load=False)
 
+    def _stop_history(self, patience_s: float | None) -> None:
+        with self._lock:
+            recording = list(self._recording)
+        for thread in recording:  # a run's record is small: worth a short wait at exit
+            thread.join(HISTORY_STOP_S if patience_s is None else min(patience_s,
+                                                                      HISTORY_STOP_S))
+        if self.history is not None:
+            self.history.close()
+
     def _stop_bridge(self, patience_s: float | None) -> None:
         if self.bridge is not None:
             self.bridge.stop(timeout=5.0 if patience_s is None else patience_s)
@@ -300,6 +362,47 @@ class Memory:
         # next start; saves are atomic, the thread is a daemon).
         if self.watcher is not None:
             self.watcher.stop(timeout=min(WATCHER_STOP_S, patience_s or WATCHER_STOP_S))
+
+
+def _history_server_first() -> bool:
+    """Whether the run history is on a Qdrant server. Then its client (a second to import)
+    loads beside the opening, so a request's examples need not wait for it; but what it shares
+    with the chat model's client is imported here first, on the thread that builds the memory:
+    openai reads `sys.modules["httpx"]` as it starts, and must never find it half imported by
+    another thread."""
+    import os
+
+    from knowledge.run_history.stores import configured_server
+
+    if is_off("history") or not configured_server(os.environ):
+        return False
+    for shared in ("httpx", "pydantic"):
+        _import_quietly(shared)
+    return True
+
+
+def _start_import(module: str) -> None:
+    threading.Thread(target=_import_quietly, args=(module,), daemon=True,
+                     name="theus-history-client").start()
+
+
+def _import_quietly(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # the store then fails open when it is used
+        log.warning("run history server client unavailable: %s", exc)
+
+
+def _record_quietly(history: RunHistory, record: RunRecord) -> None:
+    from knowledge.paths import report_unwritable
+
+    try:
+        history.record(record)
+    except OSError as exc:  # a read-only or full data folder is said once, not per layer
+        if not report_unwritable(exc):
+            log.warning("run history: run %s not recorded: %s", record.id, exc)
+    except Exception as exc:
+        log.warning("run history: run %s not recorded: %s", record.id, exc)
 
 
 def _stop_quietly(name: str, stop: Callable[[float | None], None],

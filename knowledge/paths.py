@@ -32,7 +32,7 @@ def report_unwritable(exc: OSError) -> bool:
             return True
         _told.add(home)
     log.warning("the data folder %s is not writable (%s): sessions, episodes and memory "
-                "changes are not being saved", home, exc.strerror)
+                "changes and runs are not being saved", home, exc.strerror)
     return True
 
 

@@ -68,6 +68,12 @@ def _episodes(project: Project, live: Memory | None) -> dict[str, Any]:
     return episodes.status_section(project, live.episodes if live else None)
 
 
+def _history(project: Project, live: Memory | None) -> dict[str, Any]:
+    from knowledge.run_history.layer import status_section
+
+    return status_section(project.paths)
+
+
 # One section per layer, each built beside its layer (imported when asked for).
 SECTIONS: dict[str, Section] = {
     "index": lambda project, _live: index_section(project),
@@ -76,6 +82,7 @@ SECTIONS: dict[str, Section] = {
     "recall": _recall,
     "memory": _memory,
     "episodes": _episodes,
+    "history": _history,
 }
 
 

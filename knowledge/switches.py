@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-LAYERS = ("KNOWLEDGE_INJECT", "EMBEDDINGS", "EPISODES", "WATCH", "MEMDIR", "FACTS")
+LAYERS = ("KNOWLEDGE_INJECT", "EMBEDDINGS", "EPISODES", "WATCH", "MEMDIR", "FACTS", "HISTORY")
 _NOT_SET = ("", "0", "false", "no", "off")
 
 

@@ -1,8 +1,12 @@
 """The dashboard's HTTP server: stdlib `ThreadingHTTPServer`, loopback only unless told.
 
 Every request passes the Host and Origin checks (all routes, the page included); data routes
-also need the per-run token. The graph is read through `SnapshotCache`, which holds
-``graph.lock`` only while copying, so indexing and chat never wait on a browser.
+also need the per-run token. The run history's consistency operations (`POST
+/api/history/ID/invalidate|restore`, `DELETE /api/history/ID`) need the token in a header (a
+form cannot send one) and answer 503 with code VECTOR_STORE_UNAVAILABLE when the vector store
+holding the run cannot be reached: nothing is changed then. The graph is read through
+`SnapshotCache`, which holds ``graph.lock`` only while copying, so indexing and chat never
+wait on a browser.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from knowledge.redact import redact
 
 if TYPE_CHECKING:
     from knowledge.project import Project
+    from knowledge.run_history.layer import RunHistory
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +78,12 @@ class Dashboard:
         unsafe_host: bool = False,
         token: str | None = None,
         title: str = "",
+        history: RunHistory | None = None,
     ) -> None:
         if not is_loopback(host) and not unsafe_host:
             raise UnsafeHostError(f"refusing to serve on {host}: not a loopback address")
         self.graph = graph
+        self.history = history
         self.status = status
         self.title = title
         self.token = token or new_token()
@@ -184,7 +191,10 @@ _API: dict[str, Callable[[Dashboard, Mapping[str, list[str]]], dict[str, Any]]] 
     "/api/graph": _route_graph,
     "/api/database": lambda d, _: api.database(d.snapshot()),
     "/api/schema": lambda d, _: api.schema(d.snapshot()),
+    "/api/history": lambda d, _: {"runs": [r.to_json() for r in d.history.journal.records()]
+                                  if d.history is not None else []},
 }
+HISTORY_ACTIONS = {("POST", "invalidate"), ("POST", "restore"), ("DELETE", "")}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -203,7 +213,52 @@ class _Handler(BaseHTTPRequestHandler):
         if self._checked():
             self._json(405, {"error": "method not allowed"}, extra={"Allow": "GET, HEAD"})
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method
+    def _change(self) -> None:
+        """A history consistency operation, or 405 for any other route."""
+        self._head = False
+        parts = urlsplit(self.path).path.strip("/").split("/")
+        if parts[:2] != ["api", "history"] or len(parts) not in (3, 4):
+            self._refuse_method()
+            return
+        action = parts[3] if len(parts) == 4 else ""
+        if not self._checked():
+            return
+        if (self.command, action) not in HISTORY_ACTIONS:
+            self._json(405, {"error": "method not allowed"})
+            return
+        if not token_ok(self._token({}), self.dashboard.token):  # headers only
+            self._json(401, {"error": "missing or wrong token (send X-Theus-Token)"},
+                       extra={"WWW-Authenticate": 'Bearer realm="theus"'})
+            return
+        self._history_change(parts[2], action)
+
+    def _history_change(self, ref: str, action: str) -> None:
+        from knowledge.run_history.journal import AmbiguousRun, NoSuchRun
+        from knowledge.vectors.port import StoreUnavailable
+
+        history = self.dashboard.history
+        if history is None:
+            self._json(404, {"error": "no run history here"})
+            return
+        try:
+            record = (history.delete(ref) if action == "" else
+                      history.set_invalid(ref, action == "invalidate"))
+        except NoSuchRun:
+            self._json(404, {"error": f"no run matches {ref!r}"})
+        except AmbiguousRun as exc:
+            self._json(400, {"error": str(exc)})
+        except StoreUnavailable as exc:
+            self._json(503, {"error": f"{exc}; nothing was changed",
+                             "code": "VECTOR_STORE_UNAVAILABLE"}, extra={"Retry-After": "30"})
+        except Exception:
+            log.exception("dashboard: history %s %s failed", action or "delete", ref)
+            self._json(500, {"error": "internal error"})
+        else:
+            self._json(200, {"id": record.id, "invalid": record.invalid,
+                             "deleted": action == ""})
+
+    do_POST = do_DELETE = _change
+    do_PUT = do_PATCH = do_OPTIONS = _refuse_method
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("dashboard: " + format, *args)
@@ -337,8 +392,11 @@ def start_dashboard(
         with loading:  # `Project.graph` loads lazily: two first requests must not both load
             return project.graph
 
+    from knowledge.run_history.layer import RunHistory
+
     dashboard = Dashboard(
         graph, host=host, port=port, unsafe_host=unsafe_host,
         status=status_provider or (lambda: project_status(project)), title=project.root.name,
+        history=RunHistory.for_project(project.paths),
     ).start()
     return dashboard.url, dashboard.stop

@@ -11,13 +11,12 @@ import threading
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from knowledge import atomic
 from knowledge.paths import ProjectPaths
 
 STATE_FILE = "recall.json"
-OUTCOMES = ("injected", "empty", "late", "failed")
 
 
 class HasPaths(Protocol):
@@ -31,11 +30,13 @@ _NOT_COUNTED = {"counted": False}  # a field of a `Counters` that is not one of 
 @dataclass
 class Counters:
     """Outcome counts kept under one lock, and the last failure; subclasses name the
-    outcomes as `int` fields."""
+    outcomes as `int` fields. With a `path` (see `load`) every count is also written there,
+    for `theus status` in another process."""
 
     last_error: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False,
                                  metadata=_NOT_COUNTED)
+    path: Path | None = field(default=None, metadata=_NOT_COUNTED)  # None: counts in memory
 
     def count(self, outcome: str, error: str = "") -> dict[str, Any]:
         """One more `outcome` (and `error` as the last failure); the counts after it."""
@@ -43,7 +44,35 @@ class Counters:
             setattr(self, outcome, getattr(self, outcome) + 1)
             if error:
                 self.last_error = error
-            return self._snapshot()
+            state = self._snapshot()
+        if self.path is not None:
+            atomic.write_state(self.path, {**state, "updated": time.time()})
+        return state
+
+    @classmethod
+    def load(cls, path: Path) -> Self:
+        """Counting on from what earlier runs recorded at `path`."""
+        state = atomic.read_state(path)
+        stats = cls(last_error=str(state.get("last_error", "")), path=path)
+        for name in stats.outcomes():
+            setattr(stats, name, int(state.get(name, 0) or 0))
+        return stats
+
+    @classmethod
+    def outcomes(cls) -> list[str]:
+        return [f.name for f in fields(cls) if f.type in ("int", int)]
+
+    @classmethod
+    def section(cls, path: Path) -> dict[str, Any]:
+        """What `theus status` shows of the counts recorded at `path`."""
+        state = atomic.read_state(path)
+        out: dict[str, Any] = {name: int(state.get(name, 0)) for name in cls.outcomes()}
+        if state.get("last_error"):
+            out["last_error"] = state["last_error"]
+        if state.get("updated"):
+            out["updated"] = time.strftime("%Y-%m-%d %H:%M:%S",
+                                           time.localtime(state["updated"]))
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         with self.lock:
@@ -60,22 +89,6 @@ class InjectionStats(Counters):
     empty: int = 0  # nothing above the threshold
     late: int = 0  # recall missed its deadline: dropped, the turn went on
     failed: int = 0  # recall raised: logged, the turn went on
-    path: Path | None = field(default=None, metadata=_NOT_COUNTED)  # None: counts in memory
-
-    def count(self, outcome: str, error: str = "") -> dict[str, Any]:
-        state = super().count(outcome, error)
-        if self.path is not None:
-            atomic.write_state(self.path, {**state, "updated": time.time()})
-        return state
-
-    @classmethod
-    def load(cls, path: Path) -> InjectionStats:
-        """Counting on from what earlier runs recorded at `path`."""
-        state = atomic.read_state(path)
-        stats = cls(last_error=str(state.get("last_error", "")), path=path)
-        for name in OUTCOMES:
-            setattr(stats, name, int(state.get(name, 0) or 0))
-        return stats
 
 
 def state_path(paths: ProjectPaths) -> Path:
@@ -83,10 +96,4 @@ def state_path(paths: ProjectPaths) -> Path:
 
 
 def status_section(project: HasPaths) -> dict[str, Any]:
-    state = atomic.read_state(state_path(project.paths))
-    out: dict[str, Any] = {name: int(state.get(name, 0)) for name in OUTCOMES}
-    if state.get("last_error"):
-        out["last_error"] = state["last_error"]
-    if state.get("updated"):
-        out["updated"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state["updated"]))
-    return out
+    return InjectionStats.section(state_path(project.paths))

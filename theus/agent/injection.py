@@ -22,6 +22,7 @@ from typing import Any
 
 from knowledge.context import build_context, count_tokens
 from knowledge.recall.status import InjectionStats
+from knowledge.run_history.layer import Example, render_examples
 from theus.config import AgentSettings
 from theus.protocol import InjectionInfo
 
@@ -40,6 +41,8 @@ FACTS_HEAD = "Facts from this conversation:\n"
 
 # The memory's recaller (`knowledge.memory.Memory.recaller`); a parameter so tests can swap it.
 RecallerFactory = Callable[[], Any]
+# Past runs like a request, found by a deadline (`knowledge.memory.Memory.examples`).
+ExamplesSource = Callable[[str, float], list[Example]]
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,12 @@ def reminder(block: str) -> str:
 class Injector:
     def __init__(self, settings: AgentSettings, recaller_factory: RecallerFactory,
                  stats: InjectionStats | None = None,
-                 facts: Callable[[str], list[str]] | None = None) -> None:
+                 facts: Callable[[str], list[str]] | None = None,
+                 examples: ExamplesSource | None = None) -> None:
         self.settings = settings
         self._factory = recaller_factory
         self._facts = facts  # the conversation's facts for a request (hot, or mentioned)
+        self._examples = examples
         self.stats = stats or InjectionStats()
         self._prefetched: _Prefetched | None = None
 
@@ -108,13 +113,31 @@ class Injector:
             try:
                 recaller = self.recaller()
                 deadline = time.perf_counter() + deadline_s
+                examples = self._start_examples(query, deadline)
                 context = build_context(recaller, query, deadline=deadline)
-                future.set_result((context, self._facts(query) if self._facts else []))
+                facts = self._facts(query) if self._facts else []
+                future.set_result((context, facts, _by(examples, deadline)))
             except BaseException as exc:
                 future.set_exception(exc)
 
         threading.Thread(target=work, daemon=True, name="theus-recall").start()
         return future
+
+    def _start_examples(self, query: str, deadline: float) -> Future[list[Example]] | None:
+        """Past runs like `query`, beside the recall (both wait on the same embedder)."""
+        if self._examples is None:
+            return None
+        source = self._examples
+        found: Future[list[Example]] = Future()
+
+        def work() -> None:
+            try:
+                found.set_result(source(query, deadline))
+            except BaseException as exc:  # the memory fails open; this is a last guard
+                found.set_exception(exc)
+
+        threading.Thread(target=work, daemon=True, name="theus-examples").start()
+        return found
 
     async def inject(self, query: str, *, budget_tokens: int | None = None) -> InjectionInfo:
         """The block for `query` within the deadline; empty when off, weak, late or failed."""
@@ -129,7 +152,8 @@ class Injector:
         else:
             future, wait_s = self._start(query), deadline_ms / 1000
         try:
-            context, facts = await asyncio.wait_for(asyncio.wrap_future(future), wait_s)
+            context, facts, examples = await asyncio.wait_for(asyncio.wrap_future(future),
+                                                              wait_s)
         except TimeoutError:
             took = (time.perf_counter() - start) * 1000
             log.warning("recall missed its %g ms deadline; the turn goes on without it",
@@ -149,6 +173,9 @@ class Injector:
         if facts:  # told in this conversation: worth the tokens even when recall is weak
             block = "\n\n".join(filter(None, (block, FACTS_HEAD + "\n".join(facts))))
             tokens = count_tokens(block)
+        if examples:  # past runs this similar are worth it too
+            block = "\n\n".join(filter(None, (block, render_examples(examples))))
+            tokens = count_tokens(block)
         if not block:
             self.stats.count("empty")
             return InjectionInfo(0, took, "", best_score=best,
@@ -157,12 +184,23 @@ class Injector:
             block = _cut(block, budget_tokens)
             tokens = count_tokens(block)
         self.stats.count("injected")
-        return InjectionInfo(tokens, took, block, best_score=best)
+        return InjectionInfo(tokens, took, block, best_score=best, examples=len(examples))
 
     def recall_lines(self, query: str, top: int) -> list[str]:
         """For the recall tool (runs on a worker thread)."""
         hits = self.recaller().recall(query, top)
         return [format_hit(h) for h in getattr(hits, "hits", hits)][:top]
+
+
+def _by(examples: Future[list[Example]] | None, deadline: float) -> list[Example]:
+    """The examples if found by `deadline`; [] when late or failed (the lookup logs)."""
+    if examples is None:
+        return []
+    try:
+        return examples.result(timeout=max(0.0, deadline - time.perf_counter()))
+    except Exception as exc:
+        log.info("no examples for this request: %s", exc or "late")
+        return []
 
 
 def _cut(block: str, budget_tokens: int) -> str:

@@ -1,0 +1,72 @@
+"""Which vector store holds the history: a Qdrant server when `THEUS_QDRANT_URL` is set (a
+team shares its history there), else the embedded store in the Theus home (one file for all
+projects, like a server: the project filter keeps them apart). One collection per embedding
+model and dimension, since vectors of different models are not comparable.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from knowledge.paths import data_home
+from knowledge.vectors.port import StoreMismatch, VectorStore, collection_name
+
+DEFAULT_COLLECTION = "theus_runs"
+EMBEDDED_FILE = "history.db"
+GIT_TIMEOUT_S = 2.0
+_SCP_LIKE = re.compile(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)$")  # git@host:owner/repo
+
+
+def configured_server(env: Mapping[str, str]) -> str:
+    """The Qdrant server's URL when one is configured, else ""."""
+    return env.get("THEUS_QDRANT_URL", "").strip()
+
+
+def open_store(env: Mapping[str, str], model_id: str, dim: int) -> VectorStore:
+    """The history's store for this embedder; raises `StoreMismatch` when a configured
+    dimension (`THEUS_QDRANT_DIM`) or the collection's differs from the embedder's, and
+    `StoreUnavailable` when it cannot be reached."""
+    wanted = env.get("THEUS_QDRANT_DIM", "").strip()
+    if wanted and wanted != str(dim):
+        raise StoreMismatch(f"THEUS_QDRANT_DIM={wanted} but the embedder ({model_id}) makes "
+                            f"{dim}-d vectors: unset it or set it to {dim}")
+    base = env.get("THEUS_QDRANT_COLLECTION", "").strip() or DEFAULT_COLLECTION
+    url = configured_server(env)
+    if url:
+        from knowledge.vectors.qdrant import QdrantStore
+
+        return QdrantStore(url=url, api_key=env.get("THEUS_QDRANT_API_KEY", "").strip() or None,
+                           collection_base=base, model_id=model_id, dim=dim)
+    from knowledge.vectors.embedded import EmbeddedStore
+
+    return EmbeddedStore(data_home() / EMBEDDED_FILE, collection_name(base, model_id, dim), dim)
+
+
+def project_id(root: Path) -> str:
+    """The project as the history names it: its git remote when it has one (the same on every
+    teammate's machine), else its folder."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"],
+                              capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+        remote = done.stdout.strip() if done.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        remote = ""
+    return f"git:{normal_remote(remote)}" if remote else f"path:{root.resolve()}"
+
+
+def normal_remote(url: str) -> str:
+    """github.com/owner/repo for every way of writing that remote (ssh, https, .git, user)."""
+    url = url.strip()
+    scp = _SCP_LIKE.match(url)
+    if scp and "://" not in url:
+        host, path = scp.groups()
+    else:
+        rest = url.split("://", 1)[-1]
+        host, _, path = rest.partition("/")
+        host = host.rsplit("@", 1)[-1].split(":")[0]
+    path = path.strip("/").removesuffix(".git")
+    return f"{host.lower()}/{path}"
