@@ -12,6 +12,11 @@ text, tool calls, an error status, a delay before answering, a stall mid-stream.
 callable `body -> Reply` for replies that depend on the request. When the script runs out
 the server answers 500 "script exhausted", so a test that expects fewer calls fails loudly.
 
+`Quirks` make it behave like a real local server (llama.cpp, llama-cpp-python, vLLM):
+strict message validation, no streamed tool calls, ignored `stream_options`, a small
+context with a real `context_length_exceeded` 400, a `/props` endpoint. A reply may end
+`finish="length"`, be an `empty` 200 stream, or `drop_after` N chunks mid-answer.
+
 Structured-output requests (a `response_format`: the facts layer's extraction) are a second
 conversation with the server: they consume `structured` (recorded in `structured_requests`),
 and when that runs out get what a model that found nothing returns: the schema's object with
@@ -26,11 +31,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Reply", "ScriptedServer", "error", "text", "tool", "tools"]
+__all__ = ["Quirks", "Reply", "ScriptedServer", "error", "text", "tool", "tools"]
 
 
 @dataclass
@@ -47,10 +52,31 @@ class Reply:
     stall_s: float = 0.0
     raw: bytes | None = None  # sent as the whole response body instead (garbage, HTML...)
     content_type: str = "text/event-stream"
+    code: str = "scripted_error"  # the error body's `code`
     repeat: bool = False
     # Overrides for the usage report; by default ~4 characters a token of the request/reply.
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None  # reported as usage.prompt_tokens_details.cached_tokens
+    finish: str | None = None  # the finish_reason sent instead of "stop"/"tool_calls"
+    empty: bool = False  # a 200 stream that ends at once: no chunk, no finish, no [DONE]
+    drop_after: int | None = None  # the stream stops after this many chunks, unfinished
+
+
+@dataclass
+class Quirks:
+    """How real OpenAI-compatible servers differ from OpenAI's (all off by default)."""
+
+    # llama-cpp-python: an assistant `content: null` is a 500 with pydantic's validation text.
+    strict_messages: bool = False
+    # llama-cpp-python: without `tool_choice` tools are ignored; with "auto" a streamed
+    # request answers 200 and then ends empty; only a non-streaming request calls tools.
+    no_streamed_tools: bool = False
+    ignores_stream_options: bool = False  # never reports usage, and does not refuse it
+    # A prompt (messages and tools, ~4 characters a token) over this many tokens is refused
+    # with OpenAI's/vLLM's 400 `context_length_exceeded`.
+    context_tokens: int | None = None
+    props_n_ctx: int | None = None  # `GET /props` states it, as llama.cpp's server does
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -90,11 +116,13 @@ class ScriptedServer:
         models: Iterable[str] = ("test-model",),
         api_key: str | None = None,
         chunk_chars: int = 8,
+        quirks: Quirks | None = None,
     ) -> None:
         self.script: list[ScriptItem] = list(script)
         self.models = list(models)
         self.api_key = api_key
         self.chunk_chars = chunk_chars
+        self.quirks = quirks or Quirks()
         self.requests: list[dict[str, Any]] = []
         self.structured: list[ScriptItem] = []
         self.structured_requests: list[dict[str, Any]] = []
@@ -136,6 +164,32 @@ class ScriptedServer:
         exhausted = error(500, "scripted server: script exhausted")
         return self._take(self.script, self.requests, body, exhausted)
 
+    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+        """What a quirky server answers before the model sees the request, if it refuses."""
+        quirks = self.quirks
+        for i, message in enumerate(body.get("messages", [])):
+            if quirks.strict_messages and "content" in message and message["content"] is None:
+                return error(500, "1 validation error: {'type': 'string_type', 'loc': "
+                             f"('body', 'messages', {i}, 'content'), 'msg': 'Input should be a "
+                             "valid string', 'input': None}")
+        sent = len(json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))) // 4
+        if quirks.context_tokens is not None and sent > quirks.context_tokens:
+            return Reply(status=400, error=(
+                f"This model's maximum context length is {quirks.context_tokens} tokens. "
+                f"However, your messages resulted in {sent} tokens. Please reduce the length "
+                "of the messages."), code="context_length_exceeded")
+        if (quirks.no_streamed_tools and body.get("tools") and body.get("stream")
+                and body.get("tool_choice") == "auto"):
+            return Reply(empty=True)
+        return None
+
+    def _answer(self, body: dict[str, Any], reply: Reply) -> Reply:
+        """`reply` as this server gives it: one without `tool_choice` calls no tools on a
+        server that takes a missing one as "none"."""
+        if self.quirks.no_streamed_tools and body.get("tool_choice") in (None, "none"):
+            return replace(reply, tool_calls=[])
+        return reply
+
     def _take(self, script: list[ScriptItem], seen: list[dict[str, Any]], body: dict[str, Any],
               when_empty: Reply) -> Reply:
         """The next reply of `script` for `body` (kept when it repeats), recorded in `seen`."""
@@ -161,7 +215,10 @@ class ScriptedServer:
             def do_GET(self) -> None:
                 if not self._authorised():
                     return
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path == "/props" and server.quirks.props_n_ctx:
+                    self._json(200, {"default_generation_settings":
+                                     {"n_ctx": server.quirks.props_n_ctx}, "total_slots": 1})
+                elif self.path.rstrip("/").endswith("/models"):
                     data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
                             for m in server.models]
                     self._json(200, {"object": "list", "data": data})
@@ -187,17 +244,22 @@ class ScriptedServer:
                     self._json(404, _err(f"The model `{body.get('model')}` does not exist",
                                          "model_not_found"))
                     return
-                reply = server._next(body)
+                refusal = server._refusal(body)
+                if refusal is not None:
+                    with server._lock:
+                        server.requests.append(body)
+                reply = refusal or server._next(body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.raw is not None:
                     self._raw(reply)
                 elif reply.status != 200:
-                    self._json(reply.status, _err(reply.error, "scripted_error"))
+                    self._json(reply.status, _err(reply.error, reply.code))
                 elif body.get("stream"):
-                    self._stream(body, reply)
+                    self._stream(body, server._answer(body, reply))
                 else:
-                    self._json(200, _completion(body, reply))
+                    self._json(200, _completion(body, server._answer(body, reply),
+                                                not server.quirks.ignores_stream_options))
 
             def _authorised(self) -> bool:
                 if server.api_key is None:
@@ -231,7 +293,12 @@ class ScriptedServer:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
-                for i, chunk in enumerate(_chunks(body, reply, server.chunk_chars)):
+                if reply.empty:
+                    return
+                usage = not server.quirks.ignores_stream_options
+                for i, chunk in enumerate(_chunks(body, reply, server.chunk_chars, usage)):
+                    if i == reply.drop_after:
+                        return
                     if i == reply.stall_after:
                         time.sleep(reply.stall_s)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
@@ -256,13 +323,16 @@ def _arguments(arguments: dict[str, Any] | str) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     sent = json.dumps(body.get("messages", []))
     prompt = reply.prompt_tokens if reply.prompt_tokens is not None else len(sent) // 4
     out = len(reply.text) + sum(len(_arguments(a)) for _, a in reply.tool_calls)
     completion = reply.completion_tokens if reply.completion_tokens is not None else out // 4
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}
+    if reply.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    return usage
 
 
 def _base(body: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -270,20 +340,21 @@ def _base(body: dict[str, Any], kind: str) -> dict[str, Any]:
             "model": body.get("model", "")}
 
 
-def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def _completion(body: dict[str, Any], reply: Reply, usage: bool = True) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.tool_calls:
         message["tool_calls"] = [
             {"id": f"call_{i}", "type": "function",
              "function": {"name": name, "arguments": _arguments(args)}}
             for i, (name, args) in enumerate(reply.tool_calls)]
-    finish = "tool_calls" if reply.tool_calls else "stop"
+    finish = reply.finish or ("tool_calls" if reply.tool_calls else "stop")
     return {**_base(body, "chat.completion"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": _usage(body, reply)}
+            **({"usage": _usage(body, reply)} if usage else {})}
 
 
-def _chunks(body: dict[str, Any], reply: Reply, size: int) -> Iterable[dict[str, Any]]:
+def _chunks(body: dict[str, Any], reply: Reply, size: int, usage: bool = True
+            ) -> Iterable[dict[str, Any]]:
     base = _base(body, "chat.completion.chunk")
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -300,6 +371,6 @@ def _chunks(body: dict[str, Any], reply: Reply, size: int) -> Iterable[dict[str,
         yield chunk({"tool_calls": [{"index": i, "id": f"call_{stamp}_{i}", "type": "function",
                                      "function": {"name": name, "arguments": raw[:half]}}]})
         yield chunk({"tool_calls": [{"index": i, "function": {"arguments": raw[half:]}}]})
-    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
-    if (body.get("stream_options") or {}).get("include_usage"):
+    yield chunk({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop"))
+    if usage and (body.get("stream_options") or {}).get("include_usage"):
         yield {**base, "choices": [], "usage": _usage(body, reply)}

@@ -37,6 +37,8 @@ class ModelSettings:
     retry_base_s: float = 0.5
     idle_timeout_s: float = 60.0  # a stream that sends nothing this long has failed
     retry_deadline_s: float = 180.0  # no retry starts after this much time spent on a call
+    # Sent as `max_tokens`: a model that loops stops here (0 sends none).
+    max_output_tokens: int = 8192
 
 
 def _env(name: str) -> str:
@@ -92,6 +94,7 @@ def load_model_settings(model_override: str | None = None) -> ModelSettings | No
         retry_base_s=_float_env("THEUS_RETRY_BASE", 0.5),
         idle_timeout_s=_float_env("THEUS_IDLE_TIMEOUT", 60.0),
         retry_deadline_s=_float_env("THEUS_RETRY_DEADLINE", 180.0),
+        max_output_tokens=max(0, int(_float_env("THEUS_MAX_OUTPUT_TOKENS", 8192))),
     )
 
 
@@ -106,6 +109,7 @@ class AgentSettings:
     subagent_seed_tokens: int = 500
     microcompact_after_s: float = 3600.0
     microcompact_keep: int = 5
+    # The context size when the server does not state its own (THEUS_CONTEXT_TOKENS).
     context_tokens: int = 128_000
     # Model turns per request before the agent stops and says so: a model that keeps calling
     # tools must not loop unwatched (`--max-turns`, THEUS_MAX_TURNS).
@@ -114,6 +118,9 @@ class AgentSettings:
     compact_ratio: float = 0.8
     # How long one fact extraction (S1, S1.5) may take before it is dropped.
     facts_timeout_s: float = 30.0
+    # A whole request (every model step and tool) stops after this long (THEUS_TURN_DEADLINE):
+    # a model that keeps streaming, or keeps calling tools, is not left running unwatched.
+    turn_deadline_s: float = 1800.0
 
     @property
     def injection_deadline_ms(self) -> float:
@@ -124,7 +131,9 @@ class AgentSettings:
         return cls(
             inject=not is_off("knowledge_inject"),
             semantic_on=semantic_on,
+            deadline_ms=_float_env("THEUS_RECALL_DEADLINE_MS", 150.0),
             context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
             max_turns=max(1, int(_float_env("THEUS_MAX_TURNS", 50))),
             facts_timeout_s=_float_env("THEUS_FACTS_TIMEOUT", 30.0),
+            turn_deadline_s=_float_env("THEUS_TURN_DEADLINE", 1800.0),
         )

@@ -4,10 +4,8 @@ verbatim, so the current task goes on undisturbed."""
 
 from __future__ import annotations
 
-import json
-
-from knowledge.context import count_tokens
 from theus.model import ModelClient
+from theus.model.limits import conversation_tokens as conversation_tokens
 from theus.protocol import INJECTION, KIND, SUMMARY, Message, is_request
 
 SUMMARY_PROMPT = (
@@ -15,15 +13,6 @@ SUMMARY_PROMPT = (
     "made, files read or changed (with paths), commands run and their outcome, and what is "
     "still to do. Be concrete and brief (at most 300 words). Output only the summary."
 )
-
-
-def conversation_tokens(messages: list[Message]) -> int:
-    total = 0
-    for message in messages:
-        total += 4 + count_tokens(str(message.get("content") or ""))
-        for call in message.get("tool_calls") or ():
-            total += count_tokens(json.dumps(call.get("function", {})))
-    return total
 
 
 def split_point(messages: list[Message]) -> int:

@@ -15,7 +15,7 @@ import copy
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,7 +26,7 @@ from theus.agent import compaction, microcompact
 from theus.agent.facts import FactExtractor, FactsSource
 from theus.agent.injection import Injector, reminder
 from theus.config import AgentSettings
-from theus.model import ModelClient, ModelError
+from theus.model import Completion, ModelClient, ModelError
 from theus.protocol import (
     INJECTION,
     KIND,
@@ -54,6 +54,7 @@ from theus.sessions import Session
 from theus.tools.base import Approver, Tool, ToolContext, ToolError
 from theus.tools.jail import Jail, JailError
 from theus.tools.registry import default_tools
+from theus.tools.task import TASK
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,9 @@ SYSTEM_PROMPT = (
 )
 SUBAGENT_MAX_TURNS = 25
 # How a run's last turn ended, in its episode.
+# Why a partial answer stopped, in a run's result.
+INCOMPLETE = {"dropped": "answer incomplete: the server dropped the connection",
+              "deadline": "answer incomplete: the turn deadline passed"}
 OUTCOMES = {"end": "answered", "error": "failed", "cancelled": "cancelled",
             "max_turns": "stopped at the turn limit"}
 
@@ -77,6 +81,13 @@ class EpisodeSink(Protocol):
     def record_run(self, run: RunSummary, session_id: str) -> Any: ...
 
 
+class RunSink(Protocol):
+    """Where each finished request goes, to be an example for similar later ones (the memory's
+    run history implements it; it fails open)."""
+
+    def record_turn(self, run: RunSummary, request: str, session_id: str, model: str) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class TurnResult:
     text: str
@@ -84,6 +95,8 @@ class TurnResult:
     num_turns: int
     stop: str  # "end" | "max_turns" | "error"
     error: str | None = None
+    # Why the answer is not whole ("answer cut at N tokens", a dropped connection), if so.
+    incomplete: str | None = None
 
     @property
     def is_error(self) -> bool:
@@ -111,6 +124,8 @@ class Agent:
         messages: list[Message] | None = None,
         inject_requests: bool = True,
         facts: FactsSource | None = None,
+        history: RunSink | None = None,
+        parent_session: str = "",
     ) -> None:
         self.model = model
         self.root = Path(root).resolve()
@@ -121,10 +136,13 @@ class Agent:
         self.injector = injector
         self.session = session
         self.episodes = episodes
+        self.history = history
+        self._parent_session = parent_session  # a subagent's runs belong to its parent's session
         self.clock = clock
         self.max_turns = max_turns if max_turns is not None else self.settings.max_turns
         self.inject_requests = inject_requests
         self.usage = Usage()
+        self.usage_estimated = False  # some server reported no usage: counts are estimates
         self.num_turns = 0
         self.facts = (FactExtractor(model, facts, self.usage, self.settings.facts_timeout_s)
                       if facts is not None else None)
@@ -133,6 +151,7 @@ class Agent:
         self._completed: list[tuple[str, str]] = []  # (request, answer)
         self._not_done: list[str] = []
         self._last_stop = "end"
+        self._turn_began = _Tally()
         self.context = ToolContext(
             jail=Jail(self.root), approve=self._approve, refuse_protected=refuse_protected,
             allow_config_edits=allow_config_edits, denied_hint=denied_hint,
@@ -149,7 +168,10 @@ class Agent:
         """Answer one user request, running tools until the model stops asking for them."""
         turn = Usage()
         steps = 0
+        incomplete: str | None = None
+        deadline = time.monotonic() + self.settings.turn_deadline_s
         self._request = user_text
+        self._turn_began = _Tally.of(self.context, self._not_done)
         try:
             self._microcompact()
             if self.inject_requests:
@@ -162,10 +184,19 @@ class Agent:
             while True:
                 if steps:
                     self._microcompact()
+                if time.monotonic() >= deadline:
+                    raise ModelError(f"stopped: the request passed its deadline of "
+                                     f"{self.settings.turn_deadline_s:g}s (THEUS_TURN_DEADLINE)",
+                                     kind="deadline")
                 await self._maybe_compact()
-                completion = await self.model.complete(
-                    self._wire(), [t.schema() for t in self.tools.values()],
-                    on_text=lambda piece: self._emit(TextDelta(piece)))
+                completion = await self._step(deadline)
+                for notice in completion.notices:  # a work-around the client started
+                    self._emit(Error(notice))
+                self.usage_estimated |= completion.usage_estimated
+                if completion.finish_reason == "length":
+                    incomplete = f"answer cut at {completion.completion_tokens} tokens"
+                    self._emit(Error(f"{incomplete} (the server's output limit; see "
+                                     "THEUS_MAX_OUTPUT_TOKENS)"))
                 steps += 1
                 self.num_turns += 1
                 turn.model_calls += 1
@@ -175,7 +206,8 @@ class Agent:
                 self._append(_assistant(completion.text, completion.tool_calls, self.clock()))
                 self._emit(AssistantMessage(completion.text, tuple(completion.tool_calls)))
                 if not completion.tool_calls:
-                    return self._finish(completion.text, turn, steps, "end")
+                    return self._finish(completion.text, turn, steps, "end",
+                                        incomplete=incomplete)
                 for call in completion.tool_calls:
                     await self._run_tool(call)
                 if steps >= self.max_turns:
@@ -184,8 +216,13 @@ class Agent:
                     self._emit(Error(message, fatal=True))
                     return self._finish(completion.text, turn, steps, "max_turns", message)
         except ModelError as exc:
+            if exc.partial:  # what was streamed stays in the conversation, marked incomplete
+                self._append(_assistant(exc.partial, [], self.clock()))
+                self._record({"type": "incomplete", "reason": exc.kind, "error": str(exc)})
+                incomplete = INCOMPLETE.get(exc.kind, f"answer incomplete ({exc.kind})")
             self._emit(Error(str(exc), fatal=True))
-            return self._finish("", turn, steps, "error", str(exc))
+            return self._finish(exc.partial, turn, steps, "error", str(exc),
+                                incomplete=incomplete)
         except asyncio.CancelledError:
             # The user stopped the turn (Esc in the chat app): answer every pending tool call
             # so the conversation stays valid for the next request, then let it unwind.
@@ -247,9 +284,32 @@ class Agent:
         """Summarise the older turns now (`/compact`); False when there was nothing to fold."""
         return await self._compact(compaction.conversation_tokens(self.messages))
 
+    async def _step(self, deadline: float) -> Completion:
+        """One model call. A prompt the server says does not fit its context is compacted and
+        sent once more."""
+        schemas = [t.schema() for t in self.tools.values()]
+
+        def ask() -> Coroutine[Any, Any, Completion]:
+            return self.model.complete(self._wire(), schemas, deadline=deadline,
+                                       on_text=lambda piece: self._emit(TextDelta(piece)))
+
+        try:
+            return await ask()
+        except ModelError as exc:
+            if exc.kind != "context" or not await self._compact(self._prompt_tokens(schemas)):
+                raise
+        return await ask()
+
+    def _prompt_tokens(self, schemas: list[dict[str, Any]]) -> int:
+        """The next request's estimated size: messages as sent, and the tool schemas."""
+        return self.model.estimate_tokens(self._wire(), schemas)
+
     async def _maybe_compact(self) -> None:
-        limit = self.settings.context_tokens * self.settings.compact_ratio
-        before = max(compaction.conversation_tokens(self.messages), self._last_prompt_tokens)
+        # The server's own context size where it said one, else THEUS_CONTEXT_TOKENS.
+        context = self.model.context_tokens or self.settings.context_tokens
+        limit = context * self.settings.compact_ratio
+        schemas = [t.schema() for t in self.tools.values()]
+        before = max(self._prompt_tokens(schemas), self._last_prompt_tokens)
         if before >= limit:
             await self._compact(before)
 
@@ -320,19 +380,41 @@ class Agent:
                               "content": f"error: {why}"})
 
     def _finish(self, text: str, turn: Usage, steps: int, stop: str,
-                error: str | None = None) -> TurnResult:
+                error: str | None = None, incomplete: str | None = None) -> TurnResult:
         self.usage.add(turn)
         self._last_stop = stop
         if stop == "end":
             self._completed.append((self._request, text))
             if self.facts is not None:
                 self.facts.after_answer(text)
+            self._record_turn(text)
         else:
             self._not_done.append(f"request {self._request[:80]!r}: {error or stop}")
         self._emit(TurnFinished(text, turn, steps, stop))  # type: ignore[arg-type]
-        return TurnResult(text, turn, steps, stop, error)
+        return TurnResult(text, turn, steps, stop, error, incomplete)
+
+    def _record_turn(self, answer: str) -> None:
+        """This request and what it did (only this turn's part of the run's bookkeeping)."""
+        if self.history is None:
+            return
+        began, ctx = self._turn_began, self.context
+        run = RunSummary(
+            requests=(self._request,), answer=answer, outcome=OUTCOMES["end"],
+            files_changed=tuple(sorted(ctx.files_changed - began.files_changed)),
+            files_read=tuple(sorted(ctx.files_read - began.files_read)),
+            commands=tuple(ctx.commands[began.commands:]),
+            not_done=tuple(self._not_done[began.not_done:]))
+        session_id = self.session.id if self.session else self._parent_session
+        try:
+            self.history.record_turn(run, self._request, session_id, self.model.model)
+        except Exception as exc:
+            log.warning("run history port failed: %s", exc)
 
     # -- subagents --------------------------------------------------------------------------
+
+    def _subagent_tools(self) -> dict[str, Tool]:
+        """The parent's tools (MCP servers' included), but no task tool: no recursive trees."""
+        return {name: tool for name, tool in self.tools.items() if name != TASK.name}
 
     async def _spawn(self, description: str, prompt: str, fork: bool) -> str:
         self._subagents += 1
@@ -341,11 +423,13 @@ class Agent:
         messages = copy.deepcopy(self.messages[:_last_assistant(self.messages)]) if fork else []
         child = Agent(
             self.model, self.root, sink=null_sink, approver=self.approver,
-            settings=self.settings, tools=default_tools(subagents=False), injector=self.injector,
+            settings=self.settings, tools=self._subagent_tools(), injector=self.injector,
             clock=self.clock, max_turns=SUBAGENT_MAX_TURNS,
             refuse_protected=self.context.refuse_protected,
             allow_config_edits=self.context.allow_config_edits,
-            denied_hint=self.context.denied_hint, messages=messages, inject_requests=False)
+            denied_hint=self.context.denied_hint, messages=messages, inject_requests=False,
+            history=self.history,
+            parent_session=self.session.id if self.session else self._parent_session)
         if not fork:
             # A fresh child has none of the context the parent paid for: prime it with a recall
             # on the task description. A fork inherits the parent's (and its injection).
@@ -464,3 +548,18 @@ def _last_assistant(messages: list[Message]) -> int:
         if messages[i].get("role") == "assistant":
             return i
     return len(messages)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    """How much of the run's bookkeeping existed when a turn began."""
+
+    files_changed: frozenset[str] = frozenset()
+    files_read: frozenset[str] = frozenset()
+    commands: int = 0
+    not_done: int = 0
+
+    @classmethod
+    def of(cls, ctx: ToolContext, not_done: list[str]) -> _Tally:
+        return cls(frozenset(ctx.files_changed), frozenset(ctx.files_read), len(ctx.commands),
+                   len(not_done))

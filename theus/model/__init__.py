@@ -1,0 +1,7 @@
+"""The model client (theus.model.client) and what it learns about each server: capabilities,
+limits, and one clear line per failure (theus.model.errors)."""
+
+from theus.model.client import MAX_ANSWER_CHARS, Completion, ModelClient, TextCallback
+from theus.model.errors import ModelError
+
+__all__ = ["MAX_ANSWER_CHARS", "Completion", "ModelClient", "ModelError", "TextCallback"]
