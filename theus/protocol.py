@@ -130,22 +130,28 @@ class InjectionInfo:
     dropped: bool = False
     best_score: float = 0.0
     reason: str = ""
+    examples: int = 0  # past runs quoted as few-shot examples (knowledge.run_history)
 
 
 @dataclass(slots=True)
 class ApprovalRequest:
-    """The agent wants to edit a file or run a command.
+    """The agent wants to edit a file, run a command or call an MCP server's tool.
 
     Approval goes through the agent's `approver` (an async callable returning bool). The default
     approver emits this event and awaits `future`: the front end resolves it with
-    `future.set_result(True/False)`. `detail` is a unified diff (edit) or the command (shell).
+    `future.set_result(True/False)`. `detail` is a unified diff (edit), the command (shell) or
+    the call's arguments as JSON (mcp, whose `tool` is the namespaced `server__tool`).
     """
 
-    kind: Literal["edit", "shell"]
+    kind: Literal["edit", "shell", "mcp"]
     summary: str
     detail: str
     path: str | None = None
+    tool: str | None = None
     future: asyncio.Future[bool] | None = field(default=None, compare=False)
+    # Why the target is risky (an edit of a file that runs code by itself): "always allow"
+    # rules never cover such a request (`theus.permissions`).
+    protected: str = ""
 
 
 @dataclass(frozen=True, slots=True)

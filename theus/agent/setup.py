@@ -4,17 +4,22 @@ the layers; the app makes one agent per chat over its one memory, a headless run
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from knowledge.memory import Memory, open_memory
 from theus.agent.injection import Injector
 from theus.agent.loop import Agent
 from theus.config import AgentSettings, ModelSettings
 from theus.model import ModelClient
-from theus.protocol import Event, Message, Sink, ToolCallStarted, null_sink
+from theus.protocol import Error, Event, Message, Sink, ToolCallStarted, null_sink
 from theus.sessions import Session
 from theus.tools.base import Approver
+
+if TYPE_CHECKING:
+    from theus.mcp.client import McpHub
 
 # How long a one-shot run's first request waits for the graph to load, before its deadline.
 ONE_SHOT_GRAPH_WAIT_S = 3.0
@@ -24,6 +29,7 @@ ONE_SHOT_GRAPH_WAIT_S = 3.0
 class Runtime:
     agent: Agent
     memory: Memory
+    mcp: McpHub | None = None
 
     async def close(self, interrupted: bool = False) -> None:
         """End of the conversation: extractions still running (bounded; dropped at once when
@@ -32,6 +38,8 @@ class Runtime:
             await self.agent.facts.settle(0.0 if interrupted else None)
         self.agent.end_session()
         self.memory.close()
+        if self.mcp is not None:
+            await asyncio.to_thread(self.mcp.close)
         await self.agent.model.close()
 
 
@@ -49,6 +57,7 @@ def make_agent(
     first_request: str | None = None,
     allow_config_edits: bool = False,
     denied_hint: str = "the user declined",
+    mcp: McpHub | None = None,
 ) -> Agent:
     """An agent over `memory` (which may still be opening on another thread: recall then
     waits for it, within the injection deadline). `approver=None` means: emit ApprovalRequest
@@ -56,39 +65,61 @@ def make_agent(
 
     A headless run knows its `first_request`: its block is recalled at once, and the watcher
     (whose catch-up walk would compete for the one interpreter) starts only when the agent
-    first runs a tool; a run that only answers never needs it."""
+    first runs a tool; a run that only answers never needs it.
+
+    `mcp`: the tools of its servers that are ready now are offered beside the built-in ones
+    (`offer_mcp_tools` adds those of servers that come up later)."""
     # The semantic re-ranker earns recall extra time, once the memory says it is on.
     settings = settings or AgentSettings.from_env(
         semantic_on=memory.is_open and memory.semantic_on)
     injector = Injector(settings, memory.recaller, memory.injection_stats(),
                         facts=lambda query: memory.facts.block_lines(query)
-                        if memory.facts is not None else [])
+                        if memory.facts is not None else [], examples=memory.examples)
     if first_request is not None:
         injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S)
     else:
         injector.warm()
     if headless:
         sink = _watching_from_first_tool(sink, memory)
-    return Agent(
+    agent = Agent(
         ModelClient(model_settings), memory.root, sink=sink, approver=approver,
         settings=settings, injector=injector, session=session, episodes=memory,
         max_turns=max_turns, refuse_protected=headless, allow_config_edits=allow_config_edits,
-        denied_hint=denied_hint, messages=messages or None, facts=memory)
+        denied_hint=denied_hint, messages=messages or None, facts=memory, history=memory)
+    if mcp is not None:
+        offer_mcp_tools(agent, mcp)
+    return agent
+
+
+def offer_mcp_tools(agent: Agent, hub: McpHub) -> None:
+    """Add the tools of `hub`'s ready servers the agent does not have yet (call it on the
+    agent's event loop, between turns). Built-in tools keep their names."""
+    from theus.mcp.tools import mcp_tools
+
+    for name, tool in mcp_tools(hub).items():
+        agent.tools.setdefault(name, tool)
 
 
 def start_headless(root: Path, model_settings: ModelSettings, session: Session | None,
                    first_request: str, *, sink: Sink = null_sink,
                    approver: Approver | None = None, messages: list[Message] | None = None,
                    max_turns: int | None = None, allow_config_edits: bool = False,
-                   denied_hint: str = "the user declined") -> Runtime:
+                   denied_hint: str = "the user declined", mcp: McpHub | None = None
+                   ) -> Runtime:
     """`theus -p`: the memory opened for a one-shot run, and its agent (blocking: call it
-    from a worker thread)."""
+    from a worker thread). `mcp`'s servers, started before, come up while the memory opens;
+    the first request waits for them (bounded: each has its start-up deadline), and each that
+    failed is one warning."""
     memory = open_memory(root, one_shot=True, watch=False)
+    if mcp is not None:
+        mcp.wait_ready()
+        for warning in mcp.warnings():
+            sink(Error(warning))
     agent = make_agent(memory, model_settings, session, sink=sink, approver=approver,
                        messages=messages, max_turns=max_turns, headless=True,
                        first_request=first_request, allow_config_edits=allow_config_edits,
-                       denied_hint=denied_hint)
-    return Runtime(agent, memory)
+                       denied_hint=denied_hint, mcp=mcp)
+    return Runtime(agent, memory, mcp)
 
 
 def _watching_from_first_tool(sink: Sink, memory: Memory) -> Sink:
