@@ -120,14 +120,24 @@ class SessionStore:
         if not _ID.match(session_id):
             raise SessionNotFound(f"not a session id: {session_id!r}")
         path = self.dir / f"{session_id}.jsonl"
-        if not path.is_file():
-            raise SessionNotFound(f"no session {session_id} in this project "
-                                  "(see `theus sessions`)")
-        return Session(session_id, path)
+        if path.is_file():
+            return Session(session_id, path)
+        # A unique prefix will do, as with git's commit ids.
+        matches = sorted(p.stem for p in self.dir.glob(f"{session_id}*.jsonl"))
+        if len(matches) == 1:
+            return Session(matches[0], self.dir / f"{matches[0]}.jsonl")
+        if matches:
+            raise SessionNotFound(f"{len(matches)} sessions start with {session_id}: "
+                                  + ", ".join(matches[:5]) + " (give more of the id)")
+        raise SessionNotFound(f"no session {session_id} in this project "
+                              "(see `theus sessions`)")
 
     def choose(self, *, resume: str | None = None, continue_last: bool = False,
                **meta: Any) -> Session:
         """What `-r ID` / `-c` / neither mean: the given session, the latest, or a new one."""
+        if resume == "":  # `-r` with no id: only the app has a picker to choose with
+            raise SessionNotFound("-r needs a session id here (see `theus sessions`; a unique "
+                                  "prefix will do)")
         if resume:
             return self.open(resume)
         if continue_last:

@@ -12,9 +12,10 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from textual import on, work
 from textual.app import App
@@ -23,16 +24,22 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from theus.config import AgentSettings, ModelSettings
-from theus.protocol import Message
+from theus.permissions import Permissions
+from theus.protocol import Message, Usage
 from tui.commands import PanelCommands
 from tui.engine import Engine
+from tui.mcp_servers import McpServers
 from tui.messages import GraphLoaded, IndexChanged, InjectedTokens, RecallDone
 from tui.widgets.status_bar import StatusBar, short_switches, watcher_text
+
+if TYPE_CHECKING:  # the chat screen is loaded with its mode
+    from tui.screens.chat import ChatScreen
 
 log = logging.getLogger(__name__)
 
 PANELS = Binding.Group("Panels", compact=True)
 STATUS_EVERY_S = 2.0
+QUIT_WINDOW_S = 2.0  # a second Ctrl+C within this quits, as in Claude Code
 
 
 def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
@@ -67,11 +74,15 @@ class TheusApp(App[int]):
         Binding("f5", "panel('memories')", "Memories", id="app.memories", group=PANELS,
                 tooltip="Add, edit and delete memories"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", tooltip="Leave theus", priority=True),
+        # Priority, so the request box's copy does not take it: Ctrl+C stops, as in a shell.
+        Binding("ctrl+c", "interrupt", "Interrupt", id="app.interrupt", show=False,
+                priority=True, tooltip="Stop the running turn; twice within 2 s quits"),
     ]
 
     def __init__(self, root: Path, model_settings: ModelSettings | None, *,
                  resume: list[Message] | None = None,
-                 session: Any = None, agent_settings: AgentSettings | None = None) -> None:
+                 session: Any = None, agent_settings: AgentSettings | None = None,
+                 pick_session: bool = False) -> None:
         super().__init__()
         self.agent_settings = agent_settings
         self.engine = Engine(root)
@@ -80,10 +91,15 @@ class TheusApp(App[int]):
         self.model_settings = model_settings
         self.resume = resume
         self.resume_session = session
+        self.pick_session = pick_session  # `theus -r` with no id: the chat opens the picker
+        self.chat: ChatScreen | None = None  # set when the chat screen mounts
+        self.permissions = Permissions(root)
+        self._last_interrupt = -QUIT_WINDOW_S
         self.status: dict[str, Any] = {
             "model": model_settings.model if model_settings else "no model",
             "counts": {}, "indexing": True, "failed": "", "watcher": "", "recall_ms": None,
-            "turn_tokens": 0, "total_tokens": 0, "off": (),
+            "turn_tokens": 0, "total_tokens": 0, "off": (), "tokens_in": 0, "tokens_out": 0,
+            "cost": None, "mcp": "",
         }
         self.status_bars: set[StatusBar] = set()
         self._agents: list[Any] = []
@@ -92,6 +108,7 @@ class TheusApp(App[int]):
         self._dashboard: tuple[str, Callable[[], None]] | None = None
         self._graph_version = -1
         self._status_busy = False
+        self.mcp = McpServers(root)
 
     # -- start ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -102,6 +119,7 @@ class TheusApp(App[int]):
         # A daemon thread, not a Textual thread worker: those run in the event loop's default
         # executor, which the loop joins at exit, so quitting would wait for the graph load.
         threading.Thread(target=self.load_graph, name="theus-load", daemon=True).start()
+        self.mcp.start()
         self.set_interval(STATUS_EVERY_S, self.refresh_status)
 
     def load_graph(self) -> None:
@@ -136,6 +154,9 @@ class TheusApp(App[int]):
             bar.set_reactive_fields(self.status)
 
     def refresh_status(self) -> None:
+        self.update_status(mcp=self.mcp.status_word())
+        for failure in self.mcp.new_failures():  # one warning each; the chat goes on
+            self.notify(failure, severity="warning", markup=False)
         if self.engine.loaded:
             if not self._status_busy:
                 self._status_busy = True
@@ -172,6 +193,29 @@ class TheusApp(App[int]):
                                                      self.engine.memory.watcher))
         except Exception:
             return "watch –"
+
+    def show_usage(self, usage: Usage) -> None:
+        """The session's tokens so far (its subagents' too), priced where a table says how."""
+        from theus.pricing import cost_usd
+
+        model = self.model_settings.model if self.model_settings else ""
+        self.update_status(tokens_in=usage.prompt_tokens, tokens_out=usage.completion_tokens,
+                           cost=cost_usd(model, usage.prompt_tokens, usage.completion_tokens))
+
+    def reset_usage(self) -> None:
+        """A new session (or a resumed one) starts its own figures."""
+        self.update_status(tokens_in=0, tokens_out=0, cost=None, turn_tokens=0, total_tokens=0)
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C: stop the running turn; a second press within `QUIT_WINDOW_S` quits."""
+        now = time.monotonic()
+        if now - self._last_interrupt < QUIT_WINDOW_S:
+            await self.action_quit()
+            return
+        self._last_interrupt = now
+        stopped = self.chat is not None and self.chat.interrupt()
+        self.notify(("Interrupted. " if stopped else "") + "Press Ctrl+C again to quit",
+                    timeout=QUIT_WINDOW_S)
 
     def on_recall_done(self, message: RecallDone) -> None:
         self.update_status(recall_ms=message.took_ms)
@@ -284,6 +328,7 @@ class TheusApp(App[int]):
             self._closed_agents.append(agent)
         if self._dashboard is not None:
             self._dashboard[1]()
+        self.mcp.close()
         self._memory_closing = threading.Thread(target=self.engine.close, name="theus-close",
                                          daemon=True)
         self._memory_closing.start()
@@ -329,6 +374,7 @@ def run_app(args: argparse.Namespace) -> NoReturn:
     root = project_root(getattr(args, "path", "."))
     _log_to_file(data_home())
     session, messages = None, None
+    pick = getattr(args, "resume", None) == ""  # `-r` with no id
     if getattr(args, "resume", None) or getattr(args, "continue_last", False):
         from theus.sessions import SessionNotFound, SessionStore
 
@@ -341,7 +387,7 @@ def run_app(args: argparse.Namespace) -> NoReturn:
             raise UsageError("no earlier session in this project to continue (drop -c)")
         messages = session.messages()
     app = TheusApp(root, load_model_settings(getattr(args, "model", None)), resume=messages,
-                   session=session)
+                   session=session, pick_session=pick)
     app.run()
     _exit_now(app.return_code or 0)
 

@@ -42,6 +42,8 @@ class Engine:
         self._project: Project | None = None
         self._folders: Any = None
         self._folders_version = -1
+        self._paths: list[str] = []
+        self._paths_version = -1
 
     @property
     def loaded(self) -> bool:
@@ -84,6 +86,16 @@ class Engine:
             self._folders = Folders.build(graph)
             self._folders_version = version
         return self._folders
+
+    def file_paths(self) -> list[str]:
+        """The indexed files' paths (`@path` completion), re-read when the graph changed."""
+        graph = self.project.graph
+        if graph.version != self._paths_version:
+            with graph.lock:
+                version = graph.version
+                self._paths = sorted(n.path for n in graph.nodes("file") if n.path)
+            self._paths_version = version
+        return self._paths
 
     @property
     def project(self) -> Project:

@@ -12,7 +12,10 @@ COMMANDS: dict[str, str] = {
     "memory": "open the memories panel, or remember the given text",
     "model": "show the model, or switch to another name",
     "sessions": "list earlier sessions of this project",
+    "resume": "pick an earlier session to go on with (or give its id, or a prefix)",
+    "permissions": "standing approvals; `/permissions revoke N` drops one",
     "dashboard": "show the graph in the browser (prints its local address)",
+    "mcp": "MCP servers, their state and tools; `/mcp trust` starts this project's",
 }
 
 

@@ -51,6 +51,14 @@ class Terminal:
                 raise AssertionError(f"{needle!r} never appeared; the screen:\n{shown}")
             time.sleep(0.1)  # polling the pane: there is no event to wait on
 
+    def wait_gone(self, timeout: float = 30.0) -> None:
+        """The app quit and its tmux session ended with it."""
+        deadline = time.monotonic() + timeout
+        while self.alive():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"theus did not quit; the screen:\n{self.screen()}")
+            time.sleep(0.1)  # polling the pane: there is no event to wait on
+
     def alive(self) -> bool:
         return subprocess.run([self.tmux, "-L", self.socket, "has-session", "-t", "theus"],
                               capture_output=True, timeout=30).returncode == 0
@@ -87,7 +95,4 @@ def test_theus_answers_in_a_real_terminal(terminal: Terminal, tmp_path: Path,
         assert "what does price_of do" in shown
         assert server.requests and server.requests[0]["model"] == "test-model"
         terminal.run("send-keys", "-t", "theus", "C-q")
-        deadline = time.monotonic() + 30
-        while terminal.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not terminal.alive()
+        terminal.wait_gone()

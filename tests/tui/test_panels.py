@@ -211,7 +211,7 @@ async def test_status_bar(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) ->
         app.refresh_status()
         await pilot.pause()
         line = str(bar.render())
-        assert line.startswith("test-model │ 3 files 3 sym")
+        assert line.startswith("test-model │ ↑0 ↓0 tok │ 3 files 3 sym")
         assert "recall –" in line and "ctx 0 tok (0 total)" in line
         assert "off: embeddings,episodes" in line
         await pilot.press(*"price of", "enter")  # the model is not asked: no script needed

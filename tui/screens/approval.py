@@ -1,8 +1,9 @@
-"""Approve or refuse an edit (shows the diff) or a shell command (shows the command)."""
+"""Approve or refuse an edit (shows the diff) or a shell command (shows the command), once or
+for good: "always" for this session or in this project (`theus.permissions`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -10,19 +11,29 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from theus.permissions import Rule
 from theus.protocol import ApprovalRequest
 
 if TYPE_CHECKING:  # imported when a request is shown: Syntax loads Pygments
     from rich.syntax import Syntax
 
+# "yes" once, "session" / "project" always (from now on), "no" refused.
+Answer = Literal["yes", "session", "project", "no"]
+ANSWERS: dict[str, Answer] = {"yes": "yes", "session": "session", "project": "project"}
 
-class ApprovalScreen(ModalScreen[bool]):
+
+class ApprovalScreen(ModalScreen[Answer]):
     CSS_PATH = "approval.tcss"
-    HELP = "Approve (y) or refuse (n / Escape) what the agent wants to do."
+    HELP = ("Approve once (y), always in this session (a), always in this project (p), or "
+            "refuse (n / Escape). `/permissions` lists and revokes the standing ones.")
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Approve", id="approval.yes",
-                tooltip="Let the agent make this change or run this command"),
-        Binding("n,escape", "answer(False)", "Refuse", id="approval.no",
+        Binding("y", "answer('yes')", "Approve", id="approval.yes",
+                tooltip="Let the agent make this change or run this command, this once"),
+        Binding("a", "answer('session')", "Always (session)", id="approval.session",
+                tooltip="Allow this from now on, until this session ends"),
+        Binding("p", "answer('project')", "Always (project)", id="approval.project",
+                tooltip="Allow this from now on in this project (kept; see /permissions)"),
+        Binding("n,escape", "answer('no')", "Refuse", id="approval.no",
                 tooltip="Refuse; the agent is told you declined"),
     ]
 
@@ -32,23 +43,36 @@ class ApprovalScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         request = self.request
-        verb = "Edit" if request.kind == "edit" else "Run"
+        # The summary says what it is ("run: make test", "edit cart.py"); no second verb.
+        title = request.summary[:1].upper() + request.summary[1:]
+        always = (f"always: {Rule.for_request(request).describe()}" if not request.protected
+                  else "asked each time: no standing approval covers a file that runs code")
         with Vertical(id="dialog"):
-            yield Label(f"{verb}: {request.summary}", id="approval-title", markup=False)
+            yield Label(title, id="approval-title", markup=False)
             with VerticalScroll(id="approval-detail"):
                 yield Static(_detail(request), id="approval-body")
+            yield Label(always, id="approval-always", markup=False)
             with Horizontal(id="approval-buttons"):
-                yield Button("Approve (y)", variant="success", id="approve")
-                yield Button("Refuse (n)", variant="error", id="refuse")
+                yield Button("Approve (y)", variant="success", id="yes")
+                if not request.protected:
+                    yield Button("This session (a)", id="session")
+                    yield Button("This project (p)", id="project")
+                yield Button("Refuse (n)", variant="error", id="no")
 
     def on_mount(self) -> None:
-        self.query_one("#refuse", Button).focus()
+        self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "approve")
+        self.action_answer(event.button.id or "no")
 
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No "always" for a protected edit (the rule would not cover it anyway)."""
+        if action == "answer" and parameters[:1] in (("session",), ("project",)):
+            return not self.request.protected
+        return True
+
+    def action_answer(self, answer: str) -> None:
+        self.dismiss(ANSWERS.get(answer, "no"))
 
 
 def _detail(request: ApprovalRequest) -> Syntax:
@@ -57,4 +81,5 @@ def _detail(request: ApprovalRequest) -> Syntax:
     if request.kind == "edit":
         return Syntax(request.detail or "(no changes)", "diff", theme="ansi_dark",
                       word_wrap=True)
-    return Syntax(request.detail, "bash", theme="ansi_dark", word_wrap=True)
+    language = "json" if request.kind == "mcp" else "bash"  # an MCP call's arguments
+    return Syntax(request.detail, language, theme="ansi_dark", word_wrap=True)

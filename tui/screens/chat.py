@@ -16,13 +16,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Static, TextArea
 
 from theus import protocol as ev
-from tui import slash
+from theus.permissions import Rule
+from tui import attachments, slash
 from tui.app_handle import theus_app
 from tui.messages import AgentEvent, InjectedTokens, RecallDone, TextBatch
 from tui.screens.approval import ApprovalScreen
+from tui.widgets.busy import BusyIndicator
 from tui.widgets.chat_items import (
     AssistantReply,
     InjectionView,
@@ -30,9 +32,11 @@ from tui.widgets.chat_items import (
     RecallView,
     ToolCallView,
     UserRequest,
+    replayed,
 )
 from tui.widgets.prompt import PromptInput
 from tui.widgets.status_bar import StatusBar
+from tui.widgets.suggestions import Suggestions, completing, file_options, slash_options
 
 MAX_ITEMS = 400  # older items are pruned past this many, keeping the log light
 
@@ -49,7 +53,9 @@ class ChatScreen(Screen[None]):
 ## Chat
 
 Type a request and press Enter. Tool calls and the injected context appear as one-line
-entries: click or press Enter on one to expand it. Escape stops the running turn.
+entries: click or press Enter on one to expand it. **Escape** or **Ctrl+C** stops the running
+turn; a second **Ctrl+C** within 2 seconds quits. `/resume` picks an earlier session to go on
+with; approvals offer "always" for this session or this project (`/permissions` lists them).
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_turn", "Stop", id="chat.cancel",
@@ -70,13 +76,31 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         if theus_app(self).model_settings is None:
             yield Static(NO_MODEL_NOTICE, id="no-model", markup=False)
         yield VerticalScroll(id="log")
+        yield BusyIndicator()
+        yield Suggestions()
         yield PromptInput(id="prompt")
         yield StatusBar()
         yield Footer()
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self.log_view.anchor()
-        self.query_one(PromptInput).focus()
+        prompt = self.query_one(PromptInput)
+        prompt.suggestions = self.query_one(Suggestions)
+        prompt.focus()
+        app = theus_app(self)
+        app.chat = self
+        if app.resume_session is not None:
+            await self.show_history(app.resume_session.id, app.resume or [])
+        if app.pick_session:
+            app.pick_session = False
+            self.pick_session()
+
+    async def show_history(self, session_id: str, messages: list[Any]) -> None:
+        """A resumed conversation on screen as it was, then a line saying which it is."""
+        shown = replayed(messages)[-MAX_ITEMS:]
+        if shown:
+            await self.log_view.mount_all(shown)
+        await self.add(Notice(f"resumed session {session_id} ({len(messages)} messages)"))
 
     async def add(self, widget: Widget) -> None:
         log = self.log_view
@@ -84,6 +108,10 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         extra = len(log.children) - MAX_ITEMS
         if extra > 0:
             await log.remove_children(list(log.children)[:extra])
+        if isinstance(widget, RecallView):
+            # Its top (the ranked hits) in view, not its end: a tall block under them would
+            # otherwise push the hits out of a 40-row screen.
+            log.call_after_refresh(log.scroll_to_widget, widget, top=True, animate=False)
 
     def add_from_thread(self, widget: Widget) -> None:
         """`add` from a thread worker; returns once the widget is mounted."""
@@ -95,6 +123,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
     # -- requests -----------------------------------------------------------------------------
     @on(PromptInput.Submitted)
     async def submitted(self, event: PromptInput.Submitted) -> None:
+        self.log_view.scroll_end(animate=False)  # back to the newest, anchored again
         command = slash.parse(event.text)
         if command is not None:
             await self.run_slash(*command)
@@ -114,12 +143,23 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_turn(self, text: str) -> None:
-        agent = self._agent()
+        busy = self.query_one(BusyIndicator)
+        busy.start()
         try:
-            await agent.run_turn(text)
+            request = text
+            if attachments.mentions(text):
+                request, attached = await asyncio.to_thread(
+                    attachments.expand, theus_app(self).engine.root, text)
+                for item in attached:
+                    await self.add(Notice(item.describe(), error=bool(item.error)))
+            agent = self._agent()
+            await theus_app(self).mcp.ready(agent)  # the MCP tools that are up by now
+            await agent.run_turn(request)
         except asyncio.CancelledError:
             self.post_message(AgentEvent(ev.Error("stopped", fatal=True)))
             raise
+        finally:
+            busy.stop()
 
     def _agent(self) -> Any:
         if self.agent is None:
@@ -141,17 +181,59 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
     async def on_text_batch(self, message: TextBatch) -> None:
         if message.pieces is self._open_batch:
             self._open_batch = None
+        text = "".join(message.pieces)
+        self.query_one(BusyIndicator).streamed(text)
         if self._reply is None:
             self._reply = AssistantReply()
             await self.add(self._reply)
-        await self._reply.feed("".join(message.pieces))
+        await self._reply.feed(text)
 
     async def _approve(self, request: ev.ApprovalRequest) -> bool:
-        """Runs inside the agent worker, so it may wait on the modal."""
+        """Runs inside the agent worker, so it may wait on the modal. A standing rule
+        ("always") answers without asking."""
+        permissions = theus_app(self).permissions
+        standing = await asyncio.to_thread(permissions.allowing, request)
+        if standing is not None:
+            scope, rule = standing
+            self.post_message(AgentEvent(Notice(
+                f"allowed ({scope} rule: {rule.describe()}): {request.summary}")))
+            return True
         answer = await self.app.push_screen_wait(ApprovalScreen(request))
-        verb = "approved" if answer else "refused"
-        self.post_message(AgentEvent(Notice(f"{verb}: {request.summary}")))
-        return answer
+        if answer == "session" or answer == "project":  # `in` would not narrow the type
+            rule = Rule.for_request(request)
+            await asyncio.to_thread(permissions.allow, rule, answer)
+            note = f"approved, and from now on in this {answer}: {rule.describe()}"
+        else:
+            note = ("approved: " if answer == "yes" else "refused: ") + request.summary
+        self.post_message(AgentEvent(Notice(note)))
+        return answer != "no"
+
+    # -- completions ----------------------------------------------------------------------------
+    @on(TextArea.Changed, "#prompt")
+    def prompt_changed(self) -> None:
+        """Suggest slash commands after `/` and project files after `@`, as you type."""
+        prompt = self.query_one(PromptInput)
+        box = self.query_one(Suggestions)
+        target = completing(prompt.text, *prompt.cursor_location)
+        if target is None:
+            box.hide()
+        elif target.kind == "slash":
+            box.show(target, slash_options(target.query))
+        else:
+            self.suggest_files(target)
+
+    @work(thread=True, exclusive=True, group="complete", exit_on_error=False)
+    def suggest_files(self, target: Any) -> None:
+        engine = theus_app(self).engine
+        if not engine.loaded:  # the graph is still loading: no files to offer yet
+            return
+        rows = file_options(target.query, engine.file_paths())
+        self.app.call_from_thread(self._show_files, target, rows)
+
+    def _show_files(self, target: Any, rows: list[tuple[str, str]]) -> None:
+        prompt = self.query_one(PromptInput)
+        if completing(prompt.text, *prompt.cursor_location) == target:  # still typing it
+            self.query_one(Suggestions).show(target, rows)
 
     @work(thread=True, exclusive=True, group="recall", exit_on_error=False)
     def recall(self, query: str) -> None:
@@ -169,12 +251,15 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             await self.add(event)
         elif isinstance(event, ev.AssistantMessage | ev.TurnFinished):
             await self._end_reply()
-            if isinstance(event, ev.TurnFinished) and event.stop not in ("end", "error"):
-                await self.add(Notice(f"turn ended: {event.stop}"))
+            if isinstance(event, ev.TurnFinished):
+                if self.agent is not None:
+                    theus_app(self).show_usage(self.agent.usage)
+                if event.stop not in ("end", "error"):
+                    await self.add(Notice(f"turn ended: {event.stop}"))
         elif isinstance(event, ev.InjectionInfo):
             self.post_message(InjectedTokens(event.tokens if event.block else 0, event.took_ms))
             await self.add(InjectionView(event.tokens, event.took_ms, event.block, event.reason,
-                                         event.dropped))
+                                         event.dropped, event.examples))
         elif isinstance(event, ev.ToolCallStarted):
             await self._end_reply()
             view = ToolCallView(event.id, event.name, event.arguments)
@@ -193,7 +278,7 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
 
     @work(group="approval", exit_on_error=False)
     async def _answer(self, request: ev.ApprovalRequest) -> None:
-        answer = await self.app.push_screen_wait(ApprovalScreen(request))
+        answer = await self._approve(request)
         if request.future is not None and not request.future.done():
             request.future.set_result(answer)
 
@@ -206,6 +291,17 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
     def action_cancel_turn(self) -> None:
         self.workers.cancel_group(self, "agent")
 
+    def interrupt(self) -> bool:
+        """Ctrl+C: stop the running turn (refusing an approval it waits on); False when no
+        turn was running."""
+        if not self.busy:
+            return False
+        modal: Screen[Any] = self.app.screen  # as `Screen[object]` it would not narrow
+        if isinstance(modal, ApprovalScreen):
+            modal.dismiss("no")
+        self.action_cancel_turn()
+        return True
+
     async def action_clear(self) -> None:
         await self.run_slash("clear", "")
 
@@ -214,12 +310,14 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         if name == "help":
             app.action_help()
         elif name == "clear":
-            self.workers.cancel_group(self, "agent")
-            app.end_agent(self.agent)
-            self.agent = None
-            self._reply = None
-            self._tools.clear()
-            await self.log_view.remove_children()
+            await self._end_session()
+        elif name == "resume":
+            if arg:
+                self.resume(arg)
+            else:
+                self.pick_session()
+        elif name == "permissions":
+            await self.add(Notice(self._permissions(arg)))
         elif name == "compact":
             self.compact()
         elif name == "recall":
@@ -236,12 +334,75 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             await self.add(Notice(app.switch_model(arg)))
         elif name == "sessions":
             self.list_sessions()
+        elif name == "mcp":
+            self.show_mcp(arg)
         elif name == "dashboard":
             self.open_dashboard()
         else:
             await self.add(Notice(f"unknown command /{name}; try "
                                   + ", ".join("/" + c for c in slash.suggest(name)),
                                   error=True))
+
+    async def _end_session(self) -> None:
+        """Stop the turn, end the session (its episode) and clear the screen and its figures."""
+        app = theus_app(self)
+        self.workers.cancel_group(self, "agent")
+        app.end_agent(self.agent)
+        self.agent = None
+        self._reply = None
+        self._tools.clear()
+        app.permissions.forget_session()
+        app.reset_usage()
+        await self.log_view.remove_children()
+
+    @work(group="session-picker", exit_on_error=False)
+    async def pick_session(self) -> None:
+        from tui.screens.session_picker import SessionPicker
+
+        chosen = await self.app.push_screen_wait(SessionPicker(theus_app(self).engine.root))
+        if chosen:
+            self.resume(chosen)
+
+    @work(group="resume", exit_on_error=False)
+    async def resume(self, session_id: str) -> None:
+        """Go on with an earlier session (a unique prefix of its id will do): its
+        conversation on screen, and the next request sends it to the model."""
+        from theus.sessions import SessionNotFound, SessionStore
+
+        app = theus_app(self)
+        if self.busy:
+            await self.add(Notice("a turn is running: stop it (Escape) before resuming"))
+            return
+        try:
+            session = await asyncio.to_thread(SessionStore(app.engine.root).open, session_id)
+        except SessionNotFound as exc:
+            await self.add(Notice(str(exc), error=True))
+            return
+        messages = await asyncio.to_thread(session.messages)
+        await self._end_session()
+        app.resume_session, app.resume = session, messages
+        await self.show_history(session.id, messages)
+
+    def _permissions(self, arg: str) -> str:
+        """`/permissions`: the standing approvals; `/permissions revoke N` drops one."""
+        permissions = theus_app(self).permissions
+        verb, _, number = arg.partition(" ")
+        if verb in ("revoke", "rm", "remove"):
+            try:
+                scope, rule = permissions.revoke(int(number))
+            except (ValueError, IndexError):
+                return f"no rule {number or '?'}: see the numbers `/permissions` lists"
+            return f"revoked ({scope}): {rule.describe()}"
+        if verb:
+            return "usage: /permissions, or /permissions revoke N"
+        listed = permissions.listed()
+        if not listed:
+            return ("no standing approvals: answer an approval with a (this session) or p "
+                    "(this project) to add one")
+        lines = [f"{i:>2}. {scope:<7} {rule.describe()}" for i, (scope, rule)
+                 in enumerate(listed, 1)]
+        return ("standing approvals (`/permissions revoke N` drops one):\n" + "\n".join(lines)
+                + f"\nproject rules are kept in {permissions.path}")
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def compact(self) -> None:
@@ -251,6 +412,12 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
             return
         if not await agent.compact():
             await self.add(Notice("nothing to compact: the last request is kept verbatim"))
+
+    @work(thread=True, group="mcp", exit_on_error=False)
+    def show_mcp(self, arg: str) -> None:
+        servers = theus_app(self).mcp
+        text = servers.trust() if arg == "trust" else servers.listing()
+        self.add_from_thread(Notice(text))
 
     @work(thread=True, group="dashboard", exit_on_error=False)
     def open_dashboard(self) -> None:
@@ -266,8 +433,8 @@ entries: click or press Enter on one to expand it. Escape stops the running turn
         infos = SessionStore(theus_app(self).engine.root).list()
         lines = [f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(i.updated))}  {i.id}  "
                  f"{i.messages} messages  {i.title}" for i in infos[:30]]
-        text = "sessions (resume with `theus -r ID`):\n" + "\n".join(lines) if lines else \
-            "no earlier sessions in this project"
+        text = ("sessions (resume with `/resume ID` or `theus -r ID`):\n" + "\n".join(lines)
+                if lines else "no earlier sessions in this project")
         self.add_from_thread(Notice(text))
 
 

@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, OptionList, Static, TextArea, Tree
 from textual.widgets.option_list import Option
+from textual.widgets.text_area import LanguageDoesNotExist
 from textual.widgets.tree import TreeNode
 
 from tui import graph_view
@@ -29,8 +30,9 @@ class GraphScreen(Screen[None]):
     HELP = """\
 ## Graph panel
 
-Search with the box (recall ranks files, symbols, docs and memories), or walk the tree. The
-detail lists the node's edges grouped by kind: Enter on one follows it. Backspace goes back.
+Search with the box (**/** goes there; recall ranks files, symbols, docs and memories; **Down**
+or **Enter** moves into the results), or walk the tree. The detail lists the node's edges
+grouped by kind: Enter on one follows it. Backspace goes back.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus('#search')", "Search", id="graph.search",
@@ -43,6 +45,9 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
                 tooltip="The file at the node's line"),
         Binding("backspace", "back", "Back", id="graph.back",
                 tooltip="Back to the node you came from"),
+        # Reached only from the search box: the lists and the tree have their own Down.
+        Binding("down", "into_results", "Results", show=False, id="graph.results",
+                tooltip="From the search box into its results"),
     ]
 
     def __init__(self) -> None:
@@ -52,6 +57,8 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         self.folders: graph_view.Folders | None = None
         self._edge_keys: list[str] = []
         self._hits: list[str] = []
+        self._shown_query = ""  # the query whose results the list holds
+        self._enter_pending = False  # Enter pressed before those results arrived
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="graph-body"):
@@ -72,6 +79,8 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
 
     def on_mount(self) -> None:
         self.query_one("#results").display = False
+        # Not the search box: there `/` (its documented key) would type a "/".
+        self.query_one("#tree").focus()
         self.load_tree()
 
     # -- the tree -------------------------------------------------------------------------------
@@ -147,14 +156,24 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
     # -- search ---------------------------------------------------------------------------------
     @on(Input.Changed, "#search")
     def search_changed(self, event: Input.Changed) -> None:
+        self._enter_pending = False
         self.search(event.value)
 
     @on(Input.Submitted, "#search")
-    def search_submitted(self) -> None:
+    def search_submitted(self, event: Input.Submitted) -> None:
+        if self._shown_query == event.value and self._hits:
+            self._into_results()
+        else:  # the results are on their way: go there when they arrive
+            self._enter_pending = True
+
+    def action_into_results(self) -> None:
+        if self.focused is self.query_one("#search") and self._hits:
+            self._into_results()
+
+    def _into_results(self) -> None:
         results = self.query_one("#results", OptionList)
-        if results.option_count:
-            results.highlighted = 0
-            results.focus()
+        results.highlighted = 0
+        results.focus()
 
     def search_for(self, query: str) -> None:
         """Fill the box (from /graph QUERY); the search follows from Input.Changed."""
@@ -176,6 +195,7 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
             return  # a newer search is on its way
         results = self.query_one("#results", OptionList)
         self._hits = [h.key for h in hits]
+        self._shown_query = query
         results.clear_options()
         results.add_options([
             Option(f"{h.score:.2f} {h.kind:<7} {_hit_where(h)}", id=f"hit-{i}")
@@ -183,6 +203,9 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
         results.display = bool(query)
         if query and not hits:
             results.add_option(Option("nothing found", disabled=True))
+        if self._enter_pending and hits:
+            self._enter_pending = False
+            self._into_results()
 
     @on(OptionList.OptionSelected, "#results")
     def hit_selected(self, event: OptionList.OptionSelected) -> None:
@@ -236,13 +259,25 @@ detail lists the node's edges grouped by kind: Enter on one follows it. Backspac
                                   id=f"edge-{len(self._edge_keys)}"))
             self._edge_keys.append(row.key)
         edges.add_options(options or [Option("no edges", disabled=True)])
+        if found.language != preview.language:
+            preview.load_text("")  # nothing to re-parse in the old language
+            try:
+                preview.language = found.language
+            except LanguageDoesNotExist:
+                # Listed but not installed (markdown): the failed value would stay set and
+                # every later load_text fail too, keeping an episode's text on screen.
+                preview.language = None
         preview.load_text(found.text)
-        preview.language = found.language
-        if found.line > 0:
-            preview.move_cursor((found.line - 1, 0), center=True)
-        else:
-            preview.move_cursor((0, 0))
-        preview.scroll_to(x=0, animate=False)
+        preview.move_cursor((max(found.line - 1, 0), 0))
+        # Centred once the new text is laid out: before that the scroll range is the old one
+        # and the target line sat at the bottom.
+        preview.call_after_refresh(self._center_preview, key)
+
+    def _center_preview(self, key: str) -> None:
+        if key == self.current:
+            preview = self.query_one("#preview", TextArea)
+            preview.scroll_cursor_visible(center=True, animate=False)
+            preview.scroll_to(x=0, animate=False)
 
     @on(OptionList.OptionSelected, "#edges")
     def edge_selected(self, event: OptionList.OptionSelected) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -30,14 +31,21 @@ binding id from the table above to keys: `{"app.graph": "ctrl+g"}`.
 
 def keys_markdown(screen: Screen[object]) -> str:
     """The active bindings that have an id (ours), and the HELP of the widgets on screen."""
-    bindings = sorted((active.binding for active in screen.active_bindings.values()
-                       if active.binding.id and active.binding.description),
-                      key=lambda b: str(b.id))
+    bindings = sorted({a.binding.id: a.binding for a in screen.active_bindings.values()
+                       if a.binding.id and a.binding.description}.values(), key=_key_order)
     rows = [f"| `{screen.app.get_key_display(b)}` | {b.description} | `{b.id}` | {b.tooltip} |"
             for b in bindings]
     table = "| key | action | id | |\n|---|---|---|---|\n" + "\n".join(rows)
     widget_help = [w.HELP for w in screen.query("*") if w.HELP]
     return "\n\n".join(["## Keys", table, *dict.fromkeys(widget_help)])
+
+
+def _key_order(binding: Binding) -> tuple[int, int, str]:
+    """F1, F2, … in number order first, then the other keys by binding id."""
+    key = binding.key.split(",")[0]
+    if re.fullmatch(r"f\d+", key):
+        return (0, int(key[1:]), "")
+    return (1, 0, str(binding.id))
 
 
 class HelpScreen(ModalScreen[None]):

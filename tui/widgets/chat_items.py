@@ -7,10 +7,12 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from theus.printable import PrintableStream, printable
+from theus.protocol import KIND, SUMMARY, Message, is_request
 from tui.engine import RecallResult
 from tui.widgets import fmt
 
@@ -50,11 +52,13 @@ class AssistantReply(Markdown):
 
     DEFAULT_CLASSES = "chat-item"
 
-    def __init__(self) -> None:
-        super().__init__("")
+    def __init__(self, text: str = "") -> None:
+        """`text`: an answer already complete (a resumed conversation), shown as it is."""
+        text = printable(text)
+        super().__init__(text)
         self._stream: MarkdownStream | None = None
         self._clean = PrintableStream()
-        self.text = ""
+        self.text = text
 
     async def feed(self, chunk: str) -> None:
         if self._stream is None:
@@ -87,9 +91,11 @@ class ToolCallView(Collapsible):
         super().__init__(self._args, self._result, title=_title(name, arguments, "…"),
                          collapsed=True)
 
-    def finished(self, result: str, is_error: bool, took_ms: float) -> None:
+    def finished(self, result: str, is_error: bool, took_ms: float | None) -> None:
+        """`took_ms` None: a call replayed from a transcript, whose timing was not kept."""
         mark = "✗" if is_error else "✓"
-        self.title = _title(self.tool_name, self.arguments, f"{mark} {fmt.ms(took_ms)}")
+        state = mark if took_ms is None else f"{mark} {fmt.ms(took_ms)}"
+        self.title = _title(self.tool_name, self.arguments, state)
         shown = result if len(result) <= RESULT_CHARS else (
             result[:RESULT_CHARS] + f"\n… ({len(result) - RESULT_CHARS} more characters)")
         self._result.update(shown)
@@ -102,11 +108,13 @@ class InjectionView(Collapsible):
     DEFAULT_CLASSES = "chat-item injection"
 
     def __init__(self, tokens: int, took_ms: float, block: str, reason: str = "",
-                 dropped: bool = False) -> None:
+                 dropped: bool = False, examples: int = 0) -> None:
         self.tokens = tokens
         self.block = block
         if block:
             title = f"context: {tokens} tokens injected · recall {fmt.ms(took_ms)}"
+            if examples:  # past runs quoted as examples (`theus history`)
+                title += f" · {examples} past run{'s' if examples > 1 else ''} as examples"
             body = block
         else:
             why = "dropped (deadline)" if dropped else (reason or "nothing relevant")
@@ -158,3 +166,45 @@ def _arguments_text(arguments: dict[str, Any]) -> str:
 def _title(name: str, arguments: dict[str, Any], state: str) -> str:
     first = next((str(v) for v in arguments.values() if isinstance(v, str | int)), "")
     return printable(f"⚙ {name} {fmt.clip(first, 60)} {state}".replace("  ", " "))
+
+
+def replayed(messages: list[Message]) -> list[Widget]:
+    """A resumed conversation as the chat shows it: requests, answers and tool calls (with
+    their results); the system prompt and the recalled blocks are left out."""
+    shown: list[Widget] = []
+    calls: dict[str, ToolCallView] = {}
+    for message in messages:
+        role, content = message.get("role"), _content_text(message)
+        if is_request(message):
+            shown.append(UserRequest(content))
+        elif role == "user" and message.get(KIND) == SUMMARY:
+            shown.append(Notice("earlier turns were summarised (compacted)"))
+        elif role == "assistant":
+            if content.strip():
+                shown.append(AssistantReply(content))
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                view = ToolCallView(str(call.get("id", "")), str(function.get("name", "")),
+                                    _parsed(function.get("arguments")))
+                calls[view.call_id] = view
+                shown.append(view)
+        elif role == "tool":
+            found = calls.pop(str(message.get("tool_call_id", "")), None)
+            if found is not None:
+                found.finished(content, content.startswith("error:"), None)
+    return shown
+
+
+def _content_text(message: Message) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _parsed(arguments: Any) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}

@@ -10,6 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
+from tui.widgets.suggestions import Suggestions
+
 
 class PromptInput(TextArea):
     """Enter sends; Ctrl+J (or Shift+Enter where the terminal reports it) adds a line.
@@ -21,6 +23,9 @@ class PromptInput(TextArea):
 - **Enter** sends the request (or the slash command).
 - **Ctrl+J** / **Shift+Enter** starts a new line.
 - **Up** on the first line / **Down** on the last line recall earlier requests.
+- **/** lists the slash commands as you type; **@** completes a project file (fuzzy):
+  `@path` attaches the file to the request, `@path:10-40` those lines. **Up**/**Down** pick,
+  **Tab** or **Enter** completes, **Escape** closes the list.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -38,10 +43,15 @@ class PromptInput(TextArea):
                          tab_behavior="focus", highlight_cursor_line=False,
                          placeholder="Ask, or type / for commands", id=id)
         self.sent: list[str] = []
+        self.suggestions: Suggestions | None = None  # set by the screen that shows them
         self._position = 0  # len(history) means "the draft being typed"
         self._draft = ""
 
     async def _on_key(self, event: events.Key) -> None:
+        if self._suggesting(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -59,6 +69,35 @@ class PromptInput(TextArea):
             self._walk(1)
             return
         await super()._on_key(event)
+
+    def _suggesting(self, key: str) -> bool:
+        """Keys the open suggestion list takes; False when it is closed or lets `key` pass."""
+        shown = self.suggestions
+        if shown is None or not shown.shown:
+            return False
+        if key in ("up", "down"):
+            shown.move(-1 if key == "up" else 1)
+        elif key == "escape":
+            shown.hide()
+        elif key in ("tab", "enter"):
+            return self.complete(shown)
+        else:
+            return False
+        return True
+
+    def complete(self, shown: Suggestions) -> bool:
+        """Put the chosen completion in place of the word being typed; False when there is
+        nothing to change (Enter then sends what is typed)."""
+        choice, target = shown.chosen(), shown.target
+        if choice is None or target is None:
+            return False
+        row, column = self.cursor_location
+        typed = self.document.get_line(row)[target.start:column]
+        shown.hide()
+        if typed == choice.rstrip():
+            return False
+        self.replace(choice, (row, target.start), (row, column))
+        return True
 
     def action_newline(self) -> None:
         self.insert("\n")

@@ -1,5 +1,6 @@
-"""One line at the bottom: model, index size, watcher, last recall, injected tokens, kill
-switches. The app owns the figures; this widget only shows them."""
+"""One line at the bottom: model, the session's tokens in/out (and cost, with a price table),
+index size, watcher, last recall, injected tokens, kill switches. The app owns the figures;
+this widget only shows them, dropping the least useful ones when the terminal is narrow."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ class StatusBar(Static):
     HELP = """\
 ## Status bar
 
-model · indexed files/symbols/edges · watcher state and last update · last recall time ·
-tokens injected this turn / in total · memory layers switched off (THEUS_NO_*).
+model · the session's tokens sent ↑ and received ↓ (and its cost in US dollars when a price
+table is configured: `THEUS_PRICES` or `prices.json` in the config folder) · indexed
+files/symbols/edges · watcher state and last update · last recall time · tokens injected this
+turn / in total · MCP servers up / configured (`/mcp`) · memory layers switched off
+(THEUS_NO_*). A narrow terminal drops the last ones first.
 """
 
     model: reactive[str] = reactive("no model")
@@ -33,6 +37,10 @@ tokens injected this turn / in total · memory layers switched off (THEUS_NO_*).
     turn_tokens: reactive[int] = reactive(0)
     total_tokens: reactive[int] = reactive(0)
     off: reactive[tuple[str, ...]] = reactive(tuple)
+    tokens_in: reactive[int] = reactive(0)
+    tokens_out: reactive[int] = reactive(0)
+    cost: reactive[float | None] = reactive(None)
+    mcp: reactive[str] = reactive("")  # "mcp 2/3 · 1 failed"; "" with no server
 
     def on_mount(self) -> None:
         app = theus_app(self)
@@ -47,23 +55,45 @@ tokens injected this turn / in total · memory layers switched off (THEUS_NO_*).
             setattr(self, name, value)
 
     def render(self) -> str:
-        parts = [self.model]
+        return fit(self.parts(), self.content_size.width or 1000)
+
+    def parts(self) -> list[tuple[int, str]]:
+        """What the bar says, in order, each with its rank: `fit` drops the highest first."""
+        usage = f"↑{fmt.count(self.tokens_in)} ↓{fmt.count(self.tokens_out)} tok"
+        if self.cost is not None:
+            usage += f" ${self.cost:.4f}"
+        parts = [(0, self.model), (1, usage)]
         if self.failed:
-            parts.append(f"memory unavailable: {self.failed}")
+            parts.append((0, f"memory unavailable: {self.failed}"))
         elif self.indexing:
-            parts.append("loading the index…")
+            parts.append((2, "loading the index…"))
         else:
             c = self.counts
-            parts.append(f"{fmt.count(c.get('file', 0))} files "
-                         f"{fmt.count(c.get('symbol', 0))} sym "
-                         f"{fmt.count(c.get('edges', 0))} edges")
+            parts.append((2, f"{fmt.count(c.get('file', 0))} files "
+                             f"{fmt.count(c.get('symbol', 0))} sym "
+                             f"{fmt.count(c.get('edges', 0))} edges"))
         if self.watcher:
-            parts.append(self.watcher)
-        parts.append("recall " + (fmt.ms(self.recall_ms) if self.recall_ms is not None else "–"))
-        parts.append(f"ctx {self.turn_tokens} tok ({self.total_tokens} total)")
-        if self.off:
-            parts.append("off: " + ",".join(self.off))
-        return " │ ".join(parts)
+            parts.append((6, self.watcher))
+        parts.append((7, "recall " + (fmt.ms(self.recall_ms) if self.recall_ms is not None
+                                      else "–")))
+        parts.append((5, f"ctx {self.turn_tokens} tok ({self.total_tokens} total)"))
+        if self.mcp:
+            parts.append((4, self.mcp))
+        if self.off:  # a memory layer switched off matters more than the timings
+            parts.append((3, "off: " + ",".join(self.off)))
+        return parts
+
+
+SEPARATOR = " │ "
+
+
+def fit(parts: list[tuple[int, str]], width: int) -> str:
+    """The parts that fit in `width`, the highest ranks dropped first (the last of equals);
+    the one left is cut if need be."""
+    while len(parts) > 1 and len(SEPARATOR.join(t for _, t in parts)) > width:
+        worst = max(range(len(parts)), key=lambda i: (parts[i][0], i))
+        parts = parts[:worst] + parts[worst + 1:]
+    return fmt.clip(SEPARATOR.join(t for _, t in parts), width)
 
 
 def watcher_text(section: dict[str, Any] | None) -> str:
