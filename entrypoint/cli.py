@@ -12,14 +12,21 @@ from theus.commands.common import UsageError, to_devnull
 # Each name is a module in theus.commands exposing `register(subparsers)`.
 COMMANDS = (
     "index", "status", "recall", "watch", "dashboard", "episodes", "memory", "facts", "sessions",
-    "login",
+    "login", "mcp", "history", "doctor",
 )
+ONE_PIECE = ("the prompt goes in one piece after -p: put the flags before -p or after the "
+             "whole prompt, or quote it")
 
 
 class Parser(argparse.ArgumentParser):
     """argparse that reports a bad flag in one line, with where to look, and exits 2."""
 
+    headless = False  # the command line has -p: a stray word is part of a prompt, not a command
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        if message.startswith("argument COMMAND: invalid choice") and self.headless:
+            # `theus -p fix --max-turns 3 the tests`: words after a later flag are no command.
+            message = ONE_PIECE
         sys.stderr.write(f"{self.prog}: {message} (see `{self.prog} --help`)\n")
         raise SystemExit(2)
 
@@ -30,17 +37,21 @@ def build_parser() -> Parser:
         description="A coding agent with a memory of your project. With no arguments, opens "
         "the chat app in the current folder.",
     )
-    parser.add_argument("-p", "--print", dest="prompt", nargs="?", const="-", default=None,
+    # The words after -p, up to the next flag, are the prompt: `theus -p where are the tests`.
+    parser.add_argument("-p", "--print", dest="prompt", nargs="*", default=None,
                         metavar="PROMPT",
-                        help="run headless: answer PROMPT (or stdin) and exit")
+                        help="run headless: answer PROMPT (the words up to the next flag; "
+                        "piped stdin is added to it) and exit")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"),
                         default="text", help="headless output format (default: text)")
     parser.add_argument("--max-turns", type=int, default=None, metavar="N",
                         help="headless: stop after N model turns")
-    parser.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+    resume = parser.add_mutually_exclusive_group()
+    resume.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                         help="resume the most recent session")
-    parser.add_argument("-r", "--resume", metavar="ID", default=None,
-                        help="resume the session with this id")
+    resume.add_argument("-r", "--resume", metavar="ID", nargs="?", const="", default=None,
+                        help="resume the session with this id (a unique prefix will do); "
+                        "with no id, the app lists the sessions to pick from")
     parser.add_argument("--allow-edits", action="store_true",
                         help="headless: allow file edits and writes")
     parser.add_argument("--allow-shell", action="store_true",
@@ -48,8 +59,16 @@ def build_parser() -> Parser:
     parser.add_argument("--allow-config-edits", action="store_true",
                         help="headless, with --allow-edits: also write files that run code "
                         "(CI, hooks, Makefile, conftest.py, agent instructions)")
+    parser.add_argument("--allow-mcp", action="store_true",
+                        help="headless: start the configured MCP servers and allow their tools")
+    parser.add_argument("--allow-mcp-tool", action="append", default=None,
+                        metavar="SERVER__TOOL",
+                        help="headless: allow this MCP tool (SERVER__* for all of a server's; "
+                        "repeatable); only the servers named are started")
     parser.add_argument("--model", default=None, help="model name (overrides THEUS_MODEL)")
-    parser.add_argument("--path", default=".", help="project root (default: current folder)")
+    parser.add_argument("--path", default=".",
+                        help="project folder, for the app, -p and every command (also after "
+                        "the command); default: the current folder")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
         try:
@@ -64,7 +83,11 @@ def build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser.headless = any(word in ("-p", "--print") for word in words)
+    args = parser.parse_args(words)
+    if args.command and args.prompt is not None:  # `theus -p --max-turns 2 status`
+        parser.error(ONE_PIECE)
     try:
         if args.command:
             return int(args.func(args) or 0)

@@ -13,11 +13,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import select
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from theus.commands.common import UsageError, project_root, to_devnull
 from theus.config import MISSING_MODEL_HELP, load_model_settings
@@ -37,8 +38,19 @@ from theus.protocol import (
     Usage,
 )
 
+if TYPE_CHECKING:
+    from theus.mcp.allow import Allowance
+    from theus.mcp.client import McpHub
+    from theus.model.meter import Meter
+
 log = logging.getLogger("theus")
-HEADLESS_DENIED = "headless runs need --allow-edits for edits and --allow-shell for commands"
+HEADLESS_DENIED = ("headless runs need --allow-edits for edits, --allow-shell for commands "
+                   "and --allow-mcp or --allow-mcp-tool SERVER__TOOL for MCP tools")
+FLAG_FOR = {"edit": "--allow-edits", "shell": "--allow-shell",
+            "mcp": "--allow-mcp (or --allow-mcp-tool SERVER__TOOL)"}
+# With a prompt given, piped stdin is added to it; a pipe that sends nothing this long (a
+# script's stdin left open) is not waited on further, as in Claude Code.
+STDIN_WAIT_S = 3.0
 
 
 class Printer:
@@ -51,9 +63,27 @@ class Printer:
         self.err = err or sys.stderr
         self.gone = False
         self.on_gone: Callable[[], object] | None = None
+        self.session_id: str | None = None  # on every stream-json event, once known
+        self.running: dict[str, ToolCallStarted] = {}  # tool calls started, not yet finished
+        self.denials: list[dict[str, Any]] = []
 
     def line(self, payload: dict[str, Any]) -> None:
+        if self.session_id is not None:
+            payload.setdefault("session_id", self.session_id)
         self.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+
+    def deny(self, request: ApprovalRequest) -> None:
+        """An edit or command the run's permissions refused, for `permission_denials`. It
+        belongs to the latest tool call still running: the conversation's own call (or, for a
+        subagent's, the call that started the subagent)."""
+        call = next(reversed(self.running.values()), None)
+        where = ({"path": request.path} if request.kind == "edit" else
+                 {"tool": request.tool} if request.kind == "mcp" else {"command": request.detail})
+        self.denials.append({
+            "tool_name": call.name if call else request.kind,
+            "tool_use_id": call.id if call else None,
+            "tool_input": call.arguments if call else where,
+            "reason": f"{request.summary}: needs {FLAG_FOR[request.kind]}"})
 
     def write(self, text: str) -> None:
         if self.gone:
@@ -69,6 +99,10 @@ class Printer:
                 self.on_gone()
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ToolCallStarted):
+            self.running[event.id] = event
+        elif isinstance(event, ToolCallFinished):
+            self.running.pop(event.id, None)
         if isinstance(event, Error):
             self.err.write(f"theus: {'error' if event.fatal else 'warning'}: "
                            f"{printable(event.message)}\n")
@@ -92,7 +126,8 @@ def _event_json(event: Event) -> dict[str, Any] | None:
     if isinstance(event, InjectionInfo):
         return {"type": "injection", "tokens": event.tokens, "took_ms": round(event.took_ms, 2),
                 "dropped": event.dropped, "best_score": round(event.best_score, 3),
-                "attached": bool(event.block), "reason": event.reason}
+                "attached": bool(event.block), "reason": event.reason,
+                "examples": event.examples}
     if isinstance(event, MicrocompactCleared):
         return {"type": "microcompact", "cleared": event.cleared, "kept": event.kept,
                 "tokens_saved": event.tokens_saved}
@@ -110,7 +145,15 @@ def _event_json(event: Event) -> dict[str, Any] | None:
 
 
 def result_payload(*, subtype: str, text: str, session_id: str | None, num_turns: int,
-                   usage: Usage, started: float, error: str | None = None) -> dict[str, Any]:
+                   usage: Usage, started: float, error: str | None = None,
+                   meter: Meter | None = None, model: str = "",
+                   denials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The final `result` event. Claude Code's fields (`usage.input_tokens`…,
+    `duration_api_ms`, `total_cost_usd`, `permission_denials`) sit beside Theus's own; the
+    README documents both."""
+    from theus.pricing import cost_usd
+
+    spent = _spent(meter)
     payload: dict[str, Any] = {
         "type": "result",
         "subtype": subtype,
@@ -118,20 +161,54 @@ def result_payload(*, subtype: str, text: str, session_id: str | None, num_turns
         "result": text,
         "session_id": session_id,
         "num_turns": num_turns,
-        "usage": usage.as_dict(),
+        "usage": {**usage.as_dict(), **spent},
         "injected_tokens": usage.injected_tokens,
         "duration_ms": round((time.monotonic() - started) * 1000),
+        "duration_api_ms": round(meter.api_seconds * 1000) if meter else 0,
+        "total_cost_usd": cost_usd(model, meter.input_tokens, meter.output_tokens)
+        if meter and model else None,
+        "permission_denials": denials or [],
     }
     if error:
         payload["error"] = error
     return payload
 
 
-def _read_prompt(raw: str) -> str:
-    prompt = sys.stdin.read() if raw == "-" else raw
+def _spent(meter: Meter | None) -> dict[str, int | None]:
+    """Claude Code's usage fields: every model call of the run, fact extraction included."""
+    if meter is None:  # the run never started
+        return {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": None,
+                "cache_read_input_tokens": None}
+    return {"input_tokens": meter.input_tokens, "output_tokens": meter.output_tokens,
+            "cache_creation_input_tokens": meter.cache_creation_tokens,
+            "cache_read_input_tokens": meter.cache_read_tokens}
+
+
+def _read_prompt(words: list[str], stdin: Any) -> str:
+    """The words after -p, then what is piped on stdin (a terminal is never read). `-p` alone
+    (or `-p -`) takes the whole prompt from stdin, however long it takes to come."""
+    given = "" if words == ["-"] else " ".join(words).strip()
+    piped = _piped(stdin, STDIN_WAIT_S if given else None)
+    prompt = f"{given}\n\n{piped}" if given and piped.strip() else given or piped
     if not prompt.strip():
         raise UsageError("empty prompt: give one after -p, or pipe it on stdin")
     return prompt
+
+
+def _piped(stdin: Any, wait_s: float | None) -> str:
+    if stdin is None or stdin.isatty():
+        return ""
+    if wait_s is not None:
+        try:
+            ready = select.select([stdin], [], [], wait_s)[0]
+        except (OSError, ValueError):  # not a selectable stream: read it as it is
+            ready = [stdin]
+        if not ready:
+            sys.stderr.write(f"theus: warning: nothing came on stdin within {wait_s:g}s; going "
+                             "on with the prompt alone (redirect `< /dev/null` to skip the "
+                             "wait)\n")
+            return ""
+    return str(stdin.read())
 
 
 def _setup_logging() -> None:
@@ -152,10 +229,11 @@ def run_headless(args: argparse.Namespace) -> int:
     _setup_logging()
     try:
         root = project_root(getattr(args, "path", "."))
-        prompt = _read_prompt(args.prompt)
+        prompt = _read_prompt(args.prompt, sys.stdin)
         max_turns = getattr(args, "max_turns", None)
         if max_turns is not None and max_turns < 1:
             raise UsageError("--max-turns must be at least 1")
+        _mcp_allowance(args)
         settings = load_model_settings(getattr(args, "model", None))
         if settings is None:
             raise UsageError(MISSING_MODEL_HELP)
@@ -188,25 +266,35 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     from theus.agent.setup import start_headless
 
     allow = {"edit": bool(args.allow_edits), "shell": bool(args.allow_shell)}
+    mcp_allowed, hub = _start_mcp(args, root)
 
     async def approve(request: ApprovalRequest) -> bool:
-        return allow[request.kind]
+        ok = (mcp_allowed.allows(request.tool or "") if request.kind == "mcp"
+              else allow[request.kind])
+        if not ok:
+            printer.deny(request)
+        return ok
 
-    if printer.fmt == "stream-json":
-        printer.line({"type": "system", "subtype": "init", "session_id": session.id,
-                      "model": settings.model, "cwd": str(root)})
+    printer.session_id = session.id
     runtime = await asyncio.to_thread(
         start_headless, root, settings, session, prompt, sink=printer, approver=approve,
         messages=messages, max_turns=args.max_turns,
         allow_config_edits=bool(getattr(args, "allow_config_edits", False)),
-        denied_hint=HEADLESS_DENIED)
+        denied_hint=HEADLESS_DENIED, mcp=hub)
     agent = runtime.agent
+    if printer.fmt == "stream-json":
+        printer.line({"type": "system", "subtype": "init", "session_id": session.id,
+                      "model": settings.model, "cwd": str(root), "tools": sorted(agent.tools),
+                      "permissionMode": _permission_mode(allow),
+                      "allowed": sorted(kind for kind, on in allow.items() if on)})
     turn = asyncio.current_task()
     if turn is not None:  # nobody reads the answer any more: stop working on it
         printer.on_gone = turn.cancel
+    incomplete: str | None = None
     try:
         result = await agent.run_turn(prompt)
         text, stop, error = result.text, result.stop, result.error
+        incomplete = result.incomplete
         if printer.fmt == "text" and stop == "end":  # at once: extraction may still run
             printer.write(printable(text).rstrip("\n") + "\n")
     except asyncio.CancelledError:  # Ctrl-C: still end with a result event (exit 130)
@@ -220,7 +308,12 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
                "cancelled": "error_interrupted"}.get(stop, "error_during_execution")
     payload = result_payload(subtype=subtype, text=text, session_id=session.id,
                              num_turns=agent.num_turns, usage=agent.usage, started=started,
-                             error=error)
+                             error=error, meter=agent.model.meter, model=settings.model,
+                             denials=printer.denials)
+    if incomplete:  # "answer cut at N tokens", a dropped connection (stderr said it too)
+        payload["incomplete"] = incomplete
+    if agent.usage_estimated:  # the server reported no usage: these counts are ours
+        payload["usage"]["estimated"] = True
     if printer.fmt != "text":  # the result waits for extraction: its tokens count in usage
         printer.line(payload)
     if printer.gone:  # the reader stopped (`| head`): a quiet exit 0, as `git log | head`
@@ -229,3 +322,30 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         sys.stderr.write("theus: interrupted\n")
         return 130
     return 0 if subtype == "success" else 1
+
+
+def _start_mcp(args: argparse.Namespace, root: Path) -> tuple[Allowance, McpHub | None]:
+    """The run's MCP allowance, and the hub of the servers it names (None when it names
+    none: nothing is started). Started now, so the servers come up while the memory opens."""
+    from theus.mcp.client import start_hub
+
+    allowed = _mcp_allowance(args)
+    return allowed, start_hub(root, allowed.starts) if allowed.any else None
+
+
+def _mcp_allowance(args: argparse.Namespace) -> Allowance:
+    from theus.mcp.allow import Allowance
+
+    try:
+        return Allowance.parse(bool(getattr(args, "allow_mcp", False)),
+                               getattr(args, "allow_mcp_tool", None))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _permission_mode(allow: dict[str, bool]) -> str:
+    """Claude Code's name for what the flags allow: both is `bypassPermissions` (Theus still
+    refuses protected paths and sandboxes the shell where it can), edits alone `acceptEdits`."""
+    if allow["edit"] and allow["shell"]:
+        return "bypassPermissions"
+    return "acceptEdits" if allow["edit"] else "default"

@@ -17,7 +17,7 @@ from knowledge.memdir.bridge import (
     write_memory,
 )
 from knowledge.memdir.files import MemdirFull, MemoryDir
-from knowledge.memdir.format import DEFAULT_CAPS, Caps, Entry, fits_on_line, pointer_line
+from knowledge.memdir.format import DEFAULT_CAPS, Caps, Entry, pointer_line
 from knowledge.mentions import Mentions
 from knowledge.project import Project
 from knowledge.switches import is_off
@@ -90,7 +90,8 @@ def _upsert_graph_only(project: Project, key: str, text: str, change: MemoryChan
 
 def edit_memory(project: Project, key: str, text: str, caps: Caps = DEFAULT_CAPS
                 ) -> MemoryChange:
-    """Replace a memory's text; returns its new key (the key is the hash of the text)."""
+    """Replace a memory's text. Its key stays: the key a person or a script holds still
+    finds it after any number of edits."""
     text = text.strip()
     if not text:
         raise ValueError("a memory needs some text")
@@ -103,26 +104,22 @@ def edit_memory(project: Project, key: str, text: str, caps: Caps = DEFAULT_CAPS
             entry = mdir.read().find(key)
             if entry is None:
                 return _edit_graph_only(project, key, text)
-            new_key = _rewrite_entry(mdir, entry, text)
+            topic = _rewrite_entry(mdir, entry, text)
             report = SyncReport()
             sync_locked(project, mdir, report)
-        return MemoryChange(new_key, entry.topic, False, report.warnings)
+        return MemoryChange(entry.key, topic, False, report.warnings)
 
 
 def _rewrite_entry(mdir: MemoryDir, entry: Entry, text: str) -> str:
+    """The entry with `text`, under its key; returns its topic file. A plain index line's key
+    is the hash of its text, so an edited one becomes a topic file that records the key."""
     if entry.topic and entry.origin != "graph":  # a person's topic file: edit its body only
         mdir.write_topic_body(entry.topic, text)
-        return entry.key
-    line = mdir.line_of(entry)
-    new_key = keys.memory_key(text)
-    if not entry.topic and fits_on_line(text):
-        prefix = line[: len(line) - len(line.lstrip())]
-        mdir.replace_line(entry.line, line, f"{prefix}- {text}")
-        return new_key
+        return entry.topic
     name = entry.topic or mdir.new_topic_name(text)
-    mdir.write_topic(name, new_key, text)
-    mdir.replace_line(entry.line, line, pointer_line(name, text))
-    return new_key
+    mdir.write_topic(name, entry.key, text)
+    mdir.replace_line(entry.line, mdir.line_of(entry), pointer_line(name, text))
+    return name
 
 
 def _edit_graph_only(project: Project, key: str, text: str) -> MemoryChange:
@@ -130,11 +127,8 @@ def _edit_graph_only(project: Project, key: str, text: str) -> MemoryChange:
     node = graph.get(key)
     if node is None or node.kind != "memory":
         raise MemoryNotFound(key)
-    new_key = keys.memory_key(text)
-    with graph.lock:
-        graph.remove_node(key)
-    change = MemoryChange(new_key, created=False)
-    _upsert_graph_only(project, new_key, text, change)
+    change = MemoryChange(key, created=False)
+    _upsert_graph_only(project, key, text, change)
     return change
 
 

@@ -27,6 +27,8 @@ def sync_if_changed(project: Project, caps: Caps | None = None) -> SyncReport | 
     the last one (None then)."""
     if is_off("memdir"):
         return None
+    if not project.paths.memory.exists() and not project.store.told():
+        return None  # no memory folder and nothing ever told: nothing to sync, nothing to make
     state = project.paths.home / SYNC_STATE
     if atomic.read_state(state).get("seen") == _fingerprint(project):
         return None

@@ -136,9 +136,12 @@ def test_edit_and_delete_apis(project: Project) -> None:
     write_index(project, "- first version\n")
     old = keys.memory_key("first version")
     edited = memdir.edit_memory(project, old, "second version")
-    assert edited.key == keys.memory_key("second version")
-    assert index_file(project).read_text() == "- second version\n"
-    assert memory_keys(project) == {edited.key}
+    assert edited.key == old  # the key stays: it is how people and scripts name the memory
+    assert index_file(project).read_text() == f"- [second version]({edited.topic})\n"
+    assert "key: " + old in (project.paths.memory / edited.topic).read_text()
+    assert memory_keys(project) == {old}
+    assert memdir.edit_memory(project, old, "third version").key == old
+    assert project.graph.get(old).data["text"] == "third version"
 
     saved = memdir.add_memory(project, "agent memory")
     changed = memdir.edit_memory(project, saved.key, "agent memory, corrected")

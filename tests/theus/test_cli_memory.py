@@ -63,7 +63,12 @@ def test_edit(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys, "memory", "add", "--project", str(root), "first")
     old = keys.memory_key("first")
     code, out, _ = run(capsys, "memory", "edit", old, "second", "--project", str(root))
-    assert code == 0 and out.startswith(f"edited {keys.memory_key('second')}")
+    assert code == 0 and out.startswith(f"edited {old}")  # the key a script holds stays
+    prefix = old.removeprefix("mem:")[:8]  # and a unique prefix of it finds the memory again
+    code, out, _ = run(capsys, "memory", "edit", prefix, "third", "--path", str(root), "--json")
+    assert code == 0 and json.loads(out)["key"] == old
+    code, out, _ = run(capsys, "memory", "list", "--json", "--path", str(root))
+    assert [(m["key"], m["text"]) for m in json.loads(out)] == [(old, "third")]
 
 
 def test_bad_keys_and_arguments(root: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from knowledge.project import Project
 
 
 class UsageError(Exception):
@@ -20,28 +25,80 @@ def project_root(arg: str | None) -> Path:
         raise UsageError(f"no such folder: {path} (give the project folder, e.g. `theus index .`)")
     if not path.is_dir():
         raise UsageError(f"not a folder: {path} (give the project folder, not a file)")
+    try:  # unreadable, it would index as an empty project
+        with os.scandir(path):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot read the folder {path}: {exc.strerror or exc} (check its "
+                         "permissions)") from None
     return path.resolve()
+
+
+def command_root(args: argparse.Namespace) -> Path:
+    """The project folder a command was given: `--path` (or `--project`, or a positional PATH)
+    after the command, else the global `--path` before it, else the current folder. Every
+    command that works on a project resolves it with this."""
+    return project_root(getattr(args, "project", None) or getattr(args, "path", None))
+
+
+def has_data(root: Path) -> bool:
+    """Whether Theus keeps anything for this project yet (its data folder exists)."""
+    from knowledge.paths import ProjectPaths
+
+    return ProjectPaths.for_root(root).home.exists()
+
+
+@contextlib.contextmanager
+def looking_at(root: Path) -> Iterator[Project]:
+    """The project, for a command that only reads it. A project Theus never saw is opened over
+    a throwaway data folder: it reads as empty, and looking creates nothing on disk."""
+    import tempfile
+
+    from knowledge.paths import ProjectPaths
+    from knowledge.project import Project
+
+    with contextlib.ExitStack() as stack:
+        paths = ProjectPaths.for_root(root)
+        if not paths.home.exists():
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="theus-"))
+            paths = ProjectPaths(paths.root, Path(scratch))
+        project = Project(root, paths)
+        try:
+            yield project
+        finally:
+            project.close()
 
 
 def print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
 
 
+def add_path_option(parser: Any, *, dest: str = "path", default: Any = argparse.SUPPRESS
+                    ) -> None:
+    """`--path PATH`, the one way every command takes the project folder (before the command
+    too: `theus --path X status`); `--project` is its older spelling. Resolve it with
+    `command_root(args)`. SUPPRESS: without the flag the global `--path` stands, instead of a
+    default silently overriding it."""
+    parser.add_argument("--path", "--project", dest=dest, metavar="PATH", default=default,
+                        help="project folder (default: the global --path, else the current "
+                        "folder)")
+
+
 def add_path_argument(parser: Any) -> None:
-    # SUPPRESS: without PATH the global `--path` (default ".") stands, instead of "."
-    # silently overriding `theus --path X status`.
+    """`--path PATH`, and the positional PATH commands took first (`theus index .`)."""
     parser.add_argument("path", nargs="?", default=argparse.SUPPRESS, metavar="PATH",
-                        help="project folder (default: --path, else the current folder)")
+                        help="project folder, as --path")
+    add_path_option(parser)
 
 
 def add_project_options(parser: Any, default: Any) -> None:
-    """`--project PATH` and `--json` for a command with actions (`theus memory add …`).
+    """`--path PATH` (alias `--project`) and `--json` for a command with actions (`theus memory
+    add …`).
 
     Added to the command and to each action, so the flags may come after the action;
     actions pass `argparse.SUPPRESS` as default so they keep the command's value.
     """
-    parser.add_argument("--project", metavar="PATH", default=default,
-                        help="project folder (default: current folder)")
+    add_path_option(parser, dest="project", default=default)
     parser.add_argument("--json", action="store_true",
                         default=False if default is None else default, help="print JSON")
 

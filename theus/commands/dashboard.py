@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from theus.commands.common import UsageError, add_path_argument, project_root
+from theus.commands.common import UsageError, add_path_argument, command_root
 
 DEFAULT_PORT = 7420
 
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from knowledge.project import Project
     from knowledge.status import gather
 
-    root = project_root(args.path)
+    root = command_root(args)
     if args.port is not None and not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
     host = args.unsafe_host or "127.0.0.1"

@@ -9,7 +9,13 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from theus.commands.common import UsageError, add_project_options, print_json, project_root
+from theus.commands.common import (
+    UsageError,
+    add_project_options,
+    command_root,
+    looking_at,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from knowledge.episodes import EpisodeStore
@@ -39,11 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from knowledge.episodes import AmbiguousEpisode, EpisodeNotFound, EpisodeStore
-    from knowledge.project import Project
 
-    root = project_root(args.project or getattr(args, "path", None))
-    project = Project(root)
-    try:
+    with looking_at(command_root(args)) as project:  # a project never seen has none
         store = EpisodeStore(project)
         if args.action == "show":
             try:
@@ -77,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
             for number, e in enumerate(episodes, start=1):
                 sys.stdout.write(f"{number:>3}  {e.id}  {e.type:<11}  {e.title}\n")
         return 0
-    finally:
-        project.close()
 
 
 def _prune(store: EpisodeStore, args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from theus.commands.common import add_project_options, print_json, project_root
+from theus.commands.common import add_project_options, command_root, looking_at, print_json
 
 if TYPE_CHECKING:
     from knowledge.facts import FactView
@@ -41,10 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from knowledge.facts import FactsLayer
-    from knowledge.project import Project
 
-    project = Project(project_root(args.project or getattr(args, "path", None)))
-    try:
+    with looking_at(command_root(args)) as project:  # a project never seen knows no facts
         layer = FactsLayer(project)
         if args.action == "forget":
             removed = layer.forget(args.ident)
@@ -68,8 +66,6 @@ def run(args: argparse.Namespace) -> int:
             views = layer.current()
         _print(views, args.json)
         return 0
-    finally:
-        project.close()
 
 
 def _print(views: list[FactView], as_json: bool) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from theus.commands.common import add_path_argument, print_json, project_root
+from theus.commands.common import add_path_argument, command_root, print_json
 
 if TYPE_CHECKING:
     from knowledge.project import IndexReport, Project
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from knowledge.project import Project
     from knowledge.store import StoreError
 
-    root = project_root(args.path)
+    root = command_root(args)
     project = Project(root)
     if project.store.recovered_from:
         sys.stderr.write(f"theus: the index was unreadable; kept it at "

@@ -11,7 +11,14 @@ import argparse
 import sys
 from typing import Any
 
-from theus.commands.common import UsageError, add_project_options, print_json, project_root
+from theus.commands.common import (
+    UsageError,
+    add_project_options,
+    command_root,
+    has_data,
+    looking_at,
+    print_json,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,8 +47,11 @@ def run(args: argparse.Namespace) -> int:
     from knowledge.project import Project
     from knowledge.store import StoreError
 
-    root = project_root(args.project or getattr(args, "path", None))
+    root = command_root(args)
     _check_text(args)
+    if args.action != "add" and not has_data(root):
+        with looking_at(root) as empty:  # a project never seen has no memories to change
+            return _act(empty, args)
     project = Project(root)
     try:
         return _act(project, args)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from theus.commands.common import UsageError, print_json, project_root
+from theus.commands.common import UsageError, add_path_option, command_root, print_json
 from theus.commands.common import console as console_for
 
 if TYPE_CHECKING:
@@ -25,8 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("query", nargs="*", metavar="QUERY", help="the request (quotes optional)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--top", type=int, default=10, metavar="K", help="results to show (10)")
-    p.add_argument("--path", dest="project_path", default=None, metavar="PATH",
-                   help="project folder (default: current folder)")
+    add_path_option(p)
     p.add_argument("--under", default=None, metavar="PREFIX",
                    help="only results whose repo-relative path starts with PREFIX")
     p.set_defaults(func=run)
@@ -38,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("recall needs a query, e.g. `theus recall \"where is the cart total\"`")
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, got {args.top}")
-    root = project_root(args.project_path or getattr(args, "path", None))
+    root = command_root(args)
 
     from knowledge.memory import Memory
 

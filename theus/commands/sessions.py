@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
-from theus.commands.common import add_path_argument, print_json, project_root
+from theus.commands.common import add_path_argument, command_root, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,13 +16,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "with `theus -r ID` (or the latest with `theus -c`).")
     add_path_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON array")
+    p.add_argument("--delete", metavar="ID", default=None,
+                   help="delete this session and its runs in the history (exit 3, changing "
+                   "nothing, when the vector store holding them cannot be reached)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from theus.sessions import SessionStore
 
-    infos = SessionStore(project_root(args.path)).list()
+    if args.delete:
+        return _delete(command_root(args), args.delete)
+    infos = SessionStore(command_root(args)).list()
     if args.json:
         print_json([i.as_dict() for i in infos])
         return 0
@@ -32,4 +38,33 @@ def run(args: argparse.Namespace) -> int:
     for info in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
         sys.stdout.write(f"{info.id}  {when}  {info.messages:>4} msgs  {info.title}\n")
+    return 0
+
+
+def _delete(root: Path, ref: str) -> int:
+    """The session's runs first (strictly: the history's points, by id), then the session."""
+    from knowledge import atomic
+    from knowledge.paths import ProjectPaths
+    from knowledge.run_history.layer import RunHistory
+    from knowledge.vectors.port import StoreUnavailable
+    from theus.commands.history import STORE_UNAVAILABLE
+    from theus.sessions import SessionNotFound, SessionStore
+
+    try:
+        session = SessionStore(root).open(ref)
+    except SessionNotFound as exc:
+        sys.stderr.write(f"theus: {exc}\n")
+        return 1
+    history = RunHistory.for_project(ProjectPaths.for_root(root))
+    try:
+        runs = history.delete_session(session.id)
+    except StoreUnavailable as exc:
+        sys.stderr.write(f"theus: {exc}; nothing was deleted (try again when the vector "
+                         "store is reachable)\n")
+        return STORE_UNAVAILABLE
+    finally:
+        history.close()
+    atomic.remove(session.path)
+    sys.stdout.write(f"deleted session {session.id} and {len(runs)} "
+                     f"run{'' if len(runs) == 1 else 's'} of it\n")
     return 0

@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from theus.commands.common import add_path_argument, console, print_json, project_root
+from theus.commands.common import (
+    add_path_argument,
+    command_root,
+    console,
+    has_data,
+    looking_at,
+    print_json,
+)
+
+# The index section's `counts` holds these too; the JSON keeps both, the table shows each once.
+COUNTED = ("files", "symbols", "edges")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,14 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.project import Project
+    from knowledge.paths import ProjectPaths
     from knowledge.status import gather
 
-    project = Project(project_root(args.path))
-    try:
+    root = command_root(args)
+    seen = has_data(root)
+    with looking_at(root) as project:
         report = gather(project)
-    finally:
-        project.close()
+        scratch = str(project.paths.home)
+    if not seen:  # read from a throwaway folder: show where the data will live
+        report = _moved(report, scratch, str(ProjectPaths.for_root(root).home))
     if args.json:
         print_json(report)
     else:
@@ -40,9 +52,22 @@ def _print(report: dict[str, Any]) -> None:
     for section, values in report.items():
         table.add_row(f"[bold]{section}[/]", "")
         for key, value in values.items():
+            if section == "index" and key in COUNTED:
+                continue
             if isinstance(value, dict):
                 value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
             elif isinstance(value, list):
                 value = ", ".join(map(str, value)) or "none"
             table.add_row(f"  {key}", "—" if value is None else str(value))
     console().print(table)
+
+
+def _moved(value: Any, old: str, new: str) -> Any:
+    """`value` with every path under `old` (strings, nested in dicts and lists) under `new`."""
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    if isinstance(value, str) and value.startswith(old):
+        return new + value[len(old):]
+    return value

@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Iterable
 
-from theus.commands.common import add_path_argument, project_root
+from theus.commands.common import add_path_argument, command_root
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,9 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from knowledge.project import Project
     from knowledge.switches import is_off
-    from knowledge.watch import Update, Watcher
+    from knowledge.watch import Update, Watcher, status_section
 
-    root = project_root(args.path)
+    root = command_root(args)
     if is_off("watch"):
         sys.stderr.write("theus: watching is switched off (THEUS_NO_WATCH=1); unset it to watch\n")
         return 1
@@ -36,6 +36,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"{time.strftime('%H:%M:%S')}  {update.line()}", flush=True)
 
     project = Project(root)
+    other = status_section(project)["pid"]  # a live watcher's, from its state file
+    if other is not None:
+        project.close()
+        sys.stderr.write(f"theus: another watcher (pid {other}) already keeps {root} up to "
+                         f"date; stop it first (`kill {other}`) to watch here\n")
+        return 1
     watcher = Watcher(project, on_update=show, force_polling=args.polling)
     shown: set[str] = set()
     # `kill` (SIGTERM) stops as cleanly as Ctrl-C: a final save, then exit.
