@@ -86,6 +86,6 @@ def cached(path: Path, model_id: str,
         return None, 0, set()
     try:
         by_id = {_point_id(t): t for t in texts}
-        return store.dim, store.count(), {by_id[p.id] for p in store.get(list(by_id))}
+        return store.dim, store.count(), {by_id[i] for i in store.has(list(by_id))}
     finally:
         store.close()

@@ -66,6 +66,7 @@ DROP TABLE vectors;
 DROP TABLE models;
 """
 _CHUNK = 500  # under SQLite's bound-parameter limit on every version
+_SCAN_FROM = 5 * _CHUNK  # ids asked at once past which `has` reads the collection's ids
 _DTYPE = np.dtype("<f4")
 
 
@@ -213,6 +214,22 @@ class EmbeddedStore:
                       else np.zeros(0, dtype=np.float32))
             points.append(Point(str(uuid.UUID(bytes=bytes(key))), vector, json.loads(payload)))
         return points
+
+    def has(self, ids: Sequence[str]) -> set[str]:
+        by_key = {_id(i): i for i in ids}
+        keys = list(by_key)
+        found: set[str] = set()
+        with self._reading():
+            if len(keys) > _SCAN_FROM:  # one scan of the ids beats many lookups
+                rows = self._conn.execute("SELECT id FROM points WHERE collection = ?",
+                                          (self.collection,))
+                return {by_key[k] for (k,) in rows if k in by_key}
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start:start + _CHUNK]
+                found.update(by_key[bytes(k)] for (k,) in self._conn.execute(
+                    f"SELECT id FROM points WHERE collection = ? "
+                    f"AND id IN ({','.join('?' * len(chunk))})", (self.collection, *chunk)))
+        return found
 
     def set_payload(self, point_id: str, payload: Payload) -> bool:
         with self._writing():

@@ -66,6 +66,10 @@ class VectorStore(Protocol):
     def get(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Point]:
         """The points of these ids that exist (order not kept); vectors empty unless asked."""
 
+    def has(self, ids: Sequence[str]) -> set[str]:
+        """Which of these ids the collection holds, as given (cheaper than `get`: no payload
+        or vector is read)."""
+
     def set_payload(self, point_id: str, payload: Payload) -> bool:
         """Merge these keys into one point's payload; False when there is no such point."""
 

@@ -111,6 +111,14 @@ class QdrantStore:
         return [Point(str(record.id), _vector(record.vector), _payload(record.payload))
                 for record in records]
 
+    def has(self, ids: Sequence[str]) -> set[str]:
+        given = {_id(i): i for i in ids}
+        if not given:
+            return set()
+        records = self._call(lambda: self._client.retrieve(
+            self.collection, list(given), with_payload=False, with_vectors=False))
+        return {given[str(record.id)] for record in records if str(record.id) in given}
+
     def set_payload(self, point_id: str, payload: Payload) -> bool:
         # Asked first: the server answers 404 for a missing id, which is not "unavailable".
         key = _id(point_id)

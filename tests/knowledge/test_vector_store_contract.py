@@ -97,6 +97,8 @@ def test_put_then_get_returns_payloads_and_vectors_only_when_asked(adapter: Adap
     np.testing.assert_allclose(got[b].vector, unit(0, 1, 1, 0), atol=1e-6)
     (bare,) = store.get([a])
     assert bare.vector.size == 0 and bare.payload["project"] == "p"
+    assert store.has([a, missing, b.upper()]) == {a, b.upper()}  # as given
+    assert store.has([]) == set()
 
 
 def test_put_replaces_a_point_with_the_same_id(adapter: Adapter) -> None:
