@@ -13,7 +13,7 @@ from pathlib import Path
 
 from knowledge.redact import redact
 from theus.tools.base import ToolError
-from theus.tools.files import _read_text
+from theus.tools.files import read_jailed_text
 from theus.tools.jail import Jail, JailError, protected_reason
 
 # `@` at the start of a word (not in an e-mail address), then a path and an optional range.
@@ -70,7 +70,7 @@ def _read(jail: Jail, raw: str, start: str | None, end: str | None) -> tuple[str
     protected = protected_reason(jail, resolved)
     if protected and not protected[1]:  # secrets and the data folder; never attached
         raise JailError(f"{raw}: {protected[0]}, never attached")
-    text, resolved = _read_text(jail, raw)
+    text, resolved = read_jailed_text(jail, raw)
     lines = text.splitlines()
     if start:
         first, last = int(start), int(end or start)

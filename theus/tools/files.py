@@ -23,7 +23,9 @@ MAX_MATCHES = 200
 GREP_BUDGET_S = 10.0  # a search that backtracks without end is cut here
 
 
-def _read_text(jail: Jail, raw: str) -> tuple[str, Path]:
+def read_jailed_text(jail: Jail, raw: str) -> tuple[str, Path]:
+    """A file's text read through the jail (never outside the project, size-capped): the read
+    and edit tools, and the app's `@path` attachments."""
     fd, resolved = jail.open_read(raw)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(MAX_READ_BYTES + 1)
@@ -38,7 +40,7 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = string_arg(args, "path")
     offset = int_arg(args, "offset", 1, low=1)
     limit = int_arg(args, "limit", 2000, low=1, high=5000)
-    text, resolved = await asyncio.to_thread(_read_text, ctx.jail, path)
+    text, resolved = await asyncio.to_thread(read_jailed_text, ctx.jail, path)
     ctx.files_read.add(ctx.jail.rel(resolved))
     lines = text.splitlines()
     if not lines:
@@ -140,7 +142,7 @@ def _grep(jail: Jail, pattern: str, path: str, glob: str, ignore_case: bool) -> 
         if name_filter and not name_filter.match(full.name):
             continue
         try:
-            text, _ = _read_text(jail, str(full))
+            text, _ = read_jailed_text(jail, str(full))
         except (ToolError, JailError):
             continue
         for n, line in enumerate(text.splitlines(), start=1):
@@ -205,7 +207,7 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("old_string is empty; use write to create a file")
     if old == new:
         raise ToolError("old_string and new_string are the same")
-    text, _ = await asyncio.to_thread(_read_text, ctx.jail, path)
+    text, _ = await asyncio.to_thread(read_jailed_text, ctx.jail, path)
     count = text.count(old)
     if count == 0:
         raise ToolError(f"old_string not found in {path} (it must match exactly; read the file)")
@@ -224,7 +226,7 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     old = ""
     # A secret's old content is never read, not even to show a diff.
     if resolved.exists() and not ctx.jail.secret(resolved):
-        old, _ = await asyncio.to_thread(_read_text, ctx.jail, path)
+        old, _ = await asyncio.to_thread(read_jailed_text, ctx.jail, path)
     return await _apply(ctx, path, old, content, "write")
 
 
