@@ -276,8 +276,9 @@ class EmbeddedStore:
                 row = self._conn.execute("SELECT count(*) FROM points WHERE collection = ?",
                                          (self.collection,)).fetchone()
             return int(row[0])
-        rows = self._load().rows(where)
-        return len(self._load().ids) if rows is None else len(rows)
+        loaded = self._load()
+        rows = loaded.rows(where)
+        return len(loaded.ids) if rows is None else len(rows)
 
     def close(self) -> None:
         with self._lock:

@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 STORE_UNAVAILABLE = 3
 
 
+def refuse_unavailable(exc: Exception, nothing: str = "nothing was changed") -> int:
+    """The one line for a consistency operation the vector store could not take, and its exit
+    status."""
+    sys.stderr.write(f"theus: {exc}; {nothing} (try again when the vector store is "
+                     "reachable)\n")
+    return STORE_UNAVAILABLE
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "history", help="list, show, invalidate or delete past runs (few-shot examples)",
@@ -79,9 +87,7 @@ def run(args: argparse.Namespace) -> int:
         except AmbiguousRun as exc:
             raise UsageError(str(exc)) from exc
         except StoreUnavailable as exc:
-            sys.stderr.write(f"theus: {exc}; nothing was changed (try again when the vector "
-                             "store is reachable)\n")
-            return STORE_UNAVAILABLE
+            return refuse_unavailable(exc)
     finally:
         history.close()
 

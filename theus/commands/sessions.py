@@ -47,7 +47,7 @@ def _delete(root: Path, ref: str) -> int:
     from knowledge.paths import ProjectPaths
     from knowledge.run_history.layer import RunHistory
     from knowledge.vectors.port import StoreUnavailable
-    from theus.commands.history import STORE_UNAVAILABLE
+    from theus.commands.history import refuse_unavailable
     from theus.sessions import SessionNotFound, SessionStore
 
     try:
@@ -59,9 +59,7 @@ def _delete(root: Path, ref: str) -> int:
     try:
         runs = history.delete_session(session.id)
     except StoreUnavailable as exc:
-        sys.stderr.write(f"theus: {exc}; nothing was deleted (try again when the vector "
-                         "store is reachable)\n")
-        return STORE_UNAVAILABLE
+        return refuse_unavailable(exc, "nothing was deleted")
     finally:
         history.close()
     atomic.remove(session.path)
