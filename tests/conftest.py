@@ -57,3 +57,12 @@ class TickingClock:
     def __call__(self) -> float:
         self.t += 1.0
         return self.t
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound once, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -4,7 +4,6 @@ a header for a change, and 503 VECTOR_STORE_UNAVAILABLE when the store cannot be
 from __future__ import annotations
 
 import json
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,15 +17,14 @@ from knowledge.run_history.layer import RunHistory
 from knowledge.run_history.record import RunRecord
 from knowledge.run_history.stores import open_store
 from knowledge.vectors.port import Point
+from tests.conftest import closed_port
 from tests.knowledge.test_dashboard import Client
 
 MODEL, DIM = "local:test-model", 4
 
 
 def _closed_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
+    return f"http://127.0.0.1:{closed_port()}"
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ best effort when the store is down."""
 
 from __future__ import annotations
 
-import socket
 import time
 import uuid
 from pathlib import Path
@@ -21,6 +20,7 @@ from knowledge.run_history.settings import HistorySettings
 from knowledge.run_history.stores import normal_remote, open_store
 from knowledge.runs import RunSummary
 from knowledge.vectors.port import Point, StoreMismatch, StoreUnavailable
+from tests.conftest import closed_port
 
 PROJECT = "git:example.org/team/app"
 ASKED = "add a --verbose flag to the export command"
@@ -151,9 +151,7 @@ def test_delete_and_delete_a_session_remove_the_points_by_id(home: Path,
 
 
 def _closed_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
+    return f"http://127.0.0.1:{closed_port()}"
 
 
 def test_a_store_that_is_down_costs_the_examples_never_the_run(home: Path,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import io
-import socket
 
 import pytest
 
 from entrypoint.cli import main
+from tests.conftest import closed_port
 from tests.scripted_server import Quirks, ScriptedServer, text, tool
 from tests.theus.conftest import model_settings
 from theus.commands.doctor import check
@@ -41,9 +41,7 @@ async def test_a_plain_openai_compatible_server_needs_nothing() -> None:
 
 
 async def test_an_unreachable_server_fails_with_the_real_cause() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()
     out = io.StringIO()
     assert await check(model_settings(f"http://127.0.0.1:{port}/v1", max_retries=0), out) == 1
     assert "fail  streamed reply: cannot reach the model server" in out.getvalue()

@@ -5,11 +5,10 @@ id, strictly."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import texts_of
+from tests.conftest import closed_port, texts_of
 from tests.scripted_server import ScriptedServer, text
 from tests.theus.test_headless import index, lines, theus
 
@@ -75,9 +74,7 @@ def test_consistency_operations_refuse_with_exit_3_when_the_store_is_down_else_a
     assert run["stored"]
     # The run's point lives in the embedded store; a record naming a server that is down
     # stands for a team's store that cannot be reached.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        down = f"http://127.0.0.1:{s.getsockname()[1]}"
+    down = f"http://127.0.0.1:{closed_port()}"
     for action in ("invalidate", "delete"):
         done = theus(["history", action, run["id"]], None, repo, THEUS_QDRANT_URL=down)
         assert done.returncode == 3, done.stderr

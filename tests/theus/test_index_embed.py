@@ -11,7 +11,7 @@ import pytest
 from knowledge.embed.cache import cached
 from knowledge.embed.local import MODEL_ID
 from knowledge.paths import ProjectPaths
-from tests.conftest import write_tree
+from tests.conftest import closed_port, write_tree
 from tests.theus.test_cli_index import theus
 
 FILES = {
@@ -54,11 +54,7 @@ def test_no_embed_and_the_kill_switch_skip_it(tmp_path: Path,
 
 def test_an_unreachable_endpoint_costs_the_embeddings_not_the_index(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import socket
-
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()
     monkeypatch.setenv("THEUS_EMBEDDINGS_URL", f"http://127.0.0.1:{port}/v1")
     repo = write_tree(tmp_path / "repo", FILES)
     out = theus("index", "--json", str(repo), cwd=repo)

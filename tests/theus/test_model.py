@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 
+from tests.conftest import closed_port
 from tests.scripted_server import Reply, ScriptedServer, error, text, tool
 from tests.theus.conftest import model_settings
 from theus.model import ModelClient, ModelError
@@ -64,9 +64,7 @@ async def test_unknown_model_names_the_model() -> None:
 
 
 async def test_unreachable_server_is_one_clear_line() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = closed_port()
     client = ModelClient(model_settings(f"http://127.0.0.1:{port}/v1", max_retries=1))
     with pytest.raises(ModelError) as info:
         await client.complete(MESSAGES)
