@@ -122,7 +122,7 @@ def semantic(project: Project) -> Reranker:
     from knowledge.embed.local import LocalEmbedder
     from knowledge.recall.semantic import SemanticReranker
 
-    embedder = LocalEmbedder()
+    embedder = LocalEmbedder(threads=1)  # as the semantic layer runs it beside the agent
     embedder.load()
     vectors = NodeVectors(embedder.dim)
     rng = np.random.default_rng(0)

@@ -24,6 +24,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
@@ -52,7 +53,7 @@ THRESHOLD = 0.35  # the best score a recall needs before anything is injected
 SNAPSHOT_FORMAT = 1  # bump when what `save_snapshot` writes changes meaning
 # A PERSONAL entity (what the user said) on a request about their own world.
 PERSONAL_BOOST = 1.25
-__all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Reranker",
+__all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Rerank", "Reranker",
            "make_recaller"]
 log = logging.getLogger(__name__)
 
@@ -83,13 +84,17 @@ class Recall:
     files: list[str] = field(default_factory=list)  # distinct paths in rank order
 
 
-class Reranker(Protocol):
-    """Re-orders (and may re-score, within [0, 1]) candidates: one hit per file (kind
-    "file") in rank order, then memories and episodes; may add files. Must return by
-    `deadline` (a `time.perf_counter()` value) with whatever it has."""
+Rerank = Callable[[list[Hit], GraphReader], list[Hit]]
 
-    def rerank(self, query: str, candidates: list[Hit], graph: GraphReader, deadline: float
-               ) -> list[Hit]: ...
+
+class Reranker(Protocol):
+    """Two phases, so the request's own work (its embedding) runs beside the keyword search:
+    `begin` starts it and must not block or raise; the function it returns re-orders (and may
+    re-score, within [0, 1]) the candidates: one hit per file (kind "file") in rank order,
+    then memories and episodes; it may add files, and must return by `deadline` (a
+    `time.perf_counter()` value) with whatever it has."""
+
+    def begin(self, query: str, deadline: float) -> Rerank: ...
 
 
 class Recaller:
@@ -190,6 +195,10 @@ class Recaller:
         tuning = self.tuning
         intent = intent_of(query)
         graph = self.graph
+        budget = start + RERANK_BUDGET_S
+        budget = budget if deadline is None else min(deadline, budget)
+        rerank = (None if self.reranker is None
+                  else self._begin(self.reranker, query, notes, budget))
         with graph.lock:
             self.sync()
             if not self.content.read(time.perf_counter() + CONTENT_CATCH_UP_S):
@@ -216,10 +225,8 @@ class Recaller:
         candidates.sort(key=lambda h: -h.score)  # stable: files keep their order
         late = False
         # Even with no lexical hit: the semantic layer can answer from nearest neighbours.
-        if self.reranker is not None:
-            budget = start + RERANK_BUDGET_S
-            candidates, late = self._rerank(self.reranker, query, candidates, notes,
-                                            budget if deadline is None else min(deadline, budget))
+        if rerank is not None:
+            candidates, late = self._rerank(rerank, candidates, notes, budget)
         if path_prefix:  # traversal and the semantic layer may step outside the prefix
             candidates = [h for h in candidates if not h.path or h.path.startswith(path_prefix)]
         with graph.lock:
@@ -228,14 +235,21 @@ class Recaller:
         best = max((h.score for h in hits), default=0.0)
         return Recall(query, hits, _ms(start), best, timed_out=late, notes=notes, files=paths)
 
-    def _rerank(
-        self, reranker: Reranker, query: str, hits: list[Hit], notes: list[str],
-        deadline: float,
-    ) -> tuple[list[Hit], bool]:
+    @staticmethod
+    def _begin(reranker: Reranker, query: str, notes: list[str], deadline: float
+               ) -> Rerank | None:
+        try:
+            return reranker.begin(query, deadline)
+        except Exception as exc:  # a failing layer must not fail recall
+            notes.append(f"semantic re-rank skipped: {type(exc).__name__}")
+            return None
+
+    def _rerank(self, rerank: Rerank, hits: list[Hit], notes: list[str], deadline: float
+                ) -> tuple[list[Hit], bool]:
         """The re-ranked hits, or the keyword order when the layer fails or answers past its
         deadline (then the second value is True)."""
         try:
-            ranked = reranker.rerank(query, hits, self.graph, deadline)
+            ranked = rerank(hits, self.graph)
         except Exception as exc:  # a failing layer must not fail recall
             notes.append(f"semantic re-rank skipped: {type(exc).__name__}")
             return hits, False

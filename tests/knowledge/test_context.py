@@ -98,9 +98,11 @@ def test_build_context_raises_what_recall_raises(tmp_path: Path) -> None:
 
 def test_a_deadline_bounds_the_semantic_rerank(tmp_path: Path) -> None:
     class Slow:
-        def rerank(self, query, candidates, graph, deadline):  # type: ignore[no-untyped-def]
-            time.sleep(max(0.0, deadline - time.perf_counter()) + 0.01)
-            return list(reversed(candidates))
+        def begin(self, query, deadline):  # type: ignore[no-untyped-def]
+            def rerank(candidates, graph):  # type: ignore[no-untyped-def]
+                time.sleep(max(0.0, deadline - time.perf_counter()) + 0.01)
+                return list(reversed(candidates))
+            return rerank
 
     project = indexed_project(tmp_path / "repo", CART)
     start = time.perf_counter()

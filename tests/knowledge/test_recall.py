@@ -155,8 +155,10 @@ def test_empty_and_stopword_queries_return_nothing_quickly(tmp_path: Path) -> No
 
 def test_a_failing_reranker_fails_open(tmp_path: Path) -> None:
     class Broken:
-        def rerank(self, query, candidates, graph, deadline):  # type: ignore[no-untyped-def]
-            raise RuntimeError("model gone")
+        def begin(self, query, deadline):  # type: ignore[no-untyped-def]
+            def rerank(candidates, graph):  # type: ignore[no-untyped-def]
+                raise RuntimeError("model gone")
+            return rerank
 
     project = indexed_project(tmp_path / "repo", {"src/cart.py": "def cart_total():\n    pass\n"})
     recaller = Recaller(project.graph, project.root, reranker=Broken())
@@ -265,10 +267,12 @@ def test_a_late_reranker_is_ignored_and_reported(
     import knowledge.recall as recall_module
 
     class Late:
-        def rerank(self, query, candidates, graph, deadline):  # type: ignore[no-untyped-def]
-            while time.perf_counter() <= deadline:
-                time.sleep(0.005)
-            return list(reversed(candidates))
+        def begin(self, query, deadline):  # type: ignore[no-untyped-def]
+            def rerank(candidates, graph):  # type: ignore[no-untyped-def]
+                while time.perf_counter() <= deadline:
+                    time.sleep(0.005)
+                return list(reversed(candidates))
+            return rerank
 
     project = indexed_project(tmp_path / "repo", {
         "src/cart.py": "def cart_total():\n    pass\n",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.embed.indexer import NodeVectors
+from knowledge.embed.indexer import NodeVectors, embed_pass
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.local import LocalEmbedder
 from knowledge.project import Project
@@ -59,8 +59,8 @@ def test_candidates_without_vectors_are_embedded_within_the_deadline(project: Pr
     candidates = Recaller(project.graph, project.root).recall("scale invoice session").hits
     assert len(candidates) >= 3
     embedder.embed(["warm up"])
-    out = reranker.rerank("shrink a picture", candidates, project.graph,
-                          time.perf_counter() + 5.0)
+    out = reranker.begin("shrink a picture", time.perf_counter() + 5.0)(candidates,
+                                                                       project.graph)
     assert out[0].path == "media/thumbs.py"
     assert sorted(h.key for h in out) == sorted(h.key for h in candidates)
     assert all(0.0 <= h.score <= 1.0 for h in out)
@@ -70,5 +70,51 @@ def test_past_the_deadline_candidates_pass_through(project: Project) -> None:
     embedder = LocalEmbedder()
     reranker = SemanticReranker.fixed(embedder, NodeVectors(embedder.dim))
     candidates = Recaller(project.graph, project.root).recall("invoice session").hits
-    out = reranker.rerank("anything", candidates, project.graph, time.perf_counter() - 1.0)
+    out = reranker.begin("anything", time.perf_counter() - 1.0)(candidates, project.graph)
     assert out == candidates and reranker.stats.late == 1
+
+
+class _Recording:
+    """The real model, recording what it was asked to embed and when."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.inner = LocalEmbedder()
+        self.events = events
+        self.texts: list[str] = []
+        self.model_id, self.dim = self.inner.model_id, self.inner.dim
+
+    def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        self.events.append("embed")
+        self.texts += texts
+        return self.inner.embed(texts)
+
+
+def test_the_request_is_embedded_beside_the_keyword_search(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    embedder = _Recording(events)
+    vectors = NodeVectors(embedder.dim)
+    embed_pass(project.graph, project.root, embedder.inner, None, vectors)
+    reranker = SemanticReranker.fixed(embedder, vectors, root=project.root)
+    recaller = Recaller(project.graph, project.root, reranker=reranker)
+    recaller.warm()
+    search = recaller.index.search
+
+    def searching(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.2)  # a keyword search long enough for the embedding to start in
+        events.append("search")
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(recaller.index, "search", searching)
+    result = recaller.recall(QUERY)
+    assert events[:2] == ["embed", "search"]
+    assert result.hits[0].path == "media/thumbs.py" and reranker.stats.used == 1
+
+
+def test_only_the_start_of_a_long_request_is_embedded(project: Project) -> None:
+    embedder = _Recording([])
+    reranker = SemanticReranker.fixed(embedder, NodeVectors(embedder.dim), root=project.root)
+    long_request = QUERY + ". " + " ".join(["The rest of a long pull request text."] * 40)
+    Recaller(project.graph, project.root, reranker=reranker).recall(long_request)
+    request_text = embedder.texts[0]
+    assert long_request.startswith(request_text) and len(request_text) < len(long_request) // 4
