@@ -10,7 +10,7 @@ from entrypoint.cli import main
 from tests.conftest import closed_port
 from tests.scripted_server import Quirks, ScriptedServer, text, tool
 from tests.theus.conftest import model_settings
-from theus.commands.doctor import check
+from theus.model.doctor import check
 
 
 async def test_a_llama_cpp_like_server_works_with_work_arounds() -> None:

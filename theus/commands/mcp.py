@@ -11,7 +11,6 @@ import errno
 import logging
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
 from types import FrameType
@@ -20,6 +19,8 @@ from typing import TYPE_CHECKING
 from theus.commands.common import UsageError, add_path_argument, project_root
 
 if TYPE_CHECKING:
+    import socket
+
     from mcp.server.mcpserver import MCPServer
 
 
