@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,8 @@ class HistoryIndex:
         self.root = root
         self._head: str | None = None
         self._checked = 0.0
-        self._commits: list[Commit] = []
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._commits: Sequence[Commit] = []
+        self._postings: Mapping[str, tuple[np.ndarray, np.ndarray]] = {}
         self._norm = np.zeros(0)
         self._lock = threading.Lock()
 
@@ -127,13 +128,13 @@ class FrozenHistoryIndex(HistoryIndex):
 
     def __init__(self, root: Path, arrays: dict[str, np.ndarray], head_sha: str) -> None:
         super().__init__(root)
-        names = Strings(arrays["history.terms"], arrays["history.term_offsets"]).all()
-        starts, ids, tfs = arrays["history.starts"], arrays["history.ids"], arrays["history.tfs"]
-        self._postings = {t: (ids[starts[i]:starts[i + 1]], tfs[starts[i]:starts[i + 1]])
-                          for i, t in enumerate(names)}
+        # Read on demand: a one-shot command looks up a handful of terms and 20 commits.
+        self._postings = _FrozenPostings(
+            Strings(arrays["history.terms"], arrays["history.term_offsets"]),
+            arrays["history.starts"], arrays["history.ids"], arrays["history.tfs"])
         self._norm = arrays["history.norm"]
-        files = Strings(arrays["history.files"], arrays["history.file_offsets"]).all()
-        self._commits = [Commit("", 0, "", tuple(f.split("\n")) if f else ()) for f in files]
+        self._commits = _FrozenCommits(
+            Strings(arrays["history.files"], arrays["history.file_offsets"]))
         self._head = head_sha
         self._checked = float("inf")
 
@@ -143,3 +144,38 @@ class FrozenHistoryIndex(HistoryIndex):
     @property
     def stale(self) -> bool:
         return False
+
+
+class _FrozenPostings(Mapping[str, tuple[np.ndarray, np.ndarray]]):
+    """term -> (commit ids, term frequencies), sliced out of the snapshot's arrays."""
+
+    def __init__(self, names: Strings, starts: np.ndarray, ids: np.ndarray, tfs: np.ndarray
+                 ) -> None:
+        self._names, self._starts, self._ids, self._tfs = names, starts, ids, tfs
+
+    def __getitem__(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        i = self._names.find(term)  # `freeze` wrote the terms sorted
+        if i < 0:
+            raise KeyError(term)
+        start, end = int(self._starts[i]), int(self._starts[i + 1])
+        return self._ids[start:end], self._tfs[start:end]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class _FrozenCommits(Sequence[Commit]):
+    """The snapshot's commits, as much as votes need of them: their files."""
+
+    def __init__(self, files: Strings) -> None:
+        self._files = files
+
+    def __getitem__(self, i: int) -> Commit:  # type: ignore[override]
+        files = self._files[i]
+        return Commit("", 0, "", tuple(files.split("\n")) if files else ())
+
+    def __len__(self) -> int:
+        return len(self._files)

@@ -3,13 +3,15 @@ engine, reads hits straight from the store, and is not used once the store or HE
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 from knowledge.context import build_context
 from knowledge.project import Project
 from knowledge.recall import Recaller, make_recaller
 from knowledge.store import StoreGraph
-from tests.conftest import indexed_project
+from tests.conftest import indexed_project, write_tree
 
 FILES = {
     "shop/cart.py": '"""Shopping cart."""\nfrom shop import pricing\n\n\nclass Cart:\n'
@@ -89,3 +91,41 @@ def test_an_episode_saved_after_the_snapshot_leaves_it_fresh(tmp_path: Path) -> 
     assert project.store.generation() == generation
     assert make_recaller(project, one_shot=True).frozen
     project.close()
+
+
+def test_a_one_shot_recall_votes_with_the_history_as_the_warmed_engine(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "ignore/default_types.py": "# the kinds of files we support\n"
+                                   "TYPES = [('python', '*.py'), ('rust', '*.rs')]\n",
+        "search/walker.py": "# the kinds of files we support: walk the files\n"
+                            + "WALKERS.append(('python', 'walk'))\n" * 4,
+    })
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+                            "HOME": str(tmp_path), "PATH": os.environ["PATH"]})
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "start")
+    for language in ("go", "java", "zig"):
+        with open(root / "ignore/default_types.py", "a") as fh:
+            fh.write(f"TYPES.append(('{language}', '*.{language}'))\n")
+        git("commit", "-q", "-am", f"add support for {language} files")
+    project = Project(root)
+    project.index()
+    requests = ["add support for kotlin files", "walk the files", "support for zig"]
+    warmed = make_recaller(project)
+    warmed.warm()
+    expected = {r: shown(warmed, r) for r in requests}
+    assert "changed by similar commits" in warmed.recall(requests[0]).hits[0].why
+    make_recaller(project, one_shot=True)  # builds and saves the snapshot
+    project.close()
+    reopened = Project(root)
+    one_shot = make_recaller(reopened, one_shot=True)
+    assert one_shot.frozen
+    for request in requests:
+        assert shown(one_shot, request) == expected[request], request
+    reopened.close()
