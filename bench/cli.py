@@ -53,7 +53,10 @@ T = TypeVar("T")
 
 
 def base_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
+    # PYTHONDONTWRITEBYTECODE too: an installed Theus has its bytecode (pip compiles it), so
+    # the warm-up run writes it here instead of every run compiling the sources again.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("THEUS_", "OPENAI_")) and k != "PYTHONDONTWRITEBYTECODE"}
     env["THEUS_HOME"] = str(home)
     return env
 
