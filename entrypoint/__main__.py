@@ -1,5 +1,5 @@
 """`python -m entrypoint` is the `theus` command."""
 
-from entrypoint.cli import main
+from entrypoint.cli import run
 
-raise SystemExit(main())
+run()

@@ -6,8 +6,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from theus.commands.common import UsageError, to_devnull
+from theus.commands.common import UsageError, exit_now, to_devnull
 
 # Each name is a module in theus.commands exposing `register(subparsers)`.
 COMMANDS = (
@@ -79,6 +80,12 @@ def build_parser() -> Parser:
             continue  # command not built yet
         module.register(sub)
     return parser
+
+
+def run() -> NoReturn:
+    """The `theus` command: `main`, then a quick exit (`exit_now`) once it returned a code.
+    An exception or SystemExit (argparse's) leaves the usual way."""
+    exit_now(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

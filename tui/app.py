@@ -7,10 +7,7 @@ bridge start in a thread worker and every layer fails open.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -366,9 +363,9 @@ def load_keymap() -> dict[str, str]:
 
 
 def run_app(args: argparse.Namespace) -> NoReturn:
-    """Run the chat app until it quits, then end the process (see `_exit_now`)."""
+    """Run the chat app until it quits, then end the process (see `exit_now`)."""
     from knowledge.paths import data_home
-    from theus.commands.common import UsageError, project_root
+    from theus.commands.common import UsageError, exit_now, project_root
     from theus.config import load_model_settings
 
     root = project_root(getattr(args, "path", "."))
@@ -389,17 +386,8 @@ def run_app(args: argparse.Namespace) -> NoReturn:
     app = TheusApp(root, load_model_settings(getattr(args, "model", None)), resume=messages,
                    session=session, pick_session=pick)
     app.run()
-    _exit_now(app.return_code or 0)
-
-
-def _exit_now(code: int) -> NoReturn:
-    """Leave without the interpreter's teardown (~0.1 s of module and native destructors):
-    everything durable was closed on unmount, so only buffers are left to flush."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
+    # Everything durable was closed on unmount: only buffers are left to flush.
+    exit_now(app.return_code or 0)
 
 
 def _log_to_file(home: Path) -> None:

@@ -5,6 +5,7 @@ when Ctrl-C stops it half way."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -72,3 +73,30 @@ def test_ctrl_c_inside_a_class_body_is_an_interrupt_not_a_crash(
     monkeypatch.setattr(status, "run", interrupted)
     assert main(["--path", str(tmp_path), "status"]) == 130
     assert capsys.readouterr().err == "theus: interrupted\n"
+
+
+def test_a_one_shot_command_skips_the_teardown_but_its_output_arrives_whole(
+        tmp_path: Path) -> None:
+    """The interpreter's teardown (a final collection, every module's and native library's
+    destructors) took ~0.3 s after `theus -p` had answered: commands leave with `exit_now`."""
+    files = {f"pkg/mod{i}.py": f"def cart_total_{i}(items):\n    return sum(items)\n"
+             for i in range(120)}
+    root = write_tree(tmp_path / "repo", files)
+    hooks = write_tree(tmp_path / "hooks", {"sitecustomize.py": (
+        "import atexit, os\n"
+        "atexit.register(lambda: open(os.environ['TEARDOWN_MARK'], 'w').close())\n")})
+    mark = tmp_path / "teardown-ran"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
+    env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_EMBEDDINGS": "1",
+                "PYTHONPATH": str(hooks), "TEARDOWN_MARK": str(mark)})
+    cli = [sys.executable, "-m", "entrypoint", "--path", str(root)]
+    assert subprocess.run([*cli, "index"], env=env, timeout=300).returncode == 0
+    mark.unlink(missing_ok=True)
+    done = subprocess.run([*cli, "recall", "--json", "--top", "100", "cart total items"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["files"]) == 100  # every byte flushed before leaving
+    assert not mark.exists()
+    usage = subprocess.run([*cli, "recall", "--top", "0", "x"], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from knowledge.project import Project
@@ -101,6 +101,21 @@ def add_project_options(parser: Any, default: Any) -> None:
     add_path_option(parser, dest="project", default=default)
     parser.add_argument("--json", action="store_true",
                         default=False if default is None else default, help="print JSON")
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process without the interpreter's teardown: a final collection and every
+    module's and native library's destructors took ~0.3 s after `theus -p` had answered.
+    Only for a process whose durable work is done (stores closed, saves atomic; our threads
+    are daemons): flush logging and the standard streams, then leave. A reader that went away
+    costs the flush nothing (`| head`)."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def to_devnull(stream: Any) -> None:

@@ -6,17 +6,15 @@ memory (watcher and store) on the way out."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from theus.commands.common import UsageError, add_path_argument, project_root
+from theus.commands.common import UsageError, add_path_argument, exit_now, project_root
 
 if TYPE_CHECKING:
     import socket
@@ -72,19 +70,11 @@ def run(args: argparse.Namespace) -> int:
             anyio.run(server.run_stdio_async)  # until stdin ends
     except KeyboardInterrupt:  # SIGTERM or Ctrl-C: asked to stop, not an error
         memory.close()
-        _exit_now()
+        # The SDK's stdin reader may still be blocked in a worker thread, which the
+        # interpreter would join at exit forever: the memory is closed, so leave at once.
+        exit_now(0)
     memory.close()
     return 0
-
-
-def _exit_now() -> None:
-    """After a signal the SDK's stdin reader may still be blocked in a worker thread, which
-    the interpreter would join at exit forever: the memory is closed, so leave at once."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(0)
 
 
 def _listen(port: int) -> socket.socket:
