@@ -30,6 +30,8 @@ from tui.messages import GraphLoaded, IndexChanged, InjectedTokens, RecallDone
 from tui.widgets.status_bar import StatusBar, short_switches, watcher_text
 
 if TYPE_CHECKING:  # the chat screen is loaded with its mode
+    from textual.driver import Driver
+
     from tui.screens.chat import ChatScreen
 
 log = logging.getLogger(__name__)
@@ -79,8 +81,13 @@ class TheusApp(App[int]):
     def __init__(self, root: Path, model_settings: ModelSettings | None, *,
                  resume: list[Message] | None = None,
                  session: Any = None, agent_settings: AgentSettings | None = None,
-                 pick_session: bool = False) -> None:
+                 pick_session: bool = False,
+                 end_process: Callable[[int], NoReturn] | None = None) -> None:
         super().__init__()
+        # Given (a real run, not a test): quitting restores the terminal and ends the process
+        # once the memory is closed, instead of Textual's teardown, which unmounts every
+        # widget one by one (~0.2 s of a quit on a large project, for nothing).
+        self._end_process = end_process
         self.agent_settings = agent_settings
         self.engine = Engine(root)
         # MEMORY.md synced into the graph (the bridge's thread): refresh the memories panel.
@@ -312,8 +319,14 @@ class TheusApp(App[int]):
             self._agents.remove(agent)
 
     async def action_quit(self) -> None:
-        """Quit: the memory starts closing now, beside Textual's own teardown."""
+        """Quit: the memory starts closing now, beside Textual's own teardown (or instead of
+        it, see `end_process`)."""
         self._start_closing()
+        if self._end_process is not None:
+            if self._driver is not None:
+                _restore_terminal(self._driver)
+            await self._finish_closing()
+            self._end_process(self.return_code or 0)
         await super().action_quit()
 
     def _start_closing(self) -> None:
@@ -331,14 +344,29 @@ class TheusApp(App[int]):
         self._memory_closing.start()
 
     async def on_unmount(self) -> None:
-        self._start_closing()  # any other way out (Ctrl+C, an error) too
+        self._start_closing()  # any other way out (an error) too
+        await self._finish_closing()
+
+    async def _finish_closing(self) -> None:
+        """The model clients closed, the memory closed (each layer waits briefly)."""
         for agent in self._closed_agents:
             try:
                 await agent.model.close()
             except Exception as exc:
                 log.info("model client close failed: %s", exc)
+        self._closed_agents.clear()
         assert self._memory_closing is not None
         self._memory_closing.join()
+
+
+def _restore_terminal(driver: Driver) -> None:
+    """What Textual does last, the terminal as it was, without joining its input thread: that
+    thread polls every 0.1 s and is waited for twice over (up to 0.2 s of a quit), and the
+    process ends next. `_key_thread` is LinuxDriver's (textual is pinned in pyproject)."""
+    if getattr(driver, "_key_thread", None) is not None:
+        driver._key_thread = None  # type: ignore[attr-defined]
+    driver.stop_application_mode()
+    driver.close()  # its writer thread flushes what is queued, then ends
 
 
 def load_keymap() -> dict[str, str]:
@@ -384,7 +412,7 @@ def run_app(args: argparse.Namespace) -> NoReturn:
             raise UsageError("no earlier session in this project to continue (drop -c)")
         messages = session.messages()
     app = TheusApp(root, load_model_settings(getattr(args, "model", None)), resume=messages,
-                   session=session, pick_session=pick)
+                   session=session, pick_session=pick, end_process=exit_now)
     app.run()
     # Everything durable was closed on unmount: only buffers are left to flush.
     exit_now(app.return_code or 0)

@@ -96,3 +96,37 @@ def test_theus_answers_in_a_real_terminal(terminal: Terminal, tmp_path: Path,
         assert server.requests and server.requests[0]["model"] == "test-model"
         terminal.run("send-keys", "-t", "theus", "C-q")
         terminal.wait_gone()
+
+
+def test_quitting_gives_the_terminal_back_as_it_was(terminal: Terminal, tmp_path: Path,
+                                                     theus_home: Path) -> None:
+    """The app ends the process itself on ctrl+q (no Textual teardown): the terminal's modes,
+    screen, mouse, cursor and line settings, must still be restored, and the session kept."""
+    repo = write_tree(tmp_path / "shop", {"pricing.py": "def price_of(item):\n    return 1\n"})
+    with ScriptedServer([text(ANSWER)]) as server:
+        env = {**os.environ, "THEUS_HOME": str(theus_home), "THEUS_BASE_URL": server.url,
+               "THEUS_API_KEY": "k", "THEUS_MODEL": "test-model", "THEUS_NO_WATCH": "1",
+               "TERM": "xterm-256color"}
+        before, after = tmp_path / "stty-before", tmp_path / "stty-after"
+        theus = " ".join([*_theus(), "--path", str(repo)])
+        script = (f"stty -g > {before}; {theus}; echo THEUS-EXITED rc=$?; "
+                  f"stty -g > {after}; sleep 60")
+        subprocess.run([terminal.tmux, "-L", terminal.socket, "new-session", "-d", "-s",
+                        "theus", "-x", "120", "-y", "36", "sh", "-c", script], env=env,
+                       check=True, timeout=30)
+        terminal.wait_for("Ask, or type / for commands")
+        terminal.run("send-keys", "-t", "theus", "-l", "what does price_of do")
+        terminal.run("send-keys", "-t", "theus", "Enter")
+        terminal.wait_for(ANSWER)
+        terminal.run("send-keys", "-t", "theus", "C-q")
+        shown = terminal.wait_for("THEUS-EXITED rc=0")
+        deadline = time.monotonic() + 10
+        while not after.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # the shell's next line: no event to wait on
+        modes = terminal.run("display", "-p", "-t", "theus",
+                             "#{alternate_on} #{mouse_any_flag} #{cursor_flag}").split()
+        assert modes == ["0", "0", "1"], (modes, shown)
+        assert after.read_text() == before.read_text()
+        assert "Ask, or type" not in shown  # the app's screen is gone with the alternate one
+    sessions = list(theus_home.rglob("sessions/*"))
+    assert sessions, "the conversation was not kept"
