@@ -36,7 +36,7 @@ from knowledge.embed.base import DimensionMismatch, Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import NodeVectors, PassReport, Progress, VectorSet, embed_pass
 from knowledge.embed.select import Selection, select_embedder
-from knowledge.embed.status import HasGraph, configured, write_state
+from knowledge.embed.status import HasGraph, configured, saved_point, write_state
 from knowledge.recall.semantic import Ready, RerankStats, SemanticReranker
 from knowledge.store import Store, StoreError
 from knowledge.switches import is_off
@@ -82,6 +82,7 @@ class SemanticLayer:
         self.load_error = ""
         self.cache_error = ""
         self.last_pass: PassReport | None = None
+        self._pass_point: list[int] | None = None  # `saved_point` the last pass saw
         self._ready: Ready | None = None
         self._vectors: NodeVectors | None = None  # the live set `embed_all` keeps up to date
         self._prepare_lock = threading.Lock()
@@ -242,9 +243,11 @@ class SemanticLayer:
             return None
         first, self._changed = self._changed, set()
         generation = self._generation()
+        point = None if self.project.unsaved else saved_point(self.project.store)
         report = embed_pass(self.project.graph, self.project.root, ready.embedder,
                             ready.cache, vectors, progress=progress, cancel=cancel,
                             first=first)
+        self._pass_point = point
         if report.failed and not self._stop.is_set():  # a batch cut short by `stop` is no fault
             self.stats.count("failed", report.errors[-1] if report.errors else "")
         elif report.seen and not report.cancelled:
@@ -356,6 +359,7 @@ class SemanticLayer:
             "cache_error": self.cache_error,
             "vectors_in_memory": len(ready.vectors) if ready else 0,
             "pending": last.pending if last is not None else None,
+            "pending_at": self._pass_point if last is not None else None,
             "stats": self.stats.as_dict(),
             "last_pass": None if last is None else {
                 "seen": last.seen, "cached": last.cached, "embedded": last.embedded,

@@ -23,6 +23,7 @@ from knowledge.embed.cache import cached
 from knowledge.embed.select import Selection, select_embedder
 from knowledge.graph import Graph
 from knowledge.paths import ProjectPaths
+from knowledge.store import Store, StoreError
 from knowledge.switches import is_off
 
 STATE_FILE = "embed.json"
@@ -37,6 +38,20 @@ class HasGraph(HasPaths, Protocol):
 
     @property
     def root(self) -> Path: ...
+
+
+class HasStore(HasGraph, Protocol):
+    @property
+    def store(self) -> Store: ...
+
+
+def saved_point(store: Store) -> list[int] | None:
+    """Where the saved graph stands (its generation and what was told since): a pass over a
+    graph saved at that point counts what is pending for every later reader at the same one."""
+    try:
+        return [store.generation(), store.told()]
+    except StoreError:
+        return None
 
 
 def _probe_local() -> Embedder:
@@ -68,10 +83,11 @@ def read_state(paths: ProjectPaths) -> dict[str, Any]:
     return atomic.read_state(state_path(paths))
 
 
-def status_section(project: HasGraph, env: Mapping[str, str] | None = None,
+def status_section(project: HasStore, env: Mapping[str, str] | None = None,
                    live: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
     """`live`: the state of the layer running in this process (`SemanticLayer.state`), which
-    beats the file and spares reading every file to count what is pending."""
+    beats the file and spares reading every file to count what is pending; so does the file
+    when its last pass saw the graph as it is saved now."""
     from knowledge.embed.indexer import embed_texts
 
     env = os.environ if env is None else env
@@ -87,7 +103,10 @@ def status_section(project: HasGraph, env: Mapping[str, str] | None = None,
     if same and state.get("load_error"):
         out["reason"] += f"; last load failed: {state['load_error']}"
     wanted: dict[str, list[str]] = {}
-    if live is not None and same:
+    counted = same and (live is not None or (
+        state.get("pending") is not None and state.get("pending_at") is not None
+        and state["pending_at"] == saved_point(project.store)))
+    if counted:
         dim, count, _ = cached(project.paths.vectors, model_id)
     else:  # another process (or none) ran the layer: count what is pending from the disk
         with project.graph.lock:
@@ -103,7 +122,7 @@ def status_section(project: HasGraph, env: Mapping[str, str] | None = None,
     elif same and state.get("cache_error"):
         out["cache"] = f"refused: {state['cache_error']}"
     out["vectors_cached"] = count
-    out["nodes_pending"] = (state.get("pending") if live is not None and same else
+    out["nodes_pending"] = (state.get("pending") if counted else
                             sum(1 for texts in wanted.values()
                                 if any(t not in stored for t in texts)))
     if same:

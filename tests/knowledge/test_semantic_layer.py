@@ -208,3 +208,26 @@ print("loaded:", loaded)
                          env=env, timeout=60, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "loaded: []"
+
+
+def test_status_takes_the_pending_count_from_the_last_pass_until_the_graph_moves(
+        project: Project, server: tuple[str, Script], monkeypatch: pytest.MonkeyPatch) -> None:
+    url, _ = server
+    layer = layer_for(project, hosted_env(url))
+    assert layer.embed_all() is not None
+    layer.stop()  # its state is on disk, as another process would leave it
+    import knowledge.embed.indexer as indexer
+
+    def unread(*args: object) -> list[str]:
+        raise AssertionError("status read every file although the graph had not moved")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(indexer, "embed_texts", unread)
+        section = status_section(project, env=hosted_env(url))
+    assert section["nodes_pending"] == 0 and section["vectors_cached"] == len(FILES)
+    (project.root / "shop" / "cart.py").write_text("def cart_total(items):\n    return 0\n",
+                                                   encoding="utf-8")
+    project.update(["shop/cart.py"])
+    project.save()  # the last pass no longer stands for the saved graph
+    section = status_section(project, env=hosted_env(url))
+    assert section["nodes_pending"] == 1
