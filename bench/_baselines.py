@@ -9,8 +9,10 @@ gold.
 
 - `bm25_code`: bm25s (Lucene BM25, k1 1.5, b 0.75) over path + content, identifiers split the
   way Theus splits them (camelCase, snake_case, dotted; plurals folded), English stopwords out.
-- `dense`: the shipped local model over the layer's own chunks of the same files (30 lines,
-  path first, cut at 256 word pieces); a file scores its best chunk.
+- `dense`: the shipped local model over the layer's passages of the same files (30 lines,
+  path first) cut at `DENSE_CHUNK_CHARS`, so at 256 word pieces by the model: dense ranks
+  better so (tuning set R@5 0.734 / MRR 0.657) than over the layer's shorter heads (0.715 /
+  0.636); a file scores its best chunk.
 - `rrf`: reciprocal-rank fusion (k = 60) of the two, each ranked `DEPTH` deep.
 """
 
@@ -31,6 +33,7 @@ from knowledge.recall.tokens import STOPWORDS, fold, split_words
 
 DEPTH = 100
 RRF_K = 60
+DENSE_CHUNK_CHARS = 1500
 
 Ranking = Callable[[str], list[str]]  # request -> ranked repo-relative paths
 
@@ -126,7 +129,7 @@ def dense(emb: Embeddings, root: Path, files: list[str]) -> Ranking:
     owner: list[int] = []
     texts: list[str] = []
     for i, rel in enumerate(files):
-        for text in chunk_text(rel, read(root, rel)):
+        for text in chunk_text(rel, read(root, rel), DENSE_CHUNK_CHARS):
             owner.append(i)
             texts.append(text)
     matrix = emb.vectors(texts)

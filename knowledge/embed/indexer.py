@@ -35,7 +35,11 @@ from knowledge.vectors.port import StoreUnavailable
 Progress = Callable[[int, int], None]
 
 BATCH = 32
-CHUNK_CHARS = 1500  # past ~256 word pieces the model truncates anyway
+# Each passage is embedded by its head (its path, signature and first lines): 280 characters
+# (~120 word pieces of code) scored better than 1500 on the tuning repositories (bench/recall.py
+# --set tuning, theus+sem: R@5 0.849 / MRR 0.765 against 0.840 / 0.766; 150 characters: 0.838
+# / 0.762) and the first index embeds 2.2 times as many chunks a second (43 against 19.5).
+CHUNK_CHARS = 280
 TEXT_CHARS = 1000  # memories and episodes: their text is all they have
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 
@@ -62,9 +66,9 @@ def file_chunks(node: Node, root: Path) -> list[str]:
     return [] if text is None else chunk_text(node.path, text)
 
 
-def chunk_text(path: str, text: str) -> list[str]:
-    """`path` + each passage of `text`, cut at `CHUNK_CHARS` (at least one chunk)."""
-    return [f"{path}\n{body}"[:CHUNK_CHARS] for body in passages(text)]
+def chunk_text(path: str, text: str, limit: int = CHUNK_CHARS) -> list[str]:
+    """`path` + each passage of `text`, cut at `limit` characters (at least one chunk)."""
+    return [f"{path}\n{body}"[:limit] for body in passages(text)]
 
 
 @dataclass
