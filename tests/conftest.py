@@ -66,3 +66,25 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+class GatedEmbedder:
+    """The real local model behind a gate: each `embed` waits until the test opens it, so a
+    background pass can be seen half way."""
+
+    def __init__(self) -> None:
+        import threading
+
+        from knowledge.embed.local import LocalEmbedder
+
+        self.inner = LocalEmbedder()
+        self.gate = threading.Event()
+        self.model_id, self.dim = self.inner.model_id, self.inner.dim
+
+    def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+        self.gate.wait(30)
+        return self.inner.embed(texts)
+
+    def close(self) -> None:
+        self.gate.set()
+        self.inner.close()

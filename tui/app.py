@@ -27,7 +27,7 @@ from tui.commands import PanelCommands
 from tui.engine import Engine
 from tui.mcp_servers import McpServers
 from tui.messages import GraphLoaded, IndexChanged, InjectedTokens, RecallDone
-from tui.widgets.status_bar import StatusBar, short_switches, watcher_text
+from tui.widgets.status_bar import StatusBar, embedding_text, short_switches, watcher_text
 
 if TYPE_CHECKING:  # the chat screen is loaded with its mode
     from textual.driver import Driver
@@ -103,7 +103,7 @@ class TheusApp(App[int]):
             "model": model_settings.model if model_settings else "no model",
             "counts": {}, "indexing": True, "failed": "", "watcher": "", "recall_ms": None,
             "turn_tokens": 0, "total_tokens": 0, "off": (), "tokens_in": 0, "tokens_out": 0,
-            "cost": None, "mcp": "",
+            "cost": None, "mcp": "", "embedding": "",
         }
         self.status_bars: set[StatusBar] = set()
         self._agents: list[Any] = []
@@ -173,7 +173,10 @@ class TheusApp(App[int]):
         """Counts and watcher state, off the event loop: the graph lock may be held for a
         while (recall warm-up, a big re-index). One at a time (`_status_busy`)."""
         try:
-            fields: dict[str, Any] = {"watcher": self._watcher_state()}
+            semantic = self.engine.memory.semantic
+            fields: dict[str, Any] = {
+                "watcher": self._watcher_state(),
+                "embedding": embedding_text(semantic.progress if semantic else None)}
             graph = self.engine.project.graph
             version = graph.version
             counts = self.engine.counts() if version != self._graph_version else None

@@ -83,6 +83,8 @@ class SemanticLayer:
         self.cache_error = ""
         self.last_pass: PassReport | None = None
         self._pass_point: list[int] | None = None  # `saved_point` the last pass saw
+        # (texts embedded, texts to embed) while the background pass embeds, for the app
+        self.progress: tuple[int, int] | None = None
         self._ready: Ready | None = None
         self._vectors: NodeVectors | None = None  # the live set `embed_all` keeps up to date
         self._prepare_lock = threading.Lock()
@@ -322,7 +324,10 @@ class SemanticLayer:
                     self._wake.clear()
                     version = graph.version
                     if self._embedding:
-                        report = self.embed_all(cancel=self._stop)
+                        try:
+                            report = self.embed_all(progress=self._track, cancel=self._stop)
+                        finally:
+                            self.progress = None
                         done_embedding = True
                         if report is not None and report.failed:
                             version, wait = -1, RETRY_S  # endpoint trouble: later
@@ -342,6 +347,9 @@ class SemanticLayer:
             self._persist(force=True)
         finally:
             self._idle.set()
+
+    def _track(self, done: int, total: int) -> None:
+        self.progress = (done, total) if done < total else None
 
     # -- status --------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.status import status_section
 from knowledge.project import Project
 from knowledge.recall import Recaller
-from tests.conftest import indexed_project
+from tests.conftest import GatedEmbedder, indexed_project
 from tests.scripted_embeddings import EmbeddingsScript as Script
 from tests.scripted_embeddings import serve_embeddings
 
@@ -231,3 +231,20 @@ def test_status_takes_the_pending_count_from_the_last_pass_until_the_graph_moves
     project.save()  # the last pass no longer stands for the saved graph
     section = status_section(project, env=hosted_env(url))
     assert section["nodes_pending"] == 1
+
+
+def test_the_background_pass_reports_its_progress_while_it_embeds(project: Project) -> None:
+    embedder = GatedEmbedder()
+    layer = SemanticLayer(project, env={}, credentials=None, local_loader=lambda: embedder)
+    layer.start_background()
+    try:
+        deadline = time.monotonic() + 30
+        while layer.progress is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # the pass starts on its own thread: no event to wait on
+        assert layer.progress == (0, len(FILES))  # one chunk per small file, none done yet
+        embedder.gate.set()
+        assert layer.wait_idle(30)
+        assert layer.progress is None
+        assert layer.last_pass is not None and layer.last_pass.embedded == len(FILES)
+    finally:
+        layer.stop()

@@ -4,12 +4,13 @@ cost in the status bar, Ctrl+C, standing approvals, `@path` attachments and comp
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import texts_of
+from tests.conftest import GatedEmbedder, texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.tui.conftest import MakeApp, ready, wait_for
 from theus.permissions import Permissions, Rule
@@ -55,6 +56,23 @@ async def test_busy_line_counts_streamed_tokens_and_escape_stops(
         await wait_for(pilot, lambda: not app.screen.busy)
         assert not busy.display
         assert any("stopped" in n for n in notices(app))
+
+
+async def test_status_bar_shows_background_embedding_progress(make_app: MakeApp) -> None:
+    from knowledge.embed.layer import SemanticLayer
+
+    app = make_app()
+    async with app.run_test(size=(140, 36)) as pilot:
+        await ready(pilot)
+        bar = app.screen.query_one(StatusBar)
+        embedder = GatedEmbedder()
+        layer = SemanticLayer(app.engine.project, env={}, credentials=None,
+                              local_loader=lambda: embedder)
+        app.engine.memory.semantic = layer  # the app closes it with the memory
+        layer.start_background()
+        await wait_for(pilot, lambda: "embedding 0/3" in str(bar.render()))  # 3 files
+        embedder.gate.set()
+        await wait_for(pilot, lambda: not re.search(r"embedding \d", str(bar.render())))
 
 
 async def test_status_bar_counts_tokens_and_prices_them(

@@ -41,6 +41,7 @@ turn / in total · MCP servers up / configured (`/mcp`) · memory layers switche
     tokens_out: reactive[int] = reactive(0)
     cost: reactive[float | None] = reactive(None)
     mcp: reactive[str] = reactive("")  # "mcp 2/3 · 1 failed"; "" with no server
+    embedding: reactive[str] = reactive("")  # "embedding 120/3400" while the layer embeds
 
     def on_mount(self) -> None:
         app = theus_app(self)
@@ -74,6 +75,8 @@ turn / in total · MCP servers up / configured (`/mcp`) · memory layers switche
                              f"{fmt.count(c.get('edges', 0))} edges"))
         if self.watcher:
             parts.append((6, self.watcher))
+        if self.embedding:
+            parts.append((6, self.embedding))
         parts.append((7, "recall " + (fmt.ms(self.recall_ms) if self.recall_ms is not None
                                       else "–")))
         parts.append((5, f"ctx {self.turn_tokens} tok ({self.total_tokens} total)"))
@@ -94,6 +97,14 @@ def fit(parts: list[tuple[int, str]], width: int) -> str:
         worst = max(range(len(parts)), key=lambda i: (parts[i][0], i))
         parts = parts[:worst] + parts[worst + 1:]
     return fmt.clip(SEPARATOR.join(t for _, t in parts), width)
+
+
+def embedding_text(progress: tuple[int, int] | None) -> str:
+    """The semantic layer's background pass: texts embedded of those it has to embed."""
+    if progress is None:
+        return ""
+    done, total = progress
+    return f"embedding {fmt.count(done)}/{fmt.count(total)}"
 
 
 def watcher_text(section: dict[str, Any] | None) -> str:
