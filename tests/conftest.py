@@ -88,3 +88,14 @@ class GatedEmbedder:
     def close(self) -> None:
         self.gate.set()
         self.inner.close()
+
+
+def run_git(root: Path, home: Path, *args: str) -> None:
+    """git in `root` as a fixed author, with `home` as HOME (no user config leaks in)."""
+    import os
+    import subprocess
+
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+                        "HOME": str(home), "PATH": os.environ["PATH"]})

@@ -5,12 +5,11 @@ identifiers and the one passage of a long file that a request is about."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 
 from knowledge.recall import Recall, Recaller, make_recaller
-from tests.conftest import indexed_project
+from tests.conftest import indexed_project, run_git
 
 RATES = {
     "shop/discount.py": '"""Discount rules for orders."""\n\n\n'
@@ -133,7 +132,6 @@ def test_files_lists_distinct_paths_in_rank_order(tmp_path: Path) -> None:
 
 
 def test_past_commits_like_the_request_point_at_their_files(tmp_path: Path) -> None:
-    import subprocess
 
     root = tmp_path / "repo"
     files = {
@@ -146,10 +144,7 @@ def test_past_commits_like_the_request_point_at_their_files(tmp_path: Path) -> N
     project = indexed_project(root, files)
 
     def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-                            "HOME": str(tmp_path), "PATH": os.environ["PATH"]})
+        run_git(root, tmp_path, *args)
 
     git("init", "-q")
     git("add", "-A")

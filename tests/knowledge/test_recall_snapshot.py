@@ -3,15 +3,13 @@ engine, reads hits straight from the store, and is not used once the store or HE
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 from knowledge.context import build_context
 from knowledge.project import Project
 from knowledge.recall import Recaller, make_recaller
 from knowledge.store import StoreGraph
-from tests.conftest import indexed_project, write_tree
+from tests.conftest import indexed_project, run_git, write_tree
 
 FILES = {
     "shop/cart.py": '"""Shopping cart."""\nfrom shop import pricing\n\n\nclass Cart:\n'
@@ -102,10 +100,7 @@ def test_a_one_shot_recall_votes_with_the_history_as_the_warmed_engine(tmp_path:
     })
 
     def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-                            "HOME": str(tmp_path), "PATH": os.environ["PATH"]})
+        run_git(root, tmp_path, *args)
 
     git("init", "-q")
     git("add", "-A")
