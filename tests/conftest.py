@@ -99,3 +99,22 @@ def run_git(root: Path, home: Path, *args: str) -> None:
                    env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
                         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
                         "HOME": str(home), "PATH": os.environ["PATH"]})
+
+
+def file_types_history(root: Path, home: Path) -> Path:
+    """A repository whose history says where file types are added: two files that say the
+    same (the walker a little more), then three commits "add support for X files" to one."""
+    write_tree(root, {
+        "ignore/default_types.py": "# the kinds of files we support\n"
+                                   "TYPES = [('python', '*.py'), ('rust', '*.rs')]\n",
+        "search/walker.py": "# the kinds of files we support: walk the files\n"
+                            + "WALKERS.append(('python', 'walk'))\n" * 4,
+    })
+    run_git(root, home, "init", "-q")
+    run_git(root, home, "add", "-A")
+    run_git(root, home, "commit", "-q", "-m", "start")
+    for language in ("go", "java", "zig"):
+        with open(root / "ignore/default_types.py", "a") as fh:
+            fh.write(f"TYPES.append(('{language}', '*.{language}'))\n")
+        run_git(root, home, "commit", "-q", "-am", f"add support for {language} files")
+    return root

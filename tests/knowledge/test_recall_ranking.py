@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from knowledge.project import Project
 from knowledge.recall import Recall, Recaller, make_recaller
-from tests.conftest import indexed_project, run_git
+from tests.conftest import file_types_history, indexed_project
 
 RATES = {
     "shop/discount.py": '"""Discount rules for orders."""\n\n\n'
@@ -133,27 +134,9 @@ def test_files_lists_distinct_paths_in_rank_order(tmp_path: Path) -> None:
 
 def test_past_commits_like_the_request_point_at_their_files(tmp_path: Path) -> None:
 
-    root = tmp_path / "repo"
-    files = {
-        # Both say the same; the walker a little more: only history tells them apart.
-        "ignore/default_types.py": "# the kinds of files we support\n"
-                                   "TYPES = [('python', '*.py'), ('rust', '*.rs')]\n",
-        "search/walker.py": ("# the kinds of files we support: walk the files\n"
-                                  + "WALKERS.append(('python', 'walk'))\n" * 4),
-    }
-    project = indexed_project(root, files)
-
-    def git(*args: str) -> None:
-        run_git(root, tmp_path, *args)
-
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-q", "-m", "start")
-    for language in ("go", "java", "zig"):
-        with open(root / "ignore/default_types.py", "a") as fh:
-            fh.write(f"TYPES.append(('{language}', '*.{language}'))\n")
-        git("commit", "-q", "-am", f"add support for {language} files")
-    project.update(["ignore/default_types.py"])
+    # Both files say the same; the walker a little more: only history tells them apart.
+    project = Project(file_types_history(tmp_path / "repo", tmp_path))
+    project.index()
     found = make_recaller(project)
     found.warm()
     request = "add support for kotlin files"

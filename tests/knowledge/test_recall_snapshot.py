@@ -9,7 +9,7 @@ from knowledge.context import build_context
 from knowledge.project import Project
 from knowledge.recall import Recaller, make_recaller
 from knowledge.store import StoreGraph
-from tests.conftest import indexed_project, run_git, write_tree
+from tests.conftest import file_types_history, indexed_project
 
 FILES = {
     "shop/cart.py": '"""Shopping cart."""\nfrom shop import pricing\n\n\nclass Cart:\n'
@@ -92,23 +92,7 @@ def test_an_episode_saved_after_the_snapshot_leaves_it_fresh(tmp_path: Path) -> 
 
 
 def test_a_one_shot_recall_votes_with_the_history_as_the_warmed_engine(tmp_path: Path) -> None:
-    root = write_tree(tmp_path / "repo", {
-        "ignore/default_types.py": "# the kinds of files we support\n"
-                                   "TYPES = [('python', '*.py'), ('rust', '*.rs')]\n",
-        "search/walker.py": "# the kinds of files we support: walk the files\n"
-                            + "WALKERS.append(('python', 'walk'))\n" * 4,
-    })
-
-    def git(*args: str) -> None:
-        run_git(root, tmp_path, *args)
-
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-q", "-m", "start")
-    for language in ("go", "java", "zig"):
-        with open(root / "ignore/default_types.py", "a") as fh:
-            fh.write(f"TYPES.append(('{language}', '*.{language}'))\n")
-        git("commit", "-q", "-am", f"add support for {language} files")
+    root = file_types_history(tmp_path / "repo", tmp_path)
     project = Project(root)
     project.index()
     requests = ["add support for kotlin files", "walk the files", "support for zig"]
