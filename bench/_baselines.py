@@ -129,7 +129,7 @@ def dense(emb: Embeddings, root: Path, files: list[str]) -> Ranking:
     owner: list[int] = []
     texts: list[str] = []
     for i, rel in enumerate(files):
-        for text in chunk_text(rel, read(root, rel), DENSE_CHUNK_CHARS):
+        for text in chunk_text(rel, read(root, rel), limit=DENSE_CHUNK_CHARS):
             owner.append(i)
             texts.append(text)
     matrix = emb.vectors(texts)

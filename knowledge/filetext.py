@@ -2,8 +2,8 @@
 
 Both read the same bytes the same way: nothing past `MAX_FILE_BYTES`, nothing binary (a NUL
 in the first 4 KiB), never a lockfile (long, and about nothing a request asks). Passages are
-runs of `PASSAGE_LINES` lines: the unit of the content index's passage score and of the
-semantic layer's chunks, so both see a file in the same pieces.
+runs of `PASSAGE_LINES` lines: the unit of the content index's passage score; the semantic
+layer embeds the heads of passages of that length or a multiple of it.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ def read_text(root: Path, path: str, size: int = 0) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def passages(text: str) -> list[str]:
-    """Runs of `PASSAGE_LINES` lines, blank runs dropped; at least one (maybe empty)."""
+def passages(text: str, size: int = PASSAGE_LINES) -> list[str]:
+    """Runs of `size` lines, blank runs dropped; at least one (maybe empty)."""
     lines = text.splitlines()
     out = []
-    for at in range(0, max(len(lines), 1), PASSAGE_LINES):
-        body = "\n".join(lines[at : at + PASSAGE_LINES]).strip()
+    for at in range(0, max(len(lines), 1), size):
+        body = "\n".join(lines[at : at + size]).strip()
         if body or at == 0:
             out.append(body)
     return out

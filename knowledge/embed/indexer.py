@@ -28,8 +28,9 @@ import numpy.typing as npt
 
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
-from knowledge.filetext import passages, read_text
+from knowledge.filetext import PASSAGE_LINES, passages, read_text
 from knowledge.graph import Graph, Node
+from knowledge.recall.kinds import CODE, DOC, TEST, kind_of
 from knowledge.vectors.port import StoreUnavailable
 
 Progress = Callable[[int, int], None]
@@ -39,7 +40,17 @@ BATCH = 32
 # (~120 word pieces of code) scored better than 1500 on the tuning repositories (bench/recall.py
 # --set tuning, theus+sem: R@5 0.849 / MRR 0.765 against 0.840 / 0.766; 150 characters: 0.838
 # / 0.762) and the first index embeds 2.2 times as many chunks a second (43 against 19.5).
+# Both choices together: Flask's first index embeds in 12.7 s, Vue's core in 92 s (77.6 and
+# 428 s when the issue was filed, 94efee5; `theus index --json`, its embed_seconds).
 CHUNK_CHARS = 280
+# A file is embedded as often as requests want its kind (`recall.kinds`): code by every
+# request, a head every 30 lines; tests and docs only when a request asks for them, a head
+# every 90 lines; the other kinds (changelogs, data, examples, declarations) never count fully,
+# so the re-rank never ranks them by meaning and they are not embedded. Multiples of the
+# 30-line passage keep the heads the same texts (cached vectors stay valid). Same R@5/MRR
+# (bench/recall.py, theus+sem): tuning 0.849/0.767 against 0.849/0.765, check 0.820/0.717
+# against 0.819/0.716; every 90 lines for code too lost 0.012 on the check set.
+EMBED_EVERY = {CODE: PASSAGE_LINES, TEST: 3 * PASSAGE_LINES, DOC: 3 * PASSAGE_LINES}
 TEXT_CHARS = 1000  # memories and episodes: their text is all they have
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 
@@ -61,14 +72,20 @@ def embed_texts(node: Node, root: Path) -> list[str]:
 
 
 def file_chunks(node: Node, root: Path) -> list[str]:
-    """`path` + each passage (`filetext.passages`); [] for binary, huge or unreadable files."""
+    """`path` + each passage (`EMBED_EVERY` lines); [] for a kind not embedded and for binary,
+    huge or unreadable files."""
+    lines = EMBED_EVERY.get(kind_of(node.path))
+    if lines is None:
+        return []
     text = read_text(root, node.path, int(node.data.get("size", 0) or 0))
-    return [] if text is None else chunk_text(node.path, text)
+    return [] if text is None else chunk_text(node.path, text, lines)
 
 
-def chunk_text(path: str, text: str, limit: int = CHUNK_CHARS) -> list[str]:
-    """`path` + each passage of `text`, cut at `limit` characters (at least one chunk)."""
-    return [f"{path}\n{body}"[:limit] for body in passages(text)]
+def chunk_text(path: str, text: str, lines: int = PASSAGE_LINES,
+               limit: int = CHUNK_CHARS) -> list[str]:
+    """`path` + each passage of `text` (`lines` long), cut at `limit` characters (at least
+    one chunk)."""
+    return [f"{path}\n{body}"[:limit] for body in passages(text, lines)]
 
 
 @dataclass

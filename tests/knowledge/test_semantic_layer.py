@@ -92,6 +92,41 @@ def test_hosted_embeds_the_graph_and_reranks(project: Project,
     assert section["reranks_used"] == 1
 
 
+def _numbered(stem: str, lines: int) -> str:
+    return "".join(f"{stem}_{n} = {n}\n" for n in range(lines))
+
+
+def test_each_kind_is_embedded_as_often_as_requests_want_it(
+        tmp_path: Path, server: tuple[str, Script]) -> None:
+    """Code every 30 lines, tests and docs every 90, kinds no request counts fully not at all:
+    the re-rank reads only wanted kinds, so their vectors would be spent for nothing."""
+    url, script = server
+    files = {
+        "shop/cart.py": _numbered("cart", 100),
+        "tests/test_cart.py": _numbered("checked", 100),
+        "docs/guide.md": "".join(f"guide line {n}\n" for n in range(100)),
+        "CHANGELOG.md": "## 1.0\n- carts\n",
+        "types/cart.d.ts": "export declare function cartTotal(): number;\n",
+        "settings.json": '{"currency": "EUR"}\n',
+        "examples/demo.py": "demo = 1\n",
+    }
+    project = indexed_project(tmp_path / "repo", files)
+    layer = layer_for(project, hosted_env(url))
+    layer.start_background()
+    try:
+        assert layer.wait_idle(10)
+    finally:
+        layer.stop()
+        project.close()
+    heads = {path: sorted(t.split("\n")[1] for t in script.inputs if t.startswith(path + "\n"))
+             for path in files}
+    assert heads["shop/cart.py"] == ["cart_0 = 0", "cart_30 = 30", "cart_60 = 60", "cart_90 = 90"]
+    assert heads["tests/test_cart.py"] == ["checked_0 = 0", "checked_90 = 90"]
+    assert heads["docs/guide.md"] == ["guide line 0", "guide line 90"]
+    assert heads["CHANGELOG.md"] == heads["types/cart.d.ts"] == []
+    assert heads["settings.json"] == heads["examples/demo.py"] == []
+
+
 def test_notify_changed_embeds_the_new_nodes(project: Project,
                                              server: tuple[str, Script]) -> None:
     url, script = server
