@@ -81,9 +81,9 @@ class GatedEmbedder:
         self.gate = threading.Event()
         self.model_id, self.dim = self.inner.model_id, self.inner.dim
 
-    def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+    def embed(self, texts: list[str], max_tokens: int | None = None):  # type: ignore[no-untyped-def]
         self.gate.wait(30)
-        return self.inner.embed(texts)
+        return self.inner.embed(texts, max_tokens)
 
     def close(self) -> None:
         self.gate.set()

@@ -25,7 +25,10 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def embed(self, texts: list[str]) -> Vectors: ...
+    def embed(self, texts: list[str], max_tokens: int | None = None) -> Vectors:
+        """`max_tokens` bounds the model's work: only the first word pieces of each text are
+        read (an embedder without a tokenizer of its own, a hosted one, may ignore it)."""
+        ...
 
     def close(self) -> None:
         """Stop: work in progress ends with `EmbeddingError` as soon as it can, later calls

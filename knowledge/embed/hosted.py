@@ -84,7 +84,8 @@ class HostedEmbedder:
         assert self._dim is not None
         return self._dim
 
-    def embed(self, texts: list[str]) -> Vectors:
+    def embed(self, texts: list[str], max_tokens: int | None = None) -> Vectors:
+        # No tokenizer here: a request's cost is the server's, its text already cut by length.
         rows = [
             self._embed_batch(texts[i : i + BATCH_SIZE]) for i in range(0, len(texts), BATCH_SIZE)
         ]

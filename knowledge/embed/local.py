@@ -152,21 +152,26 @@ class LocalEmbedder:
             for run in self._runs:
                 run.terminate = True  # the runtime checks it between operators
 
-    def embed(self, texts: list[str]) -> Vectors:
+    def embed(self, texts: list[str], max_tokens: int | None = None) -> Vectors:
         self.load()
         out = np.empty((len(texts), DIM), dtype=np.float32)
         # Batches of similar length waste little work on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self._batch_size):
             chunk = order[start : start + self._batch_size]
-            out[chunk] = self._embed_batch([texts[i] for i in chunk])
+            out[chunk] = self._embed_batch([texts[i] for i in chunk], max_tokens)
         return out
 
-    def _embed_batch(self, texts: list[str]) -> Vectors:
+    def _embed_batch(self, texts: list[str], max_tokens: int | None) -> Vectors:
         assert self._tokenizer is not None and self._session is not None
         encodings = self._tokenizer.encode_batch([encodable(t) for t in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        if max_tokens is not None and 2 <= max_tokens < input_ids.shape[1]:
+            # As the tokenizer truncates: the first pieces, then the closing [SEP].
+            cut = mask.sum(axis=1) > max_tokens
+            input_ids, mask = input_ids[:, :max_tokens].copy(), mask[:, :max_tokens]
+            input_ids[cut, -1] = self._tokenizer.token_to_id("[SEP]") or 0  # pinned: 102
         import onnxruntime
 
         run = onnxruntime.RunOptions()

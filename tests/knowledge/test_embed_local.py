@@ -51,6 +51,17 @@ def test_padding_does_not_change_a_vector(embedder: LocalEmbedder) -> None:
     assert float(alone @ with_long) > 0.999
 
 
+def test_max_tokens_reads_only_the_first_word_pieces(embedder: LocalEmbedder) -> None:
+    head = "where is the cart total computed for orders"  # 8 pieces, 10 with [CLS] and [SEP]
+    refunds, footer = head + " and refunds" * 40, head + ", css colours of the footer" * 20
+    capped = embedder.embed([refunds, footer, "short"], max_tokens=10)
+    whole = embedder.embed([refunds, footer, "short"])
+    alone = embedder.embed([head])[0]
+    assert float(capped[0] @ alone) > 0.9999 and float(capped[1] @ alone) > 0.9999
+    assert float(whole[0] @ whole[1]) < 0.95  # uncut, their tails tell them apart
+    assert float(capped[2] @ whole[2]) > 0.9999  # a text within the bound is unchanged
+
+
 def test_undecodable_text_still_embeds(embedder: LocalEmbedder) -> None:
     # A lone surrogate, as in text read with errors="surrogateescape".
     assert embedder.embed(["caf\udce9 menu"]).shape == (1, DIM)

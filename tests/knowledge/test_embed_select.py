@@ -21,7 +21,7 @@ class FakeLocal:
     model_id = "fake-local"
     dim = 3
 
-    def embed(self, texts: list[str]) -> Vectors:
+    def embed(self, texts: list[str], max_tokens: int | None = None) -> Vectors:
         return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
 
     def close(self) -> None:

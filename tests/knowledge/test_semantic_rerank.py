@@ -14,7 +14,7 @@ from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.local import LocalEmbedder
 from knowledge.project import Project
 from knowledge.recall import Recaller
-from knowledge.recall.semantic import SemanticReranker
+from knowledge.recall.semantic import QUERY_TOKENS, SemanticReranker
 from tests.conftest import indexed_project
 
 FILES = {
@@ -81,12 +81,14 @@ class _Recording:
         self.inner = LocalEmbedder()
         self.events = events
         self.texts: list[str] = []
+        self.bounds: list[int | None] = []
         self.model_id, self.dim = self.inner.model_id, self.inner.dim
 
-    def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+    def embed(self, texts: list[str], max_tokens: int | None = None):  # type: ignore[no-untyped-def]
         self.events.append("embed")
         self.texts += texts
-        return self.inner.embed(texts)
+        self.bounds.append(max_tokens)
+        return self.inner.embed(texts, max_tokens)
 
 
 def test_the_request_is_embedded_beside_the_keyword_search(
@@ -118,3 +120,4 @@ def test_only_the_start_of_a_long_request_is_embedded(project: Project) -> None:
     Recaller(project.graph, project.root, reranker=reranker).recall(long_request)
     request_text = embedder.texts[0]
     assert long_request.startswith(request_text) and len(request_text) < len(long_request) // 4
+    assert embedder.bounds[0] == QUERY_TOKENS  # and the local model reads its first pieces
