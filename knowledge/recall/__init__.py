@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -320,7 +320,7 @@ def _fresh_snapshot(project: Project) -> tuple[dict[str, np.ndarray], dict[str, 
 def _file_hits(files: list[RankedFile], best: float) -> list[Hit]:
     """One hit per ranked file, scored on the request's scale (a file node's label is its
     name and its line 1: no graph read needed)."""
-    return [Hit(keys.file_key(f.path), "file", f.path, PurePosixPath(f.path).name, 1,
+    return [Hit(keys.file_key(f.path), "file", f.path, f.path.rpartition("/")[2], 1,
                 round(best * f.score, 4), f.why, f.layer) for f in files]
 
 

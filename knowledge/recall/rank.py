@@ -38,12 +38,13 @@ from knowledge.recall.kinds import (
     DECLARATION,
     DECLARATION_SUFFIXES,
     EXAMPLE,
+    KINDS,
     TEST,
     factor,
     kind_of,
 )
 from knowledge.recall.lexical import Match
-from knowledge.recall.traverse import spread
+from knowledge.recall.traverse import Reached, spread
 
 POOL = 150  # files kept after the lexical pass, for the tie-break and traversal
 SEEDS = 8  # best files traversal starts from (HOT)
@@ -124,8 +125,8 @@ def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
     for path, value in signals.history.items():
         out[path] = out.get(path, 0.0) + tuning.history * value / best_votes
     if tuning.kinds:
-        intent = signals.intent
-        out = {p: v * factor(kind_of(p), intent) for p, v in out.items()}
+        by_kind = {kind: factor(kind, signals.intent) for kind in KINDS}
+        out = {p: v * by_kind[kind_of(p)] for p, v in out.items()}
     return out
 
 
@@ -176,7 +177,7 @@ def _traverse(graph: GraphReader, match: Match, seeds: list[RankedFile],
             start[key] = r.score
     if not start:
         return
-    reached_by_file: dict[str, tuple[float, int, str]] = {}
+    reached_by_file: dict[str, Reached] = {}
     for key, reached in spread(graph, start).items():
         path = keys.path_of(key)
         if path is None:  # a table, a memory...: only its node knows (or has no) path
@@ -185,16 +186,17 @@ def _traverse(graph: GraphReader, match: Match, seeds: list[RankedFile],
         if not path or path in seed_paths:
             continue
         known = reached_by_file.get(path)
-        if known is None or reached.score > known[0]:
-            reached_by_file[path] = (reached.score, reached.hop, reached.via)
+        if known is None or reached.score > known.score:
+            reached_by_file[path] = reached
     joined = 0
-    for path, (value, hop, via) in sorted(reached_by_file.items(), key=lambda kv: -kv[1][0]):
+    for path, best in sorted(reached_by_file.items(), key=lambda kv: -kv[1].score):
         found = ranked.get(path)
         if found is not None:
-            found.score += weight * value
-            found.why += f"; {via}"
+            found.score += weight * best.score
+            found.why += f"; {best.via}"
         elif weight and joined < REACHED and kind_of(path) == CODE:
-            ranked[path] = RankedFile(path, weight * value, "WARM" if hop == 1 else "COLD", via)
+            ranked[path] = RankedFile(path, weight * best.score,
+                                      "WARM" if best.hop == 1 else "COLD", best.via)
             joined += 1
 
 

@@ -42,7 +42,13 @@ FRONTIER = 32  # best nodes of a hop that the next hop spreads from
 class Reached:
     score: float
     hop: int
-    via: str  # "imported by file:a.py" style reason
+    verb: str  # how it relates to the node it was reached from: "imported by"
+    source: str  # that node's key
+
+    @property
+    def via(self) -> str:
+        """The reason, "imported by file:a.py" style (built only for what is shown)."""
+        return f"{self.verb} {self.source}"
 
 
 def spread(graph: GraphReader, seeds: dict[str, float], hops: int = 2) -> dict[str, Reached]:
@@ -68,7 +74,7 @@ def spread(graph: GraphReader, seeds: dict[str, float], hops: int = 2) -> dict[s
                     continue
                 if known is None or value > known.score:
                     verb = _VERBS.get(kind, (kind, kind))[side]
-                    reached[target] = Reached(value, hop, f"{verb} {key}")
+                    reached[target] = Reached(value, hop, verb, key)
                     if value > nxt.get(target, 0.0):
                         nxt[target] = value
         frontier = dict(heapq.nlargest(FRONTIER, nxt.items(), key=lambda kv: kv[1]))
