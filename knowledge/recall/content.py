@@ -193,9 +193,13 @@ class ContentIndex:
         norm = K1 * (1.0 - B + B * lengths / max(1.0, float(lengths[in_wanted].mean())))
         passage_norm = K1 * (1.0 - B + B * passage_lengths
                              / max(1.0, float(passage_lengths[passage_wanted].mean())))
-        scores = np.zeros(size, np.float64)
-        found = np.zeros(size, np.float64)
-        passage_scores = np.zeros(count, np.float64)
+        # Each term's part is kept and all are added up at the end, one bincount per array
+        # (in term order, as running sums would): cheaper than a scatter-add per term.
+        hits: list[np.ndarray] = []
+        parts: list[np.ndarray] = []
+        shares: list[np.ndarray] = []
+        passage_ids: list[np.ndarray] = []
+        passage_parts: list[np.ndarray] = []
         idf: dict[str, float] = {}
         for term, weight in weights.items():
             stored = self._postings.get(term)
@@ -204,17 +208,22 @@ class ContentIndex:
                 continue
             ids, counts = stored
             files = owner[ids]
-            alive = kinds[files] != DEAD
-            ids, files, tfs = ids[alive], files[alive], counts[alive].astype(np.float64)
+            if self._dead:  # a changed file's old passages stay in the postings until compacted
+                alive = kinds[files] != DEAD
+                ids, files, counts = ids[alive], files[alive], counts[alive]
+            tfs = counts.astype(np.float64)
             per_file = np.bincount(files, weights=tfs, minlength=size)
             hit = np.flatnonzero(per_file)
             idf[term] = w_idf = _idf(n, int(in_wanted[hit].sum()))
             tf = per_file[hit]
-            scores[hit] += weight * w_idf * tf * (K1 + 1.0) / (tf + norm[hit])
-            found[hit] += mass.get(term, 0.0)
+            hits.append(hit)
+            parts.append(weight * w_idf * tf * (K1 + 1.0) / (tf + norm[hit]))
+            shares.append(np.full(len(hit), mass.get(term, 0.0)))
             p_idf = _idf(n_passages, int(passage_wanted[ids].sum()))
-            passage_scores[ids] += (weight * p_idf * tfs * (K1 + 1.0)
-                                    / (tfs + passage_norm[ids]))
+            passage_ids.append(ids)
+            passage_parts.append(weight * p_idf * tfs * (K1 + 1.0) / (tfs + passage_norm[ids]))
+        scores, found = _summed(hits, parts, size), _summed(hits, shares, size)
+        passage_scores = _summed(passage_ids, passage_parts, count)
         best_passage = np.zeros(size, np.float64)
         np.maximum.at(best_passage, owner, passage_scores)
         if path_prefix:
@@ -292,6 +301,13 @@ class FrozenContentIndex(ContentIndex):
 
     def _size(self) -> int:
         return len(self._paths)
+
+
+def _summed(slots: list[np.ndarray], values: list[np.ndarray], size: int) -> np.ndarray:
+    """`values` added up per slot, in list order."""
+    if not slots:
+        return np.zeros(size, np.float64)
+    return np.bincount(np.concatenate(slots), weights=np.concatenate(values), minlength=size)
 
 
 def _idf(n: int, df: int) -> float:
