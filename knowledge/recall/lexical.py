@@ -330,9 +330,12 @@ class LexicalIndex:
         with_path = hit[owners >= 0]
         best = np.zeros(len(self._file_path), np.float64)
         np.maximum.at(best, files[with_path], scores[with_path])
-        match.best = {self._file_path[f]: float(best[f]) for f in np.flatnonzero(best)}
-        match.texts = {k: float(scores[s]) for s in hit[owners == NO_FILE]
-                       if (k := self._keys[s]) is not None}
+        held = np.flatnonzero(best)
+        paths, keys = self._file_path, self._keys
+        match.best = {paths[f]: b for f, b in zip(held.tolist(), best[held].tolist(), strict=True)}
+        texts = hit[owners == NO_FILE]
+        match.texts = {k: s for t, s in zip(texts.tolist(), scores[texts].tolist(), strict=True)
+                       if (k := keys[t]) is not None}
         nodes = with_path[~self._is_file[with_path]]
         owner = self._file[nodes]
         order = np.lexsort((nodes, -scores[nodes], owner))
