@@ -33,7 +33,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -236,9 +236,9 @@ class _Scorer:
         ranked = sorted(hits, key=lambda h: -fused[h.path])  # stable: ties keep their order
         top = fused[ranked[0].path] if ranked else 0.0
         scale = max((self._blend(h) for h in ranked[:1]), default=0.0)
-        out = [replace(h, score=round(scale * fused[h.path] / top, 4) if top > 0 else 0.0)
+        out = [h.rescored(round(scale * fused[h.path] / top, 4) if top > 0 else 0.0)
                for h in ranked]
-        out += [replace(h, score=round(self._blend(h), 4)) for h in texts]
+        out += [h.rescored(round(self._blend(h), 4)) for h in texts]
         return sorted(out, key=lambda h: -h.score)  # stable: files keep their fused order
 
     def _take(self, node: Node, sims: Iterable[float]) -> None:
