@@ -40,6 +40,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads with one BLAS thread
+
+# isort: split
 from bench import _baselines as base
 from bench._tasks import Task, checkout, git_dir_of, mine, pick_base
 from knowledge.context import build_context

@@ -28,9 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads with one BLAS thread
+
+# isort: split
+import numpy as np
 
 from knowledge.context import build_context
 from knowledge.project import Project
