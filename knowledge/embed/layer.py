@@ -36,7 +36,7 @@ from knowledge.embed.base import DimensionMismatch, Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import NodeVectors, PassReport, Progress, VectorSet, embed_pass
 from knowledge.embed.select import Selection, select_embedder
-from knowledge.embed.status import HasGraph, configured, saved_point, write_state
+from knowledge.embed.status import HasGraph, configured, read_state, saved_point, write_state
 from knowledge.recall.semantic import Ready, RerankStats, SemanticReranker
 from knowledge.store import Store, StoreError
 from knowledge.switches import is_off
@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 RETRY_S = 60.0  # after a failed start (endpoint down), try again no sooner than this
 PERSIST_S = 5.0  # counters reach the state file at most this often
+PASS_FIELDS = ("pending", "pending_at", "last_pass")  # what the last embedding pass found
 LOAD_WAIT_S = 30.0  # how long `stop()` waits for a model still loading
 _UNSET: Any = object()
 
@@ -381,4 +382,8 @@ class SemanticLayer:
                           or time.monotonic() - self._persisted_at < PERSIST_S):
             return
         self._persisted, self._persisted_at = state, time.monotonic()
+        if self.last_pass is None:  # no pass here (a one-shot): the last one's count stands
+            before = read_state(self.project.paths)
+            if before.get("model_id") == state["model_id"]:
+                state = {**state, **{k: before.get(k) for k in PASS_FIELDS}}
         write_state(self.project.paths, {**state, "pid": os.getpid(), "updated": time.time()})

@@ -256,10 +256,16 @@ def test_status_takes_the_pending_count_from_the_last_pass_until_the_graph_moves
     def unread(*args: object) -> list[str]:
         raise AssertionError("status read every file although the graph had not moved")
 
+    one_shot = SemanticLayer(project, env=hosted_env(url), credentials=None, timeout=2.0,
+                             one_shot=True)
+    assert one_shot.reranker is not None
+    Recaller(project.graph, project.root, reranker=one_shot.reranker).recall("cart total")
+    one_shot.stop()  # a one-shot recall ran no pass: what the last pass counted still stands
     with monkeypatch.context() as patched:
         patched.setattr(indexer, "embed_texts", unread)
         section = status_section(project, env=hosted_env(url))
     assert section["nodes_pending"] == 0 and section["vectors_cached"] == len(FILES)
+    assert section["reranks_used"] == 1  # and the one-shot's counters were written
     (project.root / "shop" / "cart.py").write_text("def cart_total(items):\n    return 0\n",
                                                    encoding="utf-8")
     project.update(["shop/cart.py"])
