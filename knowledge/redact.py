@@ -67,6 +67,7 @@ _REFERENCE = re.compile(
 
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+_NUMBER = re.compile(r"^\d[\d_]*(?:\.\d[\d_]*)?(?:e[+-]?\d+)?$", re.I)  # 20_000, 1.5e3
 _NAME_LIKE = re.compile(r"^[A-Za-z_][A-Za-z_.\[\]]*$")
 
 
@@ -103,7 +104,7 @@ def _assignment(match: re.Match[str]) -> str:
 def _looks_secret(value: str) -> bool:
     """A value worth hiding: a password-like literal after `=`/`:`, or a long random-looking
     string; not a number, a path, a UUID or a name (`Optional[str]`, `settings.KEY`)."""
-    if value.isdigit() or _UUID.match(value) or _NAME_LIKE.match(value):
+    if _NUMBER.match(value) or _UUID.match(value) or _NAME_LIKE.match(value):
         return False
     if "/" in value and not any(c.isdigit() for c in value):
         return False  # a path or URL without credentials

@@ -20,6 +20,7 @@ _MINIFIED_LINE = 2000  # a line this long in a source file is generated, not wri
 _MINIFIED_AVG = 300
 # PEP 263 coding declaration on one of the first two lines.
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+_WORD = re.compile(r"[\w$]+")
 
 
 @dataclass(slots=True)
@@ -59,12 +60,11 @@ def analyse(root: str, rel: str, size: int, mtime_ns: int, data: bytes | None = 
         return Analysed(rel, len(data), mtime_ns, sha1, "skipped", "minified", None)
     from knowledge.index.extract import extract_file
 
-    # What the graph keeps of a file (summaries, signatures, identifiers) is drawn from the
-    # text with its secrets replaced (line numbers unchanged).
-    clean = redact(text)
-    content = clean.encode("utf-8") if reason == "utf-16" or clean != text else data
+    content = text.encode("utf-8") if reason == "utf-16" else data
     try:
-        extract = extract_file(rel, content)
+        # The file as written is parsed (a placeholder where a secret was can break its
+        # syntax and lose every symbol); what the graph keeps of it is redacted.
+        extract = _redacted(extract_file(rel, content), text, redact(text))
     except Exception as exc:  # an extractor bug must not lose the rest of the index
         return Analysed(
             rel, len(data), mtime_ns, sha1, "partial", f"extractor error: {type(exc).__name__}",
@@ -73,6 +73,28 @@ def analyse(root: str, rel: str, size: int, mtime_ns: int, data: bytes | None = 
     why = extract.partial or (reason if reason == "invalid-utf8" else "")
     status = "partial" if why else "ok"
     return Analysed(rel, len(data), mtime_ns, sha1, status, why, extract)
+
+
+def _redacted(extract: Extract, text: str, clean: str) -> Extract:
+    """`extract` (of `text`) with every text it keeps redacted, and only the identifiers that
+    `clean` (the redacted text) still holds: a piece of a key is no name."""
+    if clean == text:
+        return extract
+    words = set(_WORD.findall(clean))
+    extract.identifiers = {i for i in extract.identifiers
+                           if all(w in words for w in _WORD.findall(i))}
+    extract.summary = redact(extract.summary)
+    for symbol in extract.symbols:
+        symbol.signature, symbol.doc = redact(symbol.signature), redact(symbol.doc)
+    for found in extract.imports:
+        found.module = redact(found.module)  # a URL import can carry a password
+    for section in extract.sections:
+        section.title, section.summary = redact(section.title), redact(section.summary)
+    for table in extract.tables:
+        table.summary = redact(table.summary)
+        for column in table.columns:
+            column.type = redact(column.type)
+    return extract
 
 
 def _decode(data: bytes) -> tuple[str | None, str]:

@@ -38,6 +38,12 @@ CORPUS = {
     "README.md": "# App\n\nDeploy with the token `xoxb-CANARY12-abcdefghijk`.\n\n"
                  "-----BEGIN RSA PRIVATE KEY-----\nCANARY13MIIEowIBAAKCAQEA\n"
                  "-----END RSA PRIVATE KEY-----\n",
+    # Redacted, its text no longer parses (the key spans three string literals).
+    "app/keys.py": 'SIGNING_KEY = ("-----BEGIN RSA PRIVATE KEY-----\\n"\n'
+                   '               "CANARY14MIIEowIBAAKCAQEA\\n"\n'
+                   '               "-----END RSA PRIVATE KEY-----\\n")\n\n\n'
+                   'def load_signing_key():\n    """Read the signing key."""\n'
+                   '    return SIGNING_KEY\n',
 }
 MARKER = "CANARY"
 TRAPS = [
@@ -51,6 +57,7 @@ TRAPS = [
     "secret_key = settings.SECRET_KEY", "passwords = load_passwords(path)",
     'auth_token = request.headers.get("X-Token")', 'version = "1.2.3"',
     "The token is refreshed every 30 minutes.",
+    "SECRET_SCAN_ENTRIES = 20_000", "token_ttl = 1.5e3",
 ]
 
 
@@ -63,6 +70,17 @@ def test_every_canary_shape_is_redacted() -> None:
     for path, content in CORPUS.items():
         assert MARKER not in redact(content), (path, redact(content))
     assert redact(CORPUS["config.json"]).count("[redacted:") == 3
+
+
+def test_a_file_whose_redacted_text_would_not_parse_keeps_its_symbols(tmp_path: Path) -> None:
+    from knowledge.index.analyse import analyse
+
+    root = write_tree(tmp_path / "repo", {"app/keys.py": CORPUS["app/keys.py"]})
+    found = analyse(str(root), "app/keys.py", (root / "app/keys.py").stat().st_size, 0)
+    assert found.status == "ok" and found.extract is not None
+    assert [s.name for s in found.extract.symbols if s.kind == "function"] == ["load_signing_key"]
+    assert "SIGNING_KEY" in found.extract.identifiers
+    assert MARKER not in repr(found.extract)
 
 
 def _bag(text_: str, dim: int) -> list[float]:
