@@ -17,7 +17,6 @@ reads pending files within a time budget per call, so a cold start never blocks 
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import Counter
@@ -30,7 +29,7 @@ from knowledge.filetext import passages, read_text
 from knowledge.graph import Node
 from knowledge.recall import postings
 from knowledge.recall.kinds import CODES, KINDS, kind_of
-from knowledge.recall.postings import DEAD, FrozenPostings, Postings, grow
+from knowledge.recall.postings import DEAD, FrozenPostings, Postings, bm25_idf, grow
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
 from knowledge.redact import redact
@@ -204,7 +203,7 @@ class ContentIndex:
         for term, weight in weights.items():
             stored = self._postings.get(term)
             if stored is None:
-                idf[term] = _idf(n, 0)  # absent: counts as rare
+                idf[term] = bm25_idf(n, 0)  # absent: counts as rare
                 continue
             ids, counts = stored
             files = owner[ids]
@@ -214,12 +213,12 @@ class ContentIndex:
             tfs = counts.astype(np.float64)
             per_file = np.bincount(files, weights=tfs, minlength=size)
             hit = np.flatnonzero(per_file)
-            idf[term] = w_idf = _idf(n, int(in_wanted[hit].sum()))
+            idf[term] = w_idf = bm25_idf(n, int(in_wanted[hit].sum()))
             tf = per_file[hit]
             hits.append(hit)
             parts.append(weight * w_idf * tf * (K1 + 1.0) / (tf + norm[hit]))
             shares.append(np.full(len(hit), mass.get(term, 0.0)))
-            p_idf = _idf(n_passages, int(passage_wanted[ids].sum()))
+            p_idf = bm25_idf(n_passages, int(passage_wanted[ids].sum()))
             passage_ids.append(ids)
             passage_parts.append(weight * p_idf * tfs * (K1 + 1.0) / (tfs + passage_norm[ids]))
         scores, found = _summed(hits, parts, size), _summed(hits, shares, size)
@@ -309,6 +308,3 @@ def _summed(slots: list[np.ndarray], values: list[np.ndarray], size: int) -> np.
         return np.zeros(size, np.float64)
     return np.bincount(np.concatenate(slots), weights=np.concatenate(values), minlength=size)
 
-
-def _idf(n: int, df: int) -> float:
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))

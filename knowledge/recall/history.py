@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from knowledge.history import Commit, head, read_history
+from knowledge.recall.postings import bm25_idf
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import terms
 
@@ -108,7 +109,7 @@ class HistoryIndex:
             if found is None:
                 continue
             ids, tfs = found
-            idf = math.log(1.0 + (n - len(ids) + 0.5) / (len(ids) + 0.5))
+            idf = bm25_idf(n, len(ids))
             scores[ids] += weight * idf * tfs * (K1 + 1.0) / (tfs + norm[ids])
         best = np.flatnonzero(scores)
         if len(best) > TOP_COMMITS:

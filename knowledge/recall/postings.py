@@ -9,6 +9,7 @@ appends a few entries, and a query touches only the terms it asks for.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterable
 from typing import Any
@@ -20,6 +21,11 @@ from knowledge.recall.snapshot import Strings
 
 DEAD = -1
 COMPACT_MIN = 4096  # dead slots tolerated before compacting, however small the index
+
+
+def bm25_idf(n: int, df: int) -> float:
+    """A term's rarity among `n` documents, `df` of which hold it (BM25's, kept positive)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 Slots = npt.NDArray[np.int32]
 
 
