@@ -307,4 +307,3 @@ def _summed(slots: list[np.ndarray], values: list[np.ndarray], size: int) -> np.
     if not slots:
         return np.zeros(size, np.float64)
     return np.bincount(np.concatenate(slots), weights=np.concatenate(values), minlength=size)
-

@@ -21,12 +21,12 @@ from knowledge.recall.snapshot import Strings
 
 DEAD = -1
 COMPACT_MIN = 4096  # dead slots tolerated before compacting, however small the index
+Slots = npt.NDArray[np.int32]
 
 
 def bm25_idf(n: int, df: int) -> float:
     """A term's rarity among `n` documents, `df` of which hold it (BM25's, kept positive)."""
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-Slots = npt.NDArray[np.int32]
 
 
 class Postings:
