@@ -19,6 +19,14 @@ NODE_KINDS = ("file", "symbol", "section", "table", "column", "memory", "episode
 EDGE_KINDS = ("contains", "defines", "imports", "references", "derived-from")
 
 
+def first_edges(edges: Iterable[tuple[str, str]], limit: int) -> list[tuple[str, str]]:
+    """The first `limit` of a node's edges as (other end, kind), in one order whichever
+    graph holds them: the store and the loaded graph keep edges in different orders (a full
+    index even adds them in a different order each run), and a traversal must reach the same
+    nodes from both."""
+    return sorted(edges)[:limit]
+
+
 @dataclass(slots=True)
 class Node:
     key: str
@@ -94,6 +102,10 @@ class Graph:
         self.version = 0
         self.dirty_owners: set[str] = set()
         self.lock = threading.RLock()
+        # key -> (limit, `neighbours`): ordering a hub's edges costs ten times reading them.
+        # Every change to a node's edges forgets it (`_forget`).
+        self._first: dict[str, tuple[int, tuple[list[tuple[str, str]],
+                                                list[tuple[str, str]], int]]] = {}
 
     # -- reading -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -170,14 +182,21 @@ class Graph:
     def neighbours(self, key: str, limit: int) -> tuple[list[tuple[str, str]],
                                                         list[tuple[str, str]], int]:
         """(first `limit` out-edges as (dst, kind), first `limit` in-edges as (src, kind),
-        the node's degree): what a traversal step reads, without building every edge."""
-        idx = self._index.get(key)
-        if idx is None:
-            return [], [], 0
-        g = self._g
-        out = [(g[b].key, k) for _, b, k in g.out_edges(idx)[:limit]]
-        into = [(g[a].key, k) for a, _, k in g.in_edges(idx)[:limit]]
-        return out, into, g.in_degree(idx) + g.out_degree(idx)
+        the node's degree): what a traversal step reads, in `first_edges` order. The lists
+        are kept until the node's edges change: read them, never change them."""
+        with self.lock:
+            known = self._first.get(key)
+            if known is not None and known[0] == limit:
+                return known[1]
+            idx = self._index.get(key)
+            if idx is None:
+                return [], [], 0
+            g = self._g
+            found = (first_edges([(g[b].key, k) for _, b, k in g.out_edges(idx)], limit),
+                     first_edges([(g[a].key, k) for a, _, k in g.in_edges(idx)], limit),
+                     g.in_degree(idx) + g.out_degree(idx))
+            self._first[key] = (limit, found)
+            return found
 
     def degree(self, key: str) -> int:
         idx = self._index.get(key)
@@ -227,6 +246,7 @@ class Graph:
             if self._g.has_edge(a, b) and kind in self._g.get_all_edge_data(a, b):
                 return False
             self._g.add_edge(a, b, kind)
+            self._forget(src, dst)
             self._touch(self._owner_of[src])
             return True
 
@@ -238,6 +258,7 @@ class Graph:
             # Edges arriving here belong to other owners: their stored rows must go too.
             for a, _, _ in self._g.in_edges(idx):
                 self.dirty_owners.add(self._owner_of[self._g[a].key])
+            self._forget(key, *(self._g[n].key for n in self._g.neighbors_undirected(idx)))
             self._by_kind[self._g[idx].kind].discard(key)
             self._g.remove_node(idx)
             owner = self._owner_of.pop(key)
@@ -256,7 +277,9 @@ class Graph:
             wanted = None if kinds is None else set(kinds)
             for eid in list(self._g.out_edge_indices(idx)):
                 if wanted is None or self._g.get_edge_data_by_index(eid) in wanted:
+                    self._forget(self._g[self._g.get_edge_endpoints_by_index(eid)[1]].key)
                     self._g.remove_edge_from_index(eid)
+            self._forget(key)
             self._touch(self._owner_of[key])
 
     def replace_owner(self, owner: str, nodes: Iterable[Node], edges: Iterable[Edge]) -> None:
@@ -316,3 +339,7 @@ class Graph:
     def _touch(self, owner: str) -> None:
         self.version += 1
         self.dirty_owners.add(owner)
+
+    def _forget(self, *keys: str) -> None:
+        for key in keys:
+            self._first.pop(key, None)

@@ -402,7 +402,7 @@ class Project:
             return
         repo = RepoFiles(indexed, self._go_modules(indexed))
         defs = self._definitions(graph)
-        for rel in targets:
+        for rel in sorted(targets):  # edges in one order from run to run
             state = self.files[rel]
             link = self.links.get(rel) or Links()
             fkey = keys.file_key(rel)

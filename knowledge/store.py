@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge import atomic, keys
-from knowledge.graph import Edge, Graph, Node
+from knowledge.graph import Edge, Graph, Node, first_edges
 
 log = logging.getLogger(__name__)
 
@@ -352,7 +352,7 @@ class StoreGraph:
         query = self._store._query
         out = query("SELECT dst, kind FROM edges WHERE src = ?", (key,))
         into = query("SELECT src, kind FROM edges WHERE dst = ?", (key,))
-        return ([(d, k) for d, k in out[:limit]], [(s, k) for s, k in into[:limit]],
+        return (first_edges(out, limit), first_edges(into, limit),
                 len(out) + len(into))
 
 

@@ -43,6 +43,48 @@ def test_kind_index_owners_and_edges_stay_consistent(ops) -> None:  # type: igno
             assert edge.src in graph and edge.dst in graph
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["edge", "drop-edges", "remove", "replace"]),
+                          st.integers(0, 9), st.integers(0, 9), st.integers(0, 2)), max_size=40))
+def test_neighbours_follow_every_edit(ops) -> None:  # type: ignore[no-untyped-def]
+    # `neighbours` remembers what it ordered: any edit to a node's edges must show, and the
+    # answer is the one a graph built afresh from the same nodes and edges gives.
+    graph = Graph()
+    for n in range(10):
+        graph.upsert(Node(f"k{n}", "file", f"k{n}"), owner=f"o{n % 3}")
+    for op, a, b, limit in ops:
+        if op == "edge":
+            graph.add_edge(f"k{a}", f"k{b}", "imports")
+        elif op == "drop-edges":
+            graph.remove_out_edges(f"k{a}")
+        elif op == "remove":
+            graph.remove_node(f"k{a}")
+            graph.upsert(Node(f"k{a}", "file", f"k{a}"), owner=f"o{a % 3}")
+        else:
+            graph.replace_owner(f"o{b % 3}", [Node(f"k{b}", "file", "x")],
+                                [Edge(f"k{b}", f"k{a}", "references")])
+        fresh = Graph()
+        fresh.load([(n, graph.owner_of(n.key) or "") for n in graph.nodes()], graph.edges())
+        for n in range(10):
+            assert graph.neighbours(f"k{n}", limit + 1) == fresh.neighbours(f"k{n}", limit + 1)
+
+
+def test_neighbours_come_in_one_order_however_edges_were_added() -> None:
+    edges = [Edge("hub", f"u{i}", "imports") for i in range(6)] + [
+        Edge(f"u{i}", "hub", "imports") for i in range(6)]
+    graphs = []
+    for order in (edges, edges[::-1]):
+        graph = Graph()
+        for key in ["hub", *(f"u{i}" for i in range(6))]:
+            graph.upsert(Node(key, "file", key))
+        for edge in order:
+            graph.add_edge(edge.src, edge.dst, edge.kind)
+        graphs.append(graph.neighbours("hub", 4))
+    assert graphs[0] == graphs[1]
+    assert graphs[0][0] == [(f"u{i}", "imports") for i in range(4)]
+    assert graphs[0][2] == 12
+
+
 def test_keys_survive_index_reuse() -> None:
     graph = Graph()
     graph.upsert(Node("a", "file", "a"))

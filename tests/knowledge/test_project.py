@@ -208,3 +208,32 @@ def test_a_data_dir_inside_the_project_is_never_indexed(
     write_tree(project.paths.memory, {"MEMORY.md": "- a memory\n"})
     project.index()
     assert sorted(project.files) == ["app.py"]
+
+
+_EDGE_ORDER = """
+import sys
+from pathlib import Path
+from knowledge.project import Project
+project = Project(Path(sys.argv[1]))
+project.index()
+print([(e.src, e.dst, e.kind) for e in project.graph.edges()])
+project.close()
+"""
+
+
+def test_a_full_index_adds_its_edges_in_one_order_whatever_the_hash_seed(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    files = {f"pkg/m{i}.py": "from pkg import core\n\n\ndef use():\n    return core.run()\n"
+             for i in range(12)}
+    files["pkg/core.py"] = "def run():\n    return 1\n"
+    root = write_tree(tmp_path / "repo", files)
+    orders = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "THEUS_HOME": str(tmp_path / seed)}
+        run = subprocess.run([sys.executable, "-c", _EDGE_ORDER, str(root)], env=env,
+                             capture_output=True, text=True, timeout=120, check=True)
+        orders.append(run.stdout)
+    assert "pkg/core.py" in orders[0]
+    assert orders[0] == orders[1] == orders[2]

@@ -50,6 +50,35 @@ def test_a_one_shot_recall_ranks_exactly_as_the_warmed_engine(tmp_path: Path) ->
     reopened.close()
 
 
+def test_a_one_shot_recall_through_a_hub_ranks_as_the_warmed_engine(tmp_path: Path) -> None:
+    # A traversal step follows a node's first `FAN_OUT` edges: the loaded graph lists a hub's
+    # edges newest first, the store oldest first, so "first" must mean one order in both.
+    from knowledge.recall.traverse import FAN_OUT
+
+    users = FAN_OUT + 8
+    files = {"core/ledger.py": '"""The ledger."""\n\n\ndef post_entry(entry):\n'
+                               '    """Post one ledger entry."""\n    return entry\n'}
+    for i in range(users):
+        files[f"app/user_{i:02d}.py"] = (f"from core.ledger import post_entry\n\n\n"
+                                         f"def handle_{i:02d}(item):\n"
+                                         f"    return post_entry(item)\n")
+    project = indexed_project(tmp_path / "repo", files)
+    warmed = make_recaller(project)
+    warmed.warm()
+    requests = ["post a ledger entry", "the ledger posts entries twice"]
+    expected = {r: shown(warmed, r) for r in requests}
+    reached = {h[0] for r in requests for h in expected[r][1] if "user_" in h[0]}
+    assert reached, "traversal through the hub brought no importer in: nothing tested"
+    make_recaller(project, one_shot=True)  # builds and saves the snapshot
+    project.close()
+    reopened = Project(tmp_path / "repo")
+    one_shot = make_recaller(reopened, one_shot=True)
+    assert one_shot.frozen
+    for request in requests:
+        assert shown(one_shot, request) == expected[request], request
+    reopened.close()
+
+
 def test_a_stale_snapshot_is_not_used(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     project = indexed_project(root, FILES)
