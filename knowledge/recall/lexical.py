@@ -19,6 +19,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -140,7 +141,11 @@ class Match:
         # The live index keeps each node's terms: recomputing them was a fifth of a recall.
         kept = self.index.docs.get(node.key) if self.index is not None else None
         doc = kept if kept is not None and kept.node is node else _doc(node)
-        return [t for t in self.terms if t in doc.terms or stem(t) in doc.stems]
+        return [t for t, t_stem in self._stemmed if t in doc.terms or t_stem in doc.stems]
+
+    @cached_property
+    def _stemmed(self) -> list[tuple[str, str]]:
+        return [(t, stem(t)) for t in self.terms]
 
 
 class LexicalIndex:
@@ -344,8 +349,8 @@ class LexicalIndex:
         if len(grouped):
             starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
             ends = np.r_[starts[1:], len(grouped)]
-            match._runs = {int(grouped[a]): (int(a), int(b))
-                           for a, b in zip(starts.tolist(), ends.tolist(), strict=True)}
+            match._runs = dict(zip(grouped[starts].tolist(),
+                                   zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
         return match
 
 

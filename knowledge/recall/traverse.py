@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from operator import itemgetter
 
 from knowledge.graph import GraphReader
 
@@ -61,21 +62,28 @@ def spread(graph: GraphReader, seeds: dict[str, float], hops: int = 2) -> dict[s
             out, into, degree = graph.neighbours(key, FAN_OUT)
             if not degree:
                 continue
-            damp = 1.0 if degree <= HUB_DEGREE else math.sqrt(HUB_DEGREE / degree)
-            base = score * DECAY * damp
-            edges = [(t, k, 1.0, 0) for t, k in out]
-            edges += [(s, k, REVERSE_FACTOR, 1) for s, k in into]
-            for target, kind, factor, side in edges:
-                value = base * EDGE_WEIGHTS.get(kind, 0.3) * factor
-                if target in seeds:
-                    continue
-                known = reached.get(target)
-                if known is not None and known.hop < hop:
-                    continue
-                if known is None or value > known.score:
-                    verb = _VERBS.get(kind, (kind, kind))[side]
+            base = score * DECAY * (1.0 if degree <= HUB_DEGREE else math.sqrt(HUB_DEGREE / degree))
+            for edges, side in ((out, 0), (into, 1)):
+                for target, kind in edges:
+                    if target in seeds:
+                        continue
+                    step, verb = _STEPS.get((kind, side)) or _step(kind, side)
+                    value = base * step
+                    known = reached.get(target)
+                    if known is not None and (known.hop < hop or value <= known.score):
+                        continue
                     reached[target] = Reached(value, hop, verb, key)
                     if value > nxt.get(target, 0.0):
                         nxt[target] = value
-        frontier = dict(heapq.nlargest(FRONTIER, nxt.items(), key=lambda kv: kv[1]))
+        if hop < hops:
+            frontier = dict(heapq.nlargest(FRONTIER, nxt.items(), key=itemgetter(1)))
     return reached
+
+
+def _step(kind: str, side: int) -> tuple[float, str]:
+    """(weight, verb) of stepping along an edge of `kind` forward (0) or backward (1)."""
+    weight = EDGE_WEIGHTS.get(kind, 0.3) * (REVERSE_FACTOR if side else 1.0)
+    return weight, _VERBS.get(kind, (kind, kind))[side]
+
+
+_STEPS = {(kind, side): _step(kind, side) for kind in EDGE_WEIGHTS for side in (0, 1)}
