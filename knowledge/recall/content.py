@@ -9,7 +9,8 @@ long file. Rarity (IDF) and the average length come from the files (and passages
 kinds the request wants (`kinds.wanted_kinds`): tests and docs repeat the code's words, and
 counting them would make the code's own words look common.
 
-Postings are append-only arrays by passage slot (`postings`): a changed file takes new slots,
+Postings are append-only arrays by passage slot (`postings`), and by file slot (the term's
+count in the file, and in how many of its passages it is): a changed file takes new slots,
 its old ones die. The index follows the same `NodeTracker` deltas as the lexical index and
 reads pending files within a time budget per call, so a cold start never blocks a turn;
 `read` with no deadline (or `Recaller.warm`) reads everything.
@@ -48,12 +49,11 @@ class ContentMatch:
     """For the best `CANDIDATES` files by BM25 times their kind's factor: their BM25 (raw,
     summed over the request's weighted terms), their best passage's BM25, and the share of
     the request's IDF mass (as the caller weighs its words) whose words the file holds; and
-    the best raw BM25 and passage BM25 over all files."""
+    the best raw BM25 over all files and the best passage BM25 over those candidates."""
 
     scores: dict[str, float]
     passages: dict[str, float]
     found: dict[str, float]
-    idf: dict[str, float]
     best: float = 0.0
     best_passage: float = 0.0
 
@@ -71,6 +71,8 @@ class ContentIndex:
         self._passage_length = np.zeros(0, np.float32)
         self._passages = 0  # passage slots used
         self._postings = Postings("i")  # term -> (passage slots, counts)
+        self._file_counts = Postings("i")  # term -> (file slots, counts)
+        self._file_passages = Postings("i")  # term -> (file slots, passages holding it)
         self._dead = 0  # dead file slots
         self.lock = threading.Lock()
 
@@ -119,9 +121,13 @@ class ContentIndex:
         self._kind[slot] = CODES[kind_of(path)]
         self._slot[path] = slot
         words = 0
+        in_file: Counter[str] = Counter()
+        in_passages: Counter[str] = Counter()
         for i, body in enumerate(passages(text)):
             # The path is part of the file's text: it is read once, with the first passage.
             counts = file_terms(f"{path}\n{body}" if i == 0 else body)
+            in_file.update(counts)
+            in_passages.update(counts.keys())
             at = self._passages
             self._passages += 1
             self._owner = grow(self._owner, at + 1, 0)
@@ -130,6 +136,8 @@ class ContentIndex:
             self._passage_length[at] = length = sum(counts.values())
             words += length
             self._postings.add(at, counts.items())
+        self._file_counts.add(slot, in_file.items())
+        self._file_passages.add(slot, in_passages.items())
         self._length[slot] = words
 
     def _drop(self, path: str) -> None:
@@ -151,6 +159,8 @@ class ContentIndex:
         renumber = np.full(self._passages, DEAD, np.int64)
         renumber[kept] = np.arange(len(kept))
         self._postings.compact(renumber)
+        self._file_counts.compact(files)
+        self._file_passages.compact(files)
         self._owner = files[owner[kept]].astype(np.int32)
         self._passage_length = self._passage_length[kept].copy()
         self._passages = len(kept)
@@ -178,7 +188,7 @@ class ContentIndex:
                 mass: dict[str, float], path_prefix: str | None) -> ContentMatch:
         size, count = self._size(), self._passages
         if not self._slot or not weights:
-            return ContentMatch({}, {}, {}, {})
+            return ContentMatch({}, {}, {})
         kinds = self._kind[:size]
         mask = np.zeros(len(KINDS) + 1, bool)  # index DEAD (-1) is the last entry: False
         mask[[CODES[k] for k in wanted]] = True
@@ -192,58 +202,57 @@ class ContentIndex:
         norm = K1 * (1.0 - B + B * lengths / max(1.0, float(lengths[in_wanted].mean())))
         passage_norm = K1 * (1.0 - B + B * passage_lengths
                              / max(1.0, float(passage_lengths[passage_wanted].mean())))
-        # Each term's part is kept and all are added up at the end, one bincount per array
-        # (in term order, as running sums would): cheaper than a scatter-add per term.
-        hits: list[np.ndarray] = []
-        parts: list[np.ndarray] = []
-        shares: list[np.ndarray] = []
-        passage_ids: list[np.ndarray] = []
-        passage_parts: list[np.ndarray] = []
-        idf: dict[str, float] = {}
-        for term, weight in weights.items():
-            stored = self._postings.get(term)
-            if stored is None:
-                idf[term] = bm25_idf(n, 0)  # absent: counts as rare
-                continue
-            ids, counts = stored
-            files = owner[ids]
-            if self._dead:  # a changed file's old passages stay in the postings until compacted
-                alive = kinds[files] != DEAD
-                ids, files, counts = ids[alive], files[alive], counts[alive]
-            tfs = counts.astype(np.float64)
-            per_file = np.bincount(files, weights=tfs, minlength=size)
-            hit = np.flatnonzero(per_file)
-            idf[term] = w_idf = bm25_idf(n, int(in_wanted[hit].sum()))
-            tf = per_file[hit]
-            hits.append(hit)
-            parts.append(weight * w_idf * tf * (K1 + 1.0) / (tf + norm[hit]))
-            shares.append(np.full(len(hit), mass.get(term, 0.0)))
-            p_idf = bm25_idf(n_passages, int(passage_wanted[ids].sum()))
-            passage_ids.append(ids)
-            passage_parts.append(weight * p_idf * tfs * (K1 + 1.0) / (tfs + passage_norm[ids]))
-        scores, found = _summed(hits, parts, size), _summed(hits, shares, size)
-        passage_scores = _summed(passage_ids, passage_parts, count)
-        best_passage = np.zeros(size, np.float64)
-        np.maximum.at(best_passage, owner, passage_scores)
+        # All terms at once, their postings end to end in term order: bincount adds each
+        # slot's parts in array order, so a file's score sums its terms' parts in term order.
+        terms = [term for term in weights if term in self._file_counts]
+        if not terms:
+            return ContentMatch({}, {}, {})
+        term_weight = np.array([weights[t] for t in terms])
+        term_mass = np.array([mass.get(t, 0.0) for t in terms])
+        # The three postings hold the same terms, and a term's passages in a file are
+        # consecutive in its passage postings (slots only grow, files take theirs at once).
+        files, tf, term = _joined([self._file_counts.get(t) or _NONE for t in terms])
+        in_passages = _joined([self._file_passages.get(t) or _NONE for t in terms])[1]
+        in_passages = in_passages.astype(np.int64)
+        first = np.cumsum(in_passages) - in_passages  # where an entry's passages start
+        if self._dead:  # a changed file's old slots stay in the postings until compacted
+            alive = kinds[files] != DEAD
+            files, tf, term = files[alive], tf[alive], term[alive]
+            in_passages, first = in_passages[alive], first[alive]
+        wanted_file = in_wanted[files]
+        df = np.bincount(term, weights=wanted_file, minlength=len(terms))
+        p_df = np.bincount(term, weights=in_passages * wanted_file, minlength=len(terms))
+        part = (term_weight * bm25_idf(n, df))[term] * tf * (K1 + 1.0) / (tf + norm[files])
+        scores = np.bincount(files, weights=part, minlength=size)
+        found = np.bincount(files, weights=term_mass[term], minlength=size)
         if path_prefix:
-            outside = [s for p, s in self._slot.items() if not p.startswith(path_prefix)]
-            scores[outside] = 0.0
-            best_passage[outside] = 0.0
+            scores[[s for p, s in self._slot.items() if not p.startswith(path_prefix)]] = 0.0
         ranked = scores * factors[kinds]
         hit = np.flatnonzero(ranked)
         if len(hit) > CANDIDATES:
             hit = hit[np.argpartition(-ranked[hit], CANDIDATES)[:CANDIDATES]]
+        # Passages are scored for the candidates only: a common word's passages are mostly in
+        # files that are not.
+        chosen = np.zeros(size, bool)
+        chosen[hit] = True
+        pick = chosen[files]
+        lengths_picked = in_passages[pick]
+        at = (np.repeat(first[pick] - np.cumsum(lengths_picked) + lengths_picked,
+                        lengths_picked) + np.arange(int(lengths_picked.sum())))
+        by_passage = [self._postings.get(t) or _NONE for t in terms]
+        ids = np.concatenate([p[0] for p in by_passage])[at]
+        counts = np.concatenate([p[1] for p in by_passage])[at].astype(np.float64)
+        passage_term = np.repeat(term[pick], lengths_picked)
+        p_part = ((term_weight * bm25_idf(n_passages, p_df))[passage_term]
+                  * counts * (K1 + 1.0) / (counts + passage_norm[ids]))
+        passage_scores = np.bincount(ids, weights=p_part, minlength=count)
+        best_passage = np.zeros(size, np.float64)
+        np.maximum.at(best_passage, owner[ids], passage_scores[ids])
         total = sum(mass.values()) or 1.0
-        out: dict[str, float] = {}
-        best: dict[str, float] = {}
-        share: dict[str, float] = {}
-        for slot in hit.tolist():
-            path = self._path_of(slot)
-            if path is not None:
-                out[path] = float(scores[slot])
-                best[path] = float(best_passage[slot])
-                share[path] = float(found[slot]) / total
-        return ContentMatch(out, best, share, idf, float(scores.max(initial=0.0)),
+        paths = [self._path_of(slot) for slot in hit.tolist()]
+        out, best, share = ({p: v for p, v in zip(paths, values.tolist(), strict=True) if p}
+                            for values in (scores[hit], best_passage[hit], found[hit] / total))
+        return ContentMatch(out, best, share, float(scores.max(initial=0.0)),
                             float(best_passage.max(initial=0.0)))
 
 
@@ -263,7 +272,9 @@ class ContentIndex:
             if self._dead:
                 self._compact()
             size = len(self._nodes)
-            arrays = self._postings.export("content")
+            arrays = {**self._postings.export("content"),
+                      **self._file_counts.export("content.file"),
+                      **self._file_passages.export("content.file_passages")}
             arrays["content.paths"], arrays["content.path_offsets"] = Strings.pack(
                 n.path if n is not None else "" for n in self._nodes)
             arrays["content.kind"] = self._kind[:size].copy()
@@ -287,6 +298,9 @@ class FrozenContentIndex(ContentIndex):
         self._passage_length = arrays["content.passage_length"]
         self._passages = len(self._owner)
         self._postings = FrozenPostings(arrays, "content")  # type: ignore[assignment]
+        self._file_counts = FrozenPostings(arrays, "content.file")  # type: ignore[assignment]
+        self._file_passages = FrozenPostings(  # type: ignore[assignment]
+            arrays, "content.file_passages")
         self.complete = True
 
     def apply(self, changed: list[Node], gone: list[Node]) -> None:
@@ -302,8 +316,13 @@ class FrozenContentIndex(ContentIndex):
         return len(self._paths)
 
 
-def _summed(slots: list[np.ndarray], values: list[np.ndarray], size: int) -> np.ndarray:
-    """`values` added up per slot, in list order."""
-    if not slots:
-        return np.zeros(size, np.float64)
-    return np.bincount(np.concatenate(slots), weights=np.concatenate(values), minlength=size)
+_NONE = (np.zeros(0, np.int32), np.zeros(0, np.int32))
+
+
+def _joined(postings: list[tuple[np.ndarray, np.ndarray]]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Terms' postings end to end: slots, values (as floats), and each entry's term number."""
+    slots = np.concatenate([p[0] for p in postings])
+    values = np.concatenate([p[1] for p in postings]).astype(np.float64)
+    term = np.repeat(np.arange(len(postings)), [len(p[0]) for p in postings])
+    return slots, values, term

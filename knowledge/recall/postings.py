@@ -9,10 +9,9 @@ appends a few entries, and a query touches only the terms it asks for.
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -24,9 +23,15 @@ COMPACT_MIN = 4096  # dead slots tolerated before compacting, however small the 
 Slots = npt.NDArray[np.int32]
 
 
-def bm25_idf(n: int, df: int) -> float:
-    """A term's rarity among `n` documents, `df` of which hold it (BM25's, kept positive)."""
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+@overload
+def bm25_idf(n: int, df: int) -> float: ...
+@overload
+def bm25_idf(n: int, df: np.ndarray) -> np.ndarray: ...
+def bm25_idf(n: int, df: int | np.ndarray) -> float | np.ndarray:
+    """A term's rarity among `n` documents, `df` of which hold it (BM25's, kept positive);
+    `df` one count or an array of them."""
+    idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    return idf if isinstance(df, np.ndarray) else float(idf)
 
 
 class Postings:

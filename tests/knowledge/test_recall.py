@@ -300,3 +300,55 @@ def test_code_outranks_its_tests_unless_the_request_is_about_tests(tmp_path: Pat
     assert intent_of("add a pytest fixture").tests
     assert not intent_of("apply discount rate").tests
     assert not intent_of("Fix the rounding of discounts.\n\nAlso added a test.").tests
+
+
+@pytest.mark.parametrize("compact_min", [4096, 0], ids=["appending", "compacting"])
+def test_file_contents_searched_after_edits_score_as_a_fresh_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compact_min: int) -> None:
+    # The content search relies on slot order (a file's passages are consecutive slots,
+    # later files take later ones): edits and compactions must keep it.
+    import random
+
+    from knowledge.recall import kinds, postings
+    from knowledge.recall.content import ContentIndex
+
+    monkeypatch.setattr(postings, "COMPACT_MIN", compact_min)
+    rng = random.Random(7)
+    words = ["ledger", "entry", "total", "tax", "refund", "order", "cart", "price", "alpha"]
+    rels = [f"m/{i}.py" for i in range(8)] + ["tests/test_m.py", "docs/m.md"]
+
+    def write(rel: str) -> Node:
+        lines = [" ".join(rng.choices(words, k=rng.randint(1, 6)))
+                 for _ in range(rng.randint(0, 70))]  # 0 to 3 passages
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("\n".join(lines) + "\n")
+        return Node(f"file:{rel}", "file", rel, rel, data={"size": 10})
+
+    live = ContentIndex(tmp_path)
+    nodes = {rel: write(rel) for rel in rels}
+    live.apply(list(nodes.values()), [])
+    live.read()
+    searched = 0
+    for _ in range(40):
+        rel = rng.choice(rels)
+        if rng.random() < 0.2 and rel in nodes:
+            live.apply([], [nodes.pop(rel)])
+        else:
+            nodes[rel] = write(rel)
+            live.apply([nodes[rel]], [])
+        live.read()
+        fresh = ContentIndex(tmp_path)
+        fresh.apply(list(nodes.values()), [])
+        fresh.read()
+        intent = intent_of(rng.choice(["fix the ledger", "test the ledger", "document it"]))
+        weights = {w: float(rng.randint(1, 3)) for w in rng.sample(words, 4)}
+        args = (weights, kinds.wanted_kinds(intent), kinds.factors(intent), weights)
+        got, expected = live.search(*args), fresh.search(*args)
+        assert got.scores.keys() == expected.scores.keys()
+        for field_name in ("scores", "passages", "found"):
+            mine, theirs = getattr(got, field_name), getattr(expected, field_name)
+            assert all(mine[p] == pytest.approx(theirs[p]) for p in theirs), field_name
+        assert got.best == pytest.approx(expected.best)
+        assert got.best_passage == pytest.approx(expected.best_passage)
+        searched += bool(expected.scores)
+    assert searched > 20, "the searches found nothing: nothing was compared"
