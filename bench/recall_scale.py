@@ -11,14 +11,18 @@ four sentences, like the benchmark's commit messages), and a one-file change (th
 rewritten, `Project.update`, then the next recall). With the semantic layer (default) the
 same requests run again with the re-ranker warm: the real local model embeds each request,
 and every file has random unit vectors for its chunks (their values do not change the cost).
-Wall-clock and CPU (thread) times are both printed: on a shared machine the first includes
-waiting for a CPU. Figures are medians over `--runs`.
+Wall-clock and CPU (thread) times of each request's first timing are printed: on a shared
+machine the first includes waiting for a CPU. This machine also runs some minutes a quarter
+slower than others, so each request is timed `ROUNDS` times and the p95 of each one's fastest
+("best-of") is printed beside: the code's cost without the machine's moods. Figures are medians
+over `--runs`.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import os
 import random
 import shutil
@@ -39,6 +43,7 @@ from knowledge.context import build_context
 from knowledge.project import Project
 from knowledge.recall import Recaller, Reranker, make_recaller
 
+ROUNDS = 3  # each request is timed this often; "best-of" figures take its fastest
 SYMBOLS_PER_FILE = 10
 LINES_PER_METHOD = 8
 _CUMULATIVE: dict[int, list[float]] = {}
@@ -46,7 +51,7 @@ _CUMULATIVE: dict[int, list[float]] = {}
 
 def vocabulary(rng: random.Random, size: int = 4000) -> list[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"
-    words = set()
+    words: set[str] = set()
     while len(words) < size:
         words.add("".join(rng.choice(letters) for _ in range(rng.randint(3, 9))))
     return sorted(words)
@@ -109,14 +114,23 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def timed(recaller: Recaller, requests: list[str]) -> tuple[list[float], list[float]]:
+def timed(recaller: Recaller, requests: list[str], rounds: int = 1
+          ) -> tuple[list[float], list[float], list[float]]:
+    """Per request: wall and CPU ms of the first round, and its best wall ms of `rounds`."""
     lat, cpu = [], []
-    for text in requests:
-        start, start_cpu = time.perf_counter(), time.thread_time()
-        build_context(recaller, text)
-        lat.append((time.perf_counter() - start) * 1e3)
-        cpu.append((time.thread_time() - start_cpu) * 1e3)
-    return lat, cpu
+    best = [math.inf] * len(requests)
+    for round_ in range(rounds):
+        # Each round starts as the first did: traversal's remembered edge orders forgotten.
+        getattr(recaller.graph, "_first", {}).clear()
+        for i, text in enumerate(requests):
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            build_context(recaller, text)
+            wall = (time.perf_counter() - start) * 1e3
+            best[i] = min(best[i], wall)
+            if round_ == 0:
+                lat.append(wall)
+                cpu.append((time.thread_time() - start_cpu) * 1e3)
+    return lat, cpu, best
 
 
 def semantic(project: Project) -> Reranker:
@@ -154,9 +168,10 @@ def run(size: int, queries: int, seed: int, with_semantic: bool) -> dict[str, fl
         kinds = {"short": [short_request(rng, words) for _ in range(queries)],
                  "long": [long_request(rng, words) for _ in range(queries)]}
         for kind, requests in kinds.items():
-            lat, cpu = timed(recaller, requests)
+            lat, cpu, best = timed(recaller, requests, ROUNDS)
             out[f"{kind}_p50"], out[f"{kind}_p95"] = statistics.median(lat), percentile(lat, .95)
             out[f"{kind}_cpu95"] = percentile(cpu, 0.95)
+            out[f"{kind}_best95"] = percentile(best, 0.95)
         updates, after = [], []
         for i in range(10):
             module = rng.choice(modules)
@@ -175,9 +190,10 @@ def run(size: int, queries: int, seed: int, with_semantic: bool) -> dict[str, fl
             sem.warm()
             for kind, requests in kinds.items():
                 build_context(sem, requests[0])  # the model's first call pays for its setup
-                lat, _ = timed(sem, requests)
+                lat, _, best = timed(sem, requests, ROUNDS)
                 out[f"sem_{kind}_p50"] = statistics.median(lat)
                 out[f"sem_{kind}_p95"] = percentile(lat, 0.95)
+                out[f"sem_{kind}_best95"] = percentile(best, 0.95)
         project.close()
         return out
     finally:
@@ -199,10 +215,12 @@ def main() -> int:
               f"{args.runs} runs:")
         for kind in ("short", "long"):
             line = (f"  {kind:<5} requests: p50 {med[f'{kind}_p50']:.1f} ms, p95 "
-                    f"{med[f'{kind}_p95']:.1f} ms (CPU p95 {med[f'{kind}_cpu95']:.1f})")
+                    f"{med[f'{kind}_p95']:.1f} ms (CPU p95 {med[f'{kind}_cpu95']:.1f}, "
+                    f"best-of-{ROUNDS} p95 {med[f'{kind}_best95']:.1f})")
             if f"sem_{kind}_p95" in med:
                 line += (f" | semantic layer warm: p50 {med[f'sem_{kind}_p50']:.1f} ms, "
-                         f"p95 {med[f'sem_{kind}_p95']:.1f} ms")
+                         f"p95 {med[f'sem_{kind}_p95']:.1f} ms "
+                         f"(best-of-{ROUNDS} {med[f'sem_{kind}_best95']:.1f})")
             print(line)
         print(f"  one-file change: update {med['update_ms']:.1f} ms, next recall "
               f"{med['after_ms']:.1f} ms", flush=True)
