@@ -204,16 +204,18 @@ class ContentIndex:
                              / max(1.0, float(passage_lengths[passage_wanted].mean())))
         # All terms at once, their postings end to end in term order: bincount adds each
         # slot's parts in array order, so a file's score sums its terms' parts in term order.
-        terms = [term for term in weights if term in self._file_counts]
-        if not terms:
+        by_file = {term: held for term in weights
+                   if (held := self._file_counts.get(term)) is not None}
+        if not by_file:
             return ContentMatch({}, {}, {})
+        terms = list(by_file)
         term_weight = np.array([weights[t] for t in terms])
         term_mass = np.array([mass.get(t, 0.0) for t in terms])
         # The three postings hold the same terms, and a term's passages in a file are
         # consecutive in its passage postings (slots only grow, files take theirs at once).
-        files, tf, term = _joined([self._file_counts.get(t) or _NONE for t in terms])
-        in_passages = _joined([self._file_passages.get(t) or _NONE for t in terms])[1]
-        in_passages = in_passages.astype(np.int64)
+        files, tf, term = _joined(list(by_file.values()))
+        in_passages = np.concatenate([(self._file_passages.get(t) or _NONE)[1]
+                                      for t in terms]).astype(np.int64)
         first = np.cumsum(in_passages) - in_passages  # where an entry's passages start
         if self._dead:  # a changed file's old slots stay in the postings until compacted
             alive = kinds[files] != DEAD
