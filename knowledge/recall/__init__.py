@@ -50,7 +50,7 @@ CONTENT_CATCH_UP_S = 0.04  # per call, reading files the content index has not s
 WARM_SLICE_S = 0.05  # the background reader holds the content index's lock this long at most
 RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when it is on)
 THRESHOLD = 0.35  # the best score a recall needs before anything is injected
-SNAPSHOT_FORMAT = 2  # bump when what `save_snapshot` writes changes meaning
+SNAPSHOT_FORMAT = 3  # bump when what `save_snapshot` writes changes meaning
 # A PERSONAL entity (what the user said) on a request about their own world.
 PERSONAL_BOOST = 1.25
 __all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Rerank", "Reranker",

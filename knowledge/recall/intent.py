@@ -3,7 +3,8 @@
 Decided on the request's head (its first line, up to the first sentence end), where a request
 says what it is about; a long body mentions tests and docs in passing ("added a test", "see
 the docs") without asking for them. A change or a bug wants implementation files first; a
-request about tests wants tests first; one about documentation wants docs first. A request
+request about tests wants tests first; one about documentation wants docs first; one about an
+example ("update the fileserver example") wants the examples first. A request
 about the user's own world ("my projects", "what do we use") prefers what the user said
 (the facts layer's PERSONAL entities) to world knowledge.
 """
@@ -20,6 +21,7 @@ _TESTS = re.compile(
     r"test[ -]?cases?|test[ -]?suites?|flaky|coverage)\b",
     re.IGNORECASE,
 )
+_EXAMPLES = re.compile(r"\b(examples?|samples?|demos?)\b", re.IGNORECASE)
 _DOCS = re.compile(
     r"^\s*document\b|\b(docs|documentation|documented|readme|guides?|tutorials?|changelog|"
     r"release notes|manual)\b",
@@ -38,10 +40,12 @@ _PERSONAL = re.compile(
 class Intent:
     tests: bool = False  # the request is about tests
     docs: bool = False  # the request is about documentation
+    examples: bool = False  # the request is about examples (or samples, demos)
     personal: bool = False  # the request is about the user's own world
 
 
 def intent_of(query: str) -> Intent:
     first = head(query)
     return Intent(tests=bool(_TESTS.search(first)), docs=bool(_DOCS.search(first)),
+                  examples=bool(_EXAMPLES.search(first)),
                   personal=bool(_PERSONAL.search(first)))

@@ -41,7 +41,8 @@ _TEST = re.compile("|".join(
     f"(?:{pattern})"
     for pattern in (*_SHARED_TESTS, *(p for spec in LANGUAGES.values() for p in spec.tests))
 ))
-_EXAMPLE = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench)/", re.IGNORECASE)
+# A leading underscore is Go's way to keep a folder out of the build (`_examples/`).
+_EXAMPLE = re.compile(r"(^|/)_?(examples?|samples?|demos?|benchmarks?|bench)/", re.IGNORECASE)
 _DOC_DIR = re.compile(r"(^|/)(docs?|documentation)/", re.IGNORECASE)
 _CHANGELOG = re.compile(
     r"(^|/)(changelog|changes|history|news|releases?|release-notes)([-_.][^/]*)?$",
@@ -51,7 +52,7 @@ _CHANGELOG = re.compile(
 # How much a file of each kind counts against code, by what the request wants.
 FACTORS = {CODE: 1.0, TEST: 0.3, EXAMPLE: 0.3, DOC: 0.3, DECLARATION: 0.5, CHANGELOG: 0.1,
            DATA: 0.3}
-WANTED = 1.0  # tests for a request about tests, docs for one about docs
+WANTED = 1.0  # tests for a request about tests, docs for one about docs, examples...
 
 
 @lru_cache(maxsize=65536)
@@ -75,7 +76,8 @@ def kind_of(path: str) -> str:
 
 
 def factor(kind: str, intent: Intent) -> float:
-    if (kind == TEST and intent.tests) or (kind == DOC and intent.docs):
+    if ((kind == TEST and intent.tests) or (kind == DOC and intent.docs)
+            or (kind == EXAMPLE and intent.examples)):
         return WANTED
     return FACTORS[kind]
 
@@ -90,4 +92,5 @@ def factors(intent: Intent) -> np.ndarray:
 
 def wanted_kinds(intent: Intent) -> tuple[str, ...]:
     """The kinds a request is answered in: their words set the rarity (IDF) of a term."""
-    return (CODE, *((TEST,) if intent.tests else ()), *((DOC,) if intent.docs else ()))
+    return (CODE, *((TEST,) if intent.tests else ()), *((DOC,) if intent.docs else ()),
+            *((EXAMPLE,) if intent.examples else ()))

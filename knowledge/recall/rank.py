@@ -16,7 +16,7 @@ Per file (all in one scale, each normalised by its best over this request):
 The hash tie-break only re-orders files that already have keyword signal; traversal starts
 at the best `SEEDS` files and their best matching nodes. A file that serves another never
 precedes it (`_after_what_they_serve`): declarations follow their implementation, tests and
-examples the code they import, unless the request is about tests. Every weight is a
+examples the code they import, unless the request is about them. Every weight is a
 field of `RecallTuning`, so the benchmark can switch each signal off (bench/recall.py
 --ablate); the defaults are what bench/recall.py measured best on its tuning repositories.
 """
@@ -204,7 +204,8 @@ def _after_what_they_serve(graph: GraphReader, order: list[RankedFile], intent: 
                            ) -> list[RankedFile]:
     """A file that serves another never precedes it: a declaration (`.d.ts`, a stub) follows
     the implementation beside it, or else the best code file; a test or an example follows
-    the best code file it imports or is named after, unless the request is about tests.
+    the best code file it imports or is named after, unless the request is about tests (or
+    examples).
     Each moves to just after what it serves when it was ranked ahead of it."""
     position = {r.path: i for i, r in enumerate(order)}
     first_code = next((r.path for r in order if kind_of(r.path) == CODE), None)
@@ -214,7 +215,7 @@ def _after_what_they_serve(graph: GraphReader, order: list[RankedFile], intent: 
         if kind == DECLARATION:
             served = [p for p in _implementations(r.path) if p in position]
             target = served[0] if served else first_code
-        elif kind in (TEST, EXAMPLE) and not intent.tests:
+        elif (kind == TEST and not intent.tests) or (kind == EXAMPLE and not intent.examples):
             served = [p for p in _tested(graph, r.path) if p in position]
             target = min(served, key=position.__getitem__) if served else None
         else:

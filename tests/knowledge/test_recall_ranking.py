@@ -60,6 +60,20 @@ def test_a_request_about_docs_puts_docs_first(tmp_path: Path) -> None:
     assert files[0] == "docs/discounts.md"
 
 
+def test_a_request_about_an_example_puts_the_example_first(tmp_path: Path) -> None:
+    files = dict(RATES)
+    files["_examples/checkout/main.py"] = (
+        "from shop.discount import apply_discount\n\n\n"
+        "def main():\n    # apply a discount rate to an order at checkout\n"
+        "    print(apply_discount(order(100), 0.1))\n")
+    found = recaller(tmp_path, files)
+    about_example = ranked(found.recall("update the checkout example to apply a discount"))
+    assert about_example[0] == "_examples/checkout/main.py"
+    # A change to the code itself still wants the code before the example that uses it.
+    change = ranked(found.recall("apply a discount at checkout"))
+    assert change.index("shop/discount.py") < change.index("_examples/checkout/main.py")
+
+
 def test_a_long_multi_sentence_request_ranks_by_what_it_is_about(tmp_path: Path) -> None:
     request = (
         "Discounts are applied twice at checkout\n\n"
