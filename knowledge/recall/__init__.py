@@ -38,9 +38,16 @@ from knowledge.recall import kinds, snapshot
 from knowledge.recall.content import ContentIndex, FrozenContentIndex
 from knowledge.recall.history import FrozenHistoryIndex, HistoryIndex
 from knowledge.recall.intent import Intent, intent_of
-from knowledge.recall.lexical import FrozenLexicalIndex, LexicalIndex, Match
+from knowledge.recall.lexical import FrozenLexicalIndex, LexicalIndex, Match, file_stem
 from knowledge.recall.rank import RankedFile, RecallTuning, Signals, rank_files
-from knowledge.recall.tokens import mentioned_identifiers, query_terms, query_weights
+from knowledge.recall.tokens import (
+    fold,
+    head,
+    mentioned_identifiers,
+    query_terms,
+    query_weights,
+    terms,
+)
 from knowledge.recall.track import NodeTracker
 from knowledge.store import StoreError, StoreGraph
 
@@ -50,7 +57,7 @@ CONTENT_CATCH_UP_S = 0.04  # per call, reading files the content index has not s
 WARM_SLICE_S = 0.05  # the background reader holds the content index's lock this long at most
 RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when it is on)
 THRESHOLD = 0.35  # the best score a recall needs before anything is injected
-SNAPSHOT_FORMAT = 3  # bump when what `save_snapshot` writes changes meaning
+SNAPSHOT_FORMAT = 4  # bump when what `save_snapshot` writes changes meaning
 # A PERSONAL entity (what the user said) on a request about their own world.
 PERSONAL_BOOST = 1.25
 __all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Rerank", "Reranker",
@@ -223,7 +230,10 @@ class Recaller:
             named = {i: [p for p in self.index.named(i)
                          if not path_prefix or p.startswith(path_prefix)]
                      for i in mentioned_identifiers(query)}
-            signals = Signals(intent, match, content, named, history)
+            files_named = {w: found for w in dict.fromkeys(terms(head(query)))
+                           if (found := self.files_named(w, path_prefix))}
+            signals = Signals(intent, match, content, named, history=history,
+                              files_named=files_named)
             files = rank_files(graph, query, signals, self.index.hash_vectors, tuning)
             best = calibrate(files[0].coverage, match.total) if files else 0.0
             candidates = _file_hits(files, best) + _memory_hits(graph, match, intent)
@@ -239,6 +249,15 @@ class Recaller:
         paths = list(dict.fromkeys(h.path for h in candidates if h.path))[: max(top, MAX_FILES)]
         best = max((h.score for h in hits), default=0.0)
         return Recall(query, hits, _ms(start), best, timed_out=late, notes=notes, files=paths)
+
+    def files_named(self, word: str, path_prefix: str | None) -> list[str]:
+        """The files a (folded) word of the request is the name of: `sessions.py` for
+        "session"; a symbol of the same name does not count."""
+        if len(word) < 3:
+            return []
+        return [p for p in self.index.named(word)
+                if word in (stem := file_stem(p), fold(stem))
+                and (not path_prefix or p.startswith(path_prefix))]
 
     @staticmethod
     def _begin(reranker: Reranker, query: str, notes: list[str], deadline: float

@@ -53,7 +53,7 @@ class Doc:
     node: Node
     terms: dict[str, float]  # exact (folded) term -> weight
     stems: dict[str, float]  # loose stem -> weight, only where it differs from the term
-    ident: str  # the whole name, lower-cased ("" for memories): what a request may spell out
+    idents: tuple[str, ...]  # its whole name, lower-cased: what a request may spell out
 
 
 def node_terms(node: Node) -> dict[str, float]:
@@ -90,13 +90,20 @@ def node_terms(node: Node) -> dict[str, float]:
     return out
 
 
-def identifier(node: Node) -> str:
-    """A symbol's own name or a file's stem, lower-cased; "" for other kinds."""
+def file_stem(name: str) -> str:
+    """A file's name up to its first dot, lower-cased: `sessions.py` -> "sessions"."""
+    return name.rpartition("/")[2].split(".", 1)[0].lower()
+
+
+def identifiers(node: Node) -> tuple[str, ...]:
+    """A symbol's own name, or a file's stem and its singular (a request's words are folded:
+    "sessions" names `sessions.py`), lower-cased; none for other kinds."""
     if node.kind == "symbol":
-        return node.label.rsplit(".", 1)[-1].lower()
+        return (node.label.rsplit(".", 1)[-1].lower(),)
     if node.kind == "file":
-        return node.label.split(".", 1)[0].lower()
-    return ""
+        whole = file_stem(node.label)
+        return tuple(dict.fromkeys((whole, fold(whole))))
+    return ()
 
 
 def _doc(node: Node) -> Doc:
@@ -106,7 +113,7 @@ def _doc(node: Node) -> Doc:
         s = stem(term)
         if s != term and stems.get(s, 0.0) < weight:
             stems[s] = weight
-    return Doc(node, exact, stems, identifier(node))
+    return Doc(node, exact, stems, identifiers(node))
 
 
 @dataclass
@@ -231,8 +238,8 @@ class LexicalIndex:
         self._stems.add(slot, doc.stems.items())
         self._df.update(doc.terms.keys())
         self._stem_df.update(doc.stems.keys())
-        if doc.ident:
-            self.idents.setdefault(doc.ident, {})[key] = None
+        for ident in doc.idents:
+            self.idents.setdefault(ident, {})[key] = None
 
     def _remove(self, key: str) -> None:
         doc = self.docs.pop(key, None)
@@ -249,11 +256,12 @@ class LexicalIndex:
                 del self.by_path[doc.node.path]
         self._df.subtract(doc.terms.keys())
         self._stem_df.subtract(doc.stems.keys())
-        named = self.idents.get(doc.ident)
-        if named is not None:
-            named.pop(key, None)
-            if not named:
-                del self.idents[doc.ident]
+        for ident in doc.idents:
+            named = self.idents.get(ident)
+            if named is not None:
+                named.pop(key, None)
+                if not named:
+                    del self.idents[ident]
 
     def _compact(self) -> None:
         live = np.flatnonzero(np.array([k is not None for k in self._keys], bool))

@@ -8,6 +8,8 @@ Per file (all in one scale, each normalised by its best over this request):
             + NAMES * names / best names       IDF keywords over its labels (`lexical`)
             + IDENTS / sqrt(files so named)    per identifier the request spells out that
                                                this file defines (at most `MAX_NAMED` files)
+            + FILENAMES / sqrt(files so named) per word of the request's head that is the
+                                               file's name ("fix the typing" -> typing.py)
             + HISTORY * votes / best votes     from the past commits most like the request
     lexical *= kind factor                     code 1, tests 0.5, docs 0.3... (`kinds`)
     score = (1 - HASH) * lexical / best + HASH * cosine(hash(request), hash(file))
@@ -62,6 +64,7 @@ class RecallTuning:
     passages: float = 0.5  # the file's best passage (`content`)
     names: float = 0.4
     idents: float = 0.5
+    filenames: float = 0.25  # a code file the request's head names by its stem ("typing")
     history: float = 0.5  # votes of the commits most like the request (`history`)
     head: float = 3.0  # weight of a word in the request's head (`tokens.head`)
     kinds: bool = True
@@ -74,6 +77,7 @@ class RecallTuning:
             "passages": replace(self, passages=0.0),
             "names": replace(self, names=0.0),
             "idents": replace(self, idents=0.0),
+            "filenames": replace(self, filenames=0.0),
             "history": replace(self, history=0.0),
             "head": replace(self, head=1.0),
             "kinds": replace(self, kinds=False),
@@ -99,6 +103,7 @@ class Signals:
     match: Match  # labels
     content: ContentMatch
     named: dict[str, list[str]] = field(default_factory=dict)  # identifier -> defining files
+    files_named: dict[str, list[str]] = field(default_factory=dict)  # head word -> files so named
     history: dict[str, float] = field(default_factory=dict)  # path -> votes of past commits
 
 
@@ -115,10 +120,11 @@ def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
                      + tuning.passages * signals.content.passages[path] / best_passage)
     for path, value in names.items():
         out[path] = out.get(path, 0.0) + tuning.names * value / best_names
-    if tuning.idents:
-        for files in signals.named.values():
+    for weight, named in ((tuning.idents, signals.named),
+                          (tuning.filenames, signals.files_named)):
+        for files in named.values() if weight else ():
             if 0 < len(files) <= MAX_NAMED:
-                bonus = tuning.idents / math.sqrt(len(files))
+                bonus = weight / math.sqrt(len(files))
                 for path in files:
                     out[path] = out.get(path, 0.0) + bonus
     best_votes = max(signals.history.values(), default=0.0) or 1.0

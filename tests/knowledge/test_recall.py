@@ -188,7 +188,7 @@ def test_incremental_index_equals_a_fresh_build_after_random_edits(
         graph.replace_owner(rel, nodes, [Edge(f"file:{rel}", n.key, "defines")
                                          for n in nodes[1:]])
 
-    rels = [f"m/{i}.py" for i in range(12)]
+    rels = [f"m/{i}_items.py" for i in range(12)]  # a plural stem: named as "0_items", "0_item"
     for rel in rels:
         write(rel)
     live = Recaller(graph, tmp_path)
@@ -205,6 +205,7 @@ def test_incremental_index_equals_a_fresh_build_after_random_edits(
         assert live.index.postings() == fresh.index.postings()
         assert live.index.stem_postings() == fresh.index.stem_postings()
         assert live.index.docs.keys() == fresh.index.docs.keys()
+        assert live.index.idents == fresh.index.idents
         query = rng.sample(words, 3)
         assert live.index.search(query).best == fresh.index.search(query).best
         assert live.content._pending.keys() == fresh.content._pending.keys()

@@ -74,6 +74,38 @@ def test_a_request_about_an_example_puts_the_example_first(tmp_path: Path) -> No
     assert change.index("shop/discount.py") < change.index("_examples/checkout/main.py")
 
 
+def test_a_module_the_request_names_by_its_file_name_comes_first(tmp_path: Path) -> None:
+    # Every module imports `typing`, so the word is common in the text; the file's name is
+    # what says which module the request is about.
+    def module(doc: str, body: str) -> str:
+        return f'"""{doc}."""\n\nimport typing as t\n\n\n{body}'
+
+    found = recaller(tmp_path, {
+        "web/app.py": module("The application", "class App:\n"
+                             "    def handle(self, code, handler: t.Any):\n"
+                             '        """Call the error handler."""\n'
+                             "        return handler(code)\n"),
+        "web/typing.py": module("Type aliases", "ResponseValue = t.Union[str, bytes]\n"
+                                "ErrorHandlerCallable = t.Callable[[Exception], ResponseValue]\n"),
+        "web/views.py": module("Views", "def render(view: t.Any) -> str:\n    return view()\n"),
+    })
+    assert ranked(found.recall("Correct the error handler typing"))[0] == "web/typing.py"
+    # Only a file's own name counts: a word the head does not use names nothing.
+    assert ranked(found.recall("Correct the error handler"))[0] == "web/app.py"
+
+
+def test_a_plural_file_name_is_named_by_its_singular(tmp_path: Path) -> None:
+    project = indexed_project(tmp_path / "repo", {
+        "web/sessions.py": "def load(cookie):\n    return cookie\n",
+        "web/login.py": "def session(request):\n    return request\n",
+    })
+    found = make_recaller(project)
+    found.sync()
+    # "sessions" is folded to "session"; the symbol named `session` is not a file's name.
+    assert found.files_named("session", None) == ["web/sessions.py"]
+    assert found.files_named("session", "other/") == []
+
+
 def test_a_long_multi_sentence_request_ranks_by_what_it_is_about(tmp_path: Path) -> None:
     request = (
         "Discounts are applied twice at checkout\n\n"

@@ -25,7 +25,7 @@ FILES = {
 }
 REQUESTS = ["cart total", "how is the price of an item computed with discounts",
             "Fix checkout total\n\nThe order total ignores discounts when `Cart.total` runs.",
-            "add a test for the cart", "xylophone"]
+            "add a test for the cart", "xylophone", "an order checks out twice"]
 
 
 def shown(recaller: Recaller, request: str) -> tuple[object, ...]:
