@@ -2,11 +2,12 @@
 
 Decided on the request's head (its first line, up to the first sentence end), where a request
 says what it is about; a long body mentions tests and docs in passing ("added a test", "see
-the docs") without asking for them. A change or a bug wants implementation files first; a
-request about tests wants tests first; one about documentation wants docs first; one about an
-example ("update the fileserver example") wants the examples first. A request
-about the user's own world ("my projects", "what do we use") prefers what the user said
-(the facts layer's PERSONAL entities) to world knowledge.
+the docs") without asking for them, and a test that rides along with a change ("fix the
+parser and add a test") leaves the change the subject. A change or a bug wants
+implementation files first; a request about tests wants tests first; one about documentation
+wants docs first; one about an example ("update the fileserver example") wants the examples
+first. A request about the user's own world ("my projects", "what do we use") prefers what
+the user said (the facts layer's PERSONAL entities) to world knowledge.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from knowledge.recall.tokens import head
 _TESTS = re.compile(
     r"\b(tests?|testing|tested|specs?|pytest|unittests?|jest|vitest|mocha|junit|fixtures?|"
     r"test[ -]?cases?|test[ -]?suites?|flaky|coverage)\b",
+    re.IGNORECASE,
+)
+# "Fix the parser and add a test", "(with tests)": the change is the subject, its test a rider.
+_TESTS_IN_PASSING = re.compile(
+    r"[(,]?\s*(\band|\bwith|\bplus|\+|&)\s+(add(s|ed|ing)?\s+)?"
+    r"((an?|the|some|more|new)\s+)?(unit\s+)?(tests?|test ?cases?|specs?)\b\)?",
     re.IGNORECASE,
 )
 _EXAMPLES = re.compile(r"\b(examples?|samples?|demos?)\b", re.IGNORECASE)
@@ -46,6 +53,7 @@ class Intent:
 
 def intent_of(query: str) -> Intent:
     first = head(query)
-    return Intent(tests=bool(_TESTS.search(first)), docs=bool(_DOCS.search(first)),
+    return Intent(tests=bool(_TESTS.search(_TESTS_IN_PASSING.sub(" ", first))),
+                  docs=bool(_DOCS.search(first)),
                   examples=bool(_EXAMPLES.search(first)),
                   personal=bool(_PERSONAL.search(first)))

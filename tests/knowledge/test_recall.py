@@ -301,6 +301,14 @@ def test_code_outranks_its_tests_unless_the_request_is_about_tests(tmp_path: Pat
     assert intent_of("add a pytest fixture").tests
     assert not intent_of("apply discount rate").tests
     assert not intent_of("Fix the rounding of discounts.\n\nAlso added a test.").tests
+    # A test that rides along with a change does not make the change about tests.
+    for rider in ("Fix the rounding of discounts and add a test",
+                  "Fix the rounding of discounts (with tests)", "Fix rounding + tests",
+                  "Support negative rates, with unit tests"):
+        assert not intent_of(rider).tests, rider
+    for about in ("add tests and fix the rounding", "fix the flaky test of discounts",
+                  "test the rounding with negative rates"):
+        assert intent_of(about).tests, about
 
 
 @pytest.mark.parametrize("compact_min", [4096, 0], ids=["appending", "compacting"])

@@ -54,6 +54,12 @@ def test_a_request_about_tests_puts_tests_first(tmp_path: Path) -> None:
     assert files[0] == "tests/test_discount.py"
 
 
+def test_a_change_that_adds_its_test_in_passing_wants_the_code_first(tmp_path: Path) -> None:
+    files = ranked(recaller(tmp_path, RATES).recall(
+        "Fix the discount rate of a zero order total and add a test"))
+    assert files[0] == "shop/discount.py"
+
+
 def test_a_request_about_docs_puts_docs_first(tmp_path: Path) -> None:
     files = ranked(recaller(tmp_path, RATES).recall(
         "document that the discount rate never takes the order total below zero"))
