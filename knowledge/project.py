@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowledge import keys
+from knowledge import atomic, keys
 from knowledge.graph import Graph
 from knowledge.paths import ProjectPaths
 from knowledge.store import FileState, Links, Store, StoreCorrupt, quarantine
@@ -72,6 +72,9 @@ class Project:
     def __init__(self, root: Path, paths: ProjectPaths | None = None) -> None:
         self.paths = paths or ProjectPaths.for_root(root)
         self.root = self.paths.root
+        # A process killed mid-write (the vector snapshot, the watcher's state) left its temp
+        # file here; nothing else would ever remove it.
+        atomic.clean_orphans(self.paths.home)
         self.store = Store.open(self.paths.store)
         try:
             self.files: dict[str, FileState] = self.store.files()

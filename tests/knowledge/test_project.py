@@ -237,3 +237,38 @@ def test_a_full_index_adds_its_edges_in_one_order_whatever_the_hash_seed(
         orders.append(run.stdout)
     assert "pkg/core.py" in orders[0]
     assert orders[0] == orders[1] == orders[2]
+
+
+_WRITER = """
+import os, signal, sys, time
+from pathlib import Path
+home, how = Path(sys.argv[1]), sys.argv[2]
+# The temp file an atomic write of the vector snapshot makes, with this writer's pid.
+(home / f".vectors.idx.{os.getpid()}.k2x9.tmp").write_bytes(b"half a snapshot")
+print("written", flush=True)
+if how == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+time.sleep(60)
+"""
+
+
+def test_opening_a_project_removes_the_temp_files_of_writers_that_died(repo: Path) -> None:
+    import subprocess
+    import sys
+
+    first = Project(repo)
+    home = first.paths.home
+    first.close()
+    killed = subprocess.run([sys.executable, "-c", _WRITER, str(home), "killed"],
+                            capture_output=True, text=True, timeout=30)
+    assert killed.returncode == -9 and "written" in killed.stdout
+    live = subprocess.Popen([sys.executable, "-c", _WRITER, str(home), "live"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout is not None and live.stdout.readline() == "written\n"
+        Project(repo).close()
+        left = sorted(p.name.split(".")[3] for p in home.glob(".vectors.idx.*.tmp"))
+        assert left == [str(live.pid)], "only the running writer's temp file stays"
+    finally:
+        live.kill()
+        live.wait()
