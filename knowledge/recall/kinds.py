@@ -75,11 +75,14 @@ def kind_of(path: str) -> str:
     return CODE
 
 
+def asked_for(kind: str, intent: Intent) -> bool:
+    """Whether the request is about files of this kind: tests, docs or examples."""
+    return ((kind == TEST and intent.tests) or (kind == DOC and intent.docs)
+            or (kind == EXAMPLE and intent.examples))
+
+
 def factor(kind: str, intent: Intent) -> float:
-    if ((kind == TEST and intent.tests) or (kind == DOC and intent.docs)
-            or (kind == EXAMPLE and intent.examples)):
-        return WANTED
-    return FACTORS[kind]
+    return WANTED if asked_for(kind, intent) else FACTORS[kind]
 
 
 CODES = {k: i for i, k in enumerate(KINDS)}  # a kind's index in `factors` arrays
@@ -92,5 +95,4 @@ def factors(intent: Intent) -> np.ndarray:
 
 def wanted_kinds(intent: Intent) -> tuple[str, ...]:
     """The kinds a request is answered in: their words set the rarity (IDF) of a term."""
-    return (CODE, *((TEST,) if intent.tests else ()), *((DOC,) if intent.docs else ()),
-            *((EXAMPLE,) if intent.examples else ()))
+    return (CODE, *(kind for kind in (TEST, DOC, EXAMPLE) if asked_for(kind, intent)))

@@ -42,6 +42,7 @@ from knowledge.recall.kinds import (
     EXAMPLE,
     KINDS,
     TEST,
+    asked_for,
     factor,
     kind_of,
 )
@@ -64,7 +65,7 @@ class RecallTuning:
     passages: float = 0.5  # the file's best passage (`content`)
     names: float = 0.4
     idents: float = 0.5
-    filenames: float = 0.25  # a code file the request's head names by its stem ("typing")
+    filenames: float = 0.25  # a file the request's head names by its stem ("typing")
     history: float = 0.5  # votes of the commits most like the request (`history`)
     head: float = 3.0  # weight of a word in the request's head (`tokens.head`)
     kinds: bool = True
@@ -221,7 +222,7 @@ def _after_what_they_serve(graph: GraphReader, order: list[RankedFile], intent: 
         if kind == DECLARATION:
             served = [p for p in _implementations(r.path) if p in position]
             target = served[0] if served else first_code
-        elif (kind == TEST and not intent.tests) or (kind == EXAMPLE and not intent.examples):
+        elif kind in (TEST, EXAMPLE) and not asked_for(kind, intent):
             served = [p for p in _tested(graph, r.path) if p in position]
             target = min(served, key=position.__getitem__) if served else None
         else:
