@@ -32,12 +32,55 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> Parser:
-    parser = Parser(
+class _NoCommand(Exception):
+    """The probe parse found no command it could trust (a bad flag, `--help`)."""
+
+
+class _Probe(Parser):
+    def error(self, message: str) -> NoReturn:
+        raise _NoCommand(message)
+
+
+def build_parser(words: Sequence[str] | None = None) -> Parser:
+    """The whole command line. Given the `words`, and when they name a command, only that
+    command's module is imported: a one-shot `theus recall` need not pay for the other
+    twelve (the MCP server, login's terminal handling)."""
+    parser = _with_top_level_flags(Parser(
         prog="theus",
         description="A coding agent with a memory of your project. With no arguments, opens "
         "the chat app in the current folder.",
-    )
+    ))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    named = _command_named(words) if words is not None else None
+    for name in (named,) if named else COMMANDS:
+        try:
+            module = importlib.import_module(f"theus.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"theus.commands.{name}":
+                raise
+            continue  # command not built yet
+        module.register(sub)
+    return parser
+
+
+def _command_named(words: Sequence[str]) -> str | None:
+    """The command `words` run, read by the same top-level flags the real parser has; None
+    for a prompt (-p), the app, the top-level `--help` or a word that is no command."""
+    if any(word in ("-p", "--print") for word in words):
+        return None
+    probe = _with_top_level_flags(_Probe(add_help=False))
+    probe.add_argument("command", nargs="?")
+    try:
+        found, _ = probe.parse_known_args(words)
+    except _NoCommand:
+        return None
+    if found.command not in COMMANDS:
+        return None
+    before = words[: words.index(found.command)]
+    return None if "-h" in before or "--help" in before else found.command  # the top's help
+
+
+def _with_top_level_flags(parser: Parser) -> Parser:
     # The words after -p, up to the next flag, are the prompt: `theus -p where are the tests`.
     parser.add_argument("-p", "--print", dest="prompt", nargs="*", default=None,
                         metavar="PROMPT",
@@ -70,15 +113,6 @@ def build_parser() -> Parser:
     parser.add_argument("--path", default=".",
                         help="project folder, for the app, -p and every command (also after "
                         "the command); default: the current folder")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"theus.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"theus.commands.{name}":
-                raise
-            continue  # command not built yet
-        module.register(sub)
     return parser
 
 
@@ -89,8 +123,8 @@ def run() -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words)
     parser.headless = any(word in ("-p", "--print") for word in words)
     args = parser.parse_args(words)
     if args.command and args.prompt is not None:  # `theus -p --max-turns 2 status`

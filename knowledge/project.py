@@ -12,14 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import multiprocessing
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +29,8 @@ from knowledge.store import FileState, Links, Store, StoreCorrupt, quarantine
 # The indexer is imported when something is indexed: a one-shot `theus recall` that reads
 # the store and its snapshot never pays for it (pathspec, the extractors, the resolvers).
 if TYPE_CHECKING:
+    import multiprocessing.context
+
     from knowledge.index.analyse import Analysed
     from knowledge.index.definitions import Definitions
     from knowledge.index.ignore import IgnoreRules
@@ -285,6 +284,10 @@ class Project:
         workers = workers or min(2, os.cpu_count() or 1)
         done = 0
         if workers > 1 and total >= POOL_THRESHOLD:
+            # Imported here: multiprocessing costs a one-shot that only reads ~25 ms.
+            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures.process import BrokenProcessPool
+
             chunks = [items[i : i + _CHUNK] for i in range(0, total, _CHUNK)]
             ctx = _pool_context()
             finished = 0
@@ -461,6 +464,8 @@ _PR_SET_PDEATHSIG = 1
 def _pool_context() -> multiprocessing.context.BaseContext:
     """fork is cheapest but unsafe once other threads run (the watcher, the app); then a fork
     server, started once with the indexer preloaded, forks workers without re-importing it."""
+    import multiprocessing
+
     if threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     ctx = multiprocessing.get_context("forkserver")

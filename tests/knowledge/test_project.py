@@ -194,7 +194,7 @@ def test_a_pool_that_cannot_start_falls_back_to_one_process(
         def __init__(self, *args: object, **kwargs: object) -> None:
             raise ValueError("bad value(s) in fds_to_keep")
 
-    monkeypatch.setattr("knowledge.project.ProcessPoolExecutor", Broken)
+    monkeypatch.setattr("concurrent.futures.ProcessPoolExecutor", Broken)
     report = Project(root).index(workers=2)
     assert report.parsed == 250 and report.symbols == 250
 

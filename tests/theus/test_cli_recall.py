@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,31 @@ def test_bad_input_is_one_line_and_exit_2(
     assert main([*argv[:1], "--path", str(repo), *argv[1:]]) == 2
     err = capsys.readouterr().err
     assert err.startswith("theus: ") and err.count("\n") == 1
+
+
+ONE_SHOT = """
+import sys
+from entrypoint.cli import main
+assert main(["recall", "--json", "--path", sys.argv[1], "cart total"]) == 0
+print(sorted(m for m in sys.modules
+             if m.startswith(("theus.commands.", "multiprocessing", "concurrent.futures"))))
+"""
+
+
+def test_a_one_shot_recall_imports_only_its_own_command(repo: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", ONE_SHOT, str(repo)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == str(
+        ["theus.commands.common", "theus.commands.recall"])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--help", "recall"]])
+def test_the_top_level_help_lists_every_command(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 0
+    listed = capsys.readouterr().out
+    for command in ("index", "status", "recall", "mcp", "login", "doctor", "history"):
+        assert f"    {command} " in listed
