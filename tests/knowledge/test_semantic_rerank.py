@@ -3,6 +3,8 @@ with the right file finds it only with the layer on; scores stay in [0, 1]."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,3 +123,20 @@ def test_only_the_start_of_a_long_request_is_embedded(project: Project) -> None:
     request_text = embedder.texts[0]
     assert long_request.startswith(request_text) and len(request_text) < len(long_request) // 4
     assert embedder.bounds[0] == QUERY_TOKENS  # and the local model reads its first pieces
+
+
+SPREAD = """
+import sys
+from knowledge.recall.semantic import _spread
+spread = _spread({"a.py": 0.1, "b.py": 0.3, "c.py": 0.5, "d.py": 0.9})
+print(sorted(spread.items()), "numpy.ma" in sys.modules)
+"""
+
+
+def test_cosines_are_spread_from_the_median_without_loading_masked_arrays() -> None:
+    # np.median's first call imports numpy.ma: 75 ms of every one-shot recall with the layer.
+    done = subprocess.run([sys.executable, "-c", SPREAD], capture_output=True, text=True,
+                          check=True, timeout=60)
+    low = (0.3 + 0.5) / 2
+    expected = [("a.py", 0.0), ("b.py", 0.0), ("c.py", (0.5 - low) / (0.9 - low)), ("d.py", 1.0)]
+    assert done.stdout.strip() == f"{expected} False"
