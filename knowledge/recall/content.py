@@ -30,12 +30,11 @@ from knowledge.filetext import passages, read_text
 from knowledge.graph import Node
 from knowledge.recall import postings
 from knowledge.recall.kinds import CODES, KINDS, kind_of
-from knowledge.recall.postings import DEAD, FrozenPostings, Postings, bm25_idf, grow
+from knowledge.recall.postings import CANDIDATES, DEAD, FrozenPostings, Postings, bm25_idf, grow
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
 from knowledge.redact import redact
 
-CANDIDATES = 400  # files a search returns (the fusion keeps its best 150)
 K1 = 1.5
 B = 0.75
 

@@ -28,7 +28,7 @@ from knowledge.graph import Node
 from knowledge.recall import postings
 from knowledge.recall.hashvec import DIM as HASH_DIM
 from knowledge.recall.hashvec import Vector, embed
-from knowledge.recall.postings import DEAD, FrozenPostings, Postings, grow
+from knowledge.recall.postings import CANDIDATES, DEAD, FrozenPostings, Postings, grow
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import fold, split_words, stem, terms
 
@@ -312,31 +312,39 @@ class LexicalIndex:
             inside = np.array([p.startswith(path_prefix) for p in self._file_path], bool)
             allowed &= np.concatenate([inside, [False, False]])[files]  # NO_FILE, DEAD: False
         raw = np.zeros(size, np.float64)
-        weight = np.zeros(size, np.float64)  # this term's weight per slot (scratch)
+        weight = np.zeros(size, np.float64)  # scratch, for a term matched exactly and by stem
+        every = bool(allowed.all())
         common = max(COMMON_POSTINGS, self._count() // COMMON_SHARE)
+        found = False
         # Rarest first, so common terms can be limited to nodes already found.
         for term in sorted(query, key=lambda t: -idf[t]):
-            exact = self._exact.get(term)
-            loose = self._stems.get(stem(term))
-            touched = [found[0] for found in (loose, exact) if found is not None]
-            if not touched:
-                continue
-            if loose is not None:
+            term_stem = stem(term)
+            exact, loose = self._exact.get(term), self._stems.get(term_stem)
+            if exact is not None and loose is not None:
                 weight[loose[0]] = loose[1] * STEM_FACTOR
-            if exact is not None:
                 weight[exact[0]] = exact[1]  # an exact match replaces a loose one
-            # Duplicates (a slot matched exactly and by stem) are harmless: a fancy-indexed
-            # `+=` adds once per distinct slot.
-            ids = touched[0] if len(touched) == 1 else np.concatenate(touched)
-            ids = ids[allowed[ids]]
-            if self._exact_df(term) + self._stem_df_of(stem(term)) > common:
+                # A slot in both appears twice with one weight: `+=` adds it once.
+                ids = np.concatenate((loose[0], exact[0]))
+                w = weight[ids]
+                weight[ids] = 0.0
+            elif exact is not None:
+                ids, w = exact
+            elif loose is not None:
+                ids, w = loose[0], loose[1] * STEM_FACTOR
+            else:
+                continue
+            if not every:
+                keep = allowed[ids]
+                ids, w = ids[keep], w[keep]
+            if self._exact_df(term) + self._stem_df_of(term_stem) > common:
                 # A common word only adds to what rarer words found; when every word is
                 # common, start from the nodes *named* by the rarest one.
-                ids = (ids[raw[ids] > 0] if raw.any()
-                       else ids[weight[ids] >= W_NAME][:common])
-            raw[ids] += idf[term] * weight[ids]
-            for found_ids in touched:
-                weight[found_ids] = 0.0
+                keep = raw[ids] > 0 if found else w >= W_NAME
+                ids, w = ids[keep], w[keep]
+                if not found:
+                    ids, w = ids[:common], w[:common]
+            raw[ids] += idf[term] * w
+            found = found or len(ids) > 0
         scores = raw / total
         hit = np.flatnonzero(raw)
         owners = files[hit]
@@ -344,6 +352,8 @@ class LexicalIndex:
         best = np.zeros(len(self._file_path), np.float64)
         np.maximum.at(best, files[with_path], scores[with_path])
         held = np.flatnonzero(best)
+        if len(held) > CANDIDATES:
+            held = held[np.argpartition(-best[held], CANDIDATES)[:CANDIDATES]]
         paths, keys = self._file_path, self._keys
         match.best = {paths[f]: b for f, b in zip(held.tolist(), best[held].tolist(), strict=True)}
         texts = hit[owners == NO_FILE]

@@ -19,6 +19,9 @@ import numpy.typing as npt
 from knowledge.recall.snapshot import Strings
 
 DEAD = -1
+# Files a search returns, labels or content, by its own score (the ranking keeps the best 150
+# of their fusion): the rest could not reach it, and building them costs a long request more.
+CANDIDATES = 400
 COMPACT_MIN = 4096  # dead slots tolerated before compacting, however small the index
 Slots = npt.NDArray[np.int32]
 
