@@ -66,7 +66,7 @@ def build_parser(words: Sequence[str] | None = None) -> Parser:
 def _command_named(words: Sequence[str]) -> str | None:
     """The command `words` run, read by the same top-level flags the real parser has; None
     for a prompt (-p), the app, the top-level `--help` or a word that is no command."""
-    if any(word in ("-p", "--print") for word in words):
+    if _headless(words):
         return None
     probe = _with_top_level_flags(_Probe(add_help=False))
     probe.add_argument("command", nargs="?")
@@ -78,6 +78,10 @@ def _command_named(words: Sequence[str]) -> str | None:
         return None
     before = words[: words.index(found.command)]
     return None if "-h" in before or "--help" in before else found.command  # the top's help
+
+
+def _headless(words: Sequence[str]) -> bool:
+    return any(word in ("-p", "--print") for word in words)
 
 
 def _with_top_level_flags(parser: Parser) -> Parser:
@@ -125,7 +129,7 @@ def run() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(words)
-    parser.headless = any(word in ("-p", "--print") for word in words)
+    parser.headless = _headless(words)
     args = parser.parse_args(words)
     if args.command and args.prompt is not None:  # `theus -p --max-turns 2 status`
         parser.error(ONE_PIECE)
