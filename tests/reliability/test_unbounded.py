@@ -50,7 +50,9 @@ SHELL_CHILD = textwrap.dedent("""
         status = Path("/proc/self/status").read_text()
         peak = next(line for line in status.splitlines() if line.startswith("VmHWM"))
         rss_mb = int(peak.split()[1]) / 1024
-        print(len(out), int(rss_mb), out.splitlines()[0].replace(" ", "_"))
+        # the status line, after the no-sandbox warning where bubblewrap is missing
+        status_line = next(line for line in out.splitlines() if line.startswith("exit "))
+        print(len(out), int(rss_mb), status_line.replace(" ", "_"))
 
     asyncio.run(main())
 """)
