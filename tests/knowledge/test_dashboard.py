@@ -383,15 +383,14 @@ def test_a_writer_holding_the_lock_does_not_stall_requests(
         with graph.lock:
             graph.upsert(Node("mem:slow", "memory", "written mid-batch"))
             held.set()
-            release.wait(10)
+            release.wait(60)
 
     t = threading.Thread(target=writer)
     t.start()
     try:
         assert held.wait(5)
-        started = time.monotonic()
         page = client.json("/api/graph?limit=1")
-        assert time.monotonic() - started < 3  # the writer holds the lock for up to 10 s
+        assert t.is_alive()  # answered while the writer still held the lock
         assert page["version"] == before  # answered from the previous snapshot
     finally:
         release.set()

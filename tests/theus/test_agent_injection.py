@@ -4,7 +4,6 @@ and the kill switch. The model is the scripted server; the memory is real."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -78,16 +77,14 @@ class SlowRecaller:
 async def test_a_slow_recall_is_dropped_within_the_deadline(
         server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
     server.add(text("answered anyway"))
-    slow = SlowRecaller(recaller, delay=5.0)
+    slow = SlowRecaller(recaller, delay=60.0)
     agent, rec = make_agent(recaller_factory=lambda: slow, settings=AgentSettings())
-    start = time.perf_counter()
     result = await agent.run_turn("where is the Cart total computed with price_of?")
-    elapsed = time.perf_counter() - start
+    answered_while_recalling = not slow.released.is_set()  # it waits until released
     slow.released.set()
     info = rec.of(InjectionInfo)[0]
     assert info.dropped and info.block == ""
-    assert info.took_ms < 150 + 250  # the deadline plus scheduling slack on a busy machine
-    assert result.text == "answered anyway" and elapsed < 2.0
+    assert result.text == "answered anyway" and answered_while_recalling
     assert reminders(server.requests[0]) == []
     assert agent.injector.stats.late == 1 and agent.injector.stats.injected == 0
 

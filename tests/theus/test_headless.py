@@ -271,8 +271,8 @@ def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
 def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Path) -> None:
     import signal
 
-    server.add(text("too late", delay_s=20))
-    server.structured.append(text("{}", delay_s=20))  # an extraction still running, too
+    server.add(text("too late", delay_s=120))
+    server.structured.append(text("{}", delay_s=120))  # an extraction still running, too
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": os.environ["THEUS_HOME"], "THEUS_NO_WATCH": "1",
                 "THEUS_NO_EMBEDDINGS": "1", "THEUS_BASE_URL": server.url,
@@ -291,17 +291,17 @@ def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Pat
     out, err = proc.communicate(timeout=30)
     events = lines(out)
     assert proc.returncode == 130, err
-    assert time.monotonic() - interrupted < 10  # the 20 s extraction was dropped, not awaited
+    assert time.monotonic() - interrupted < 60  # the 120 s extraction was dropped, not awaited
     assert events[-1]["type"] == "result" and events[-1]["subtype"] == "error_interrupted"
 
 
 def test_a_stalled_server_ends_the_run_with_one_line_and_a_result(
         server: ScriptedServer, repo: Path) -> None:
-    server.add(text("a long answer that hangs", stall_after=1, stall_s=30.0, repeat=True))
+    server.add(text("a long answer that hangs", stall_after=1, stall_s=300.0, repeat=True))
     start = time.monotonic()
     done = theus(["-p", "hello", "--output-format", "stream-json"], server, repo,
                  THEUS_IDLE_TIMEOUT="1", THEUS_MAX_RETRIES="2")
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < 120  # not the 300 s stalls
     assert done.returncode == 1
     assert "sent nothing for 1s mid-answer (THEUS_IDLE_TIMEOUT)" in done.stderr
     result = lines(done.stdout)[-1]

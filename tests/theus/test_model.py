@@ -81,14 +81,14 @@ async def test_a_slow_server_times_out() -> None:
 
 
 async def test_a_stream_that_goes_silent_fails_after_the_idle_timeout() -> None:
-    with ScriptedServer([text("a long answer that stops", stall_after=2, stall_s=5.0)],
+    with ScriptedServer([text("a long answer that stops", stall_after=2, stall_s=120.0)],
                         chunk_chars=4) as server:
         client = ModelClient(model_settings(server.url, idle_timeout_s=0.3, max_retries=3))
         pieces: list[str] = []
         start = time.monotonic()
         with pytest.raises(ModelError) as info:
             await client.complete(MESSAGES, on_text=pieces.append)
-        assert time.monotonic() - start < 3.0
+        assert time.monotonic() - start < 60.0  # not the 120 s stall
         assert info.value.kind == "timeout"
         assert "sent nothing for 0.3s mid-answer (THEUS_IDLE_TIMEOUT)" in str(info.value)
         assert pieces and len(server.requests) == 1  # text was shown: never retried
@@ -101,18 +101,18 @@ async def test_retries_stop_at_the_deadline_and_say_how_long_they_took() -> None
         start = time.monotonic()
         with pytest.raises(ModelError) as info:
             await client.complete(MESSAGES)
-        assert time.monotonic() - start < 2.5
+        assert time.monotonic() - start < 30.0  # 50 retries without the deadline: minutes
         assert "THEUS_RETRY_DEADLINE" in str(info.value)
         assert f"gave up after {len(server.requests)} attempts" in str(info.value)
 
 
 async def test_a_server_that_never_answers_is_bounded_by_the_deadline() -> None:
-    with ScriptedServer([text("never", delay_s=30.0, repeat=True)]) as server:
+    with ScriptedServer([text("never", delay_s=300.0, repeat=True)]) as server:
         client = ModelClient(model_settings(server.url, timeout_s=120.0, retry_deadline_s=2.0))
         start = time.monotonic()
         with pytest.raises(ModelError) as info:
             await client.complete(MESSAGES)
-        assert time.monotonic() - start < 5.0
+        assert time.monotonic() - start < 120.0  # not the 300 s delay
         assert info.value.kind == "timeout" and "did not start answering" in str(info.value)
 
 
