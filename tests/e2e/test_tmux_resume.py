@@ -4,12 +4,12 @@ model. The model is the scripted server."""
 
 from __future__ import annotations
 
-import os
+import shlex
 import subprocess
 from pathlib import Path
 
 from tests.conftest import write_tree
-from tests.e2e.test_tmux_smoke import Terminal, _theus, terminal  # noqa: F401  (fixture)
+from tests.e2e.test_tmux_smoke import Terminal, _theus, app_env, terminal  # noqa: F401
 from tests.scripted_server import ScriptedServer, text
 from theus.sessions import SessionStore
 
@@ -30,10 +30,8 @@ def test_resume_picker_shows_the_earlier_conversation(terminal: Terminal,  # noq
                     {"role": "assistant", "content": EARLIER_ANSWER}):
         session.append({"type": "message", "message": message})
     with ScriptedServer([text(NEW_ANSWER)]) as server:
-        env = {**os.environ, "THEUS_HOME": str(theus_home), "THEUS_BASE_URL": server.url,
-               "THEUS_API_KEY": "k", "THEUS_MODEL": "test-model", "THEUS_NO_WATCH": "1",
-               "TERM": "xterm-256color"}
-        command = " ".join([*_theus(), "--path", str(repo), "-r"])
+        env = app_env(theus_home, server.url)
+        command = shlex.join([*_theus(), "--path", str(repo), "-r"])
         subprocess.run([terminal.tmux, "-L", terminal.socket, "new-session", "-d", "-s",
                         "theus", "-x", "120", "-y", "36", command], env=env, check=True,
                        timeout=30)

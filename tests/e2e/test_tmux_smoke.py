@@ -4,6 +4,7 @@ keyboard, the answer read back from the screen. The model is the scripted server
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -26,6 +27,16 @@ def _tmux() -> str:
 def _theus() -> list[str]:
     script = Path(sys.executable).with_name("theus")
     return [str(script)] if script.exists() else [sys.executable, "-m", "entrypoint"]
+
+
+def app_env(theus_home: Path, server_url: str) -> dict[str, str]:
+    """The app's environment in tmux: the test's own without the size a shell may export
+    (Textual sizes itself by COLUMNS and LINES when set, not by the 120x36 pane), plus the
+    scripted model."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return {**env, "THEUS_HOME": str(theus_home), "THEUS_BASE_URL": server_url,
+            "THEUS_API_KEY": "k", "THEUS_MODEL": "test-model", "THEUS_NO_WATCH": "1",
+            "TERM": "xterm-256color"}
 
 
 class Terminal:
@@ -80,10 +91,8 @@ def test_theus_answers_in_a_real_terminal(terminal: Terminal, tmp_path: Path,
         "pricing.py": 'def price_of(item):\n    """Unit price."""\n    return item["price"]\n',
     })
     with ScriptedServer([text(ANSWER)]) as server:
-        env = {**os.environ, "THEUS_HOME": str(theus_home), "THEUS_BASE_URL": server.url,
-               "THEUS_API_KEY": "k", "THEUS_MODEL": "test-model", "THEUS_NO_WATCH": "1",
-               "TERM": "xterm-256color"}
-        command = " ".join([*_theus(), "--path", str(repo)])
+        env = app_env(theus_home, server.url)
+        command = shlex.join([*_theus(), "--path", str(repo)])
         subprocess.run([terminal.tmux, "-L", terminal.socket, "new-session", "-d", "-s",
                         "theus", "-x", "120", "-y", "36", command], env=env, check=True,
                        timeout=30)
@@ -104,13 +113,11 @@ def test_quitting_gives_the_terminal_back_as_it_was(terminal: Terminal, tmp_path
     screen, mouse, cursor and line settings, must still be restored, and the session kept."""
     repo = write_tree(tmp_path / "shop", {"pricing.py": "def price_of(item):\n    return 1\n"})
     with ScriptedServer([text(ANSWER)]) as server:
-        env = {**os.environ, "THEUS_HOME": str(theus_home), "THEUS_BASE_URL": server.url,
-               "THEUS_API_KEY": "k", "THEUS_MODEL": "test-model", "THEUS_NO_WATCH": "1",
-               "TERM": "xterm-256color"}
+        env = app_env(theus_home, server.url)
         before, after = tmp_path / "stty-before", tmp_path / "stty-after"
-        theus = " ".join([*_theus(), "--path", str(repo)])
-        script = (f"stty -g > {before}; {theus}; echo THEUS-EXITED rc=$?; "
-                  f"stty -g > {after}; sleep 60")
+        theus = shlex.join([*_theus(), "--path", str(repo)])
+        script = (f"stty -g > {shlex.quote(str(before))}; {theus}; echo THEUS-EXITED rc=$?; "
+                  f"stty -g > {shlex.quote(str(after))}; sleep 60")
         subprocess.run([terminal.tmux, "-L", terminal.socket, "new-session", "-d", "-s",
                         "theus", "-x", "120", "-y", "36", "sh", "-c", script], env=env,
                        check=True, timeout=30)
