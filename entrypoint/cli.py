@@ -104,6 +104,9 @@ def _with_top_level_flags(parser: Parser) -> Parser:
                         help="headless: allow file edits and writes")
     parser.add_argument("--allow-shell", action="store_true",
                         help="headless: allow shell commands (sandboxed where bubblewrap is)")
+    parser.add_argument("--allow-unsandboxed-shell", action="store_true",
+                        help="headless, with --allow-shell: run commands even where there is "
+                        "no sandbox (bubblewrap missing), with your permissions")
     parser.add_argument("--allow-config-edits", action="store_true",
                         help="headless, with --allow-edits: also write files that run code "
                         "(CI, hooks, Makefile, conftest.py, agent instructions)")

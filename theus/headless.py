@@ -48,6 +48,7 @@ HEADLESS_DENIED = ("headless runs need --allow-edits for edits, --allow-shell fo
                    "and --allow-mcp or --allow-mcp-tool SERVER__TOOL for MCP tools")
 FLAG_FOR = {"edit": "--allow-edits", "shell": "--allow-shell",
             "mcp": "--allow-mcp (or --allow-mcp-tool SERVER__TOOL)"}
+UNSANDBOXED_FLAG = "--allow-shell --allow-unsandboxed-shell (no sandbox on this machine)"
 # With a prompt given, piped stdin is added to it; a pipe that sends nothing this long (a
 # script's stdin left open) is not waited on further, as in Claude Code.
 STDIN_WAIT_S = 3.0
@@ -72,7 +73,7 @@ class Printer:
             payload.setdefault("session_id", self.session_id)
         self.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
 
-    def deny(self, request: ApprovalRequest) -> None:
+    def deny(self, request: ApprovalRequest, flag: str | None = None) -> None:
         """An edit or command the run's permissions refused, for `permission_denials`. It
         belongs to the latest tool call still running: the conversation's own call (or, for a
         subagent's, the call that started the subagent)."""
@@ -83,7 +84,7 @@ class Printer:
             "tool_name": call.name if call else request.kind,
             "tool_use_id": call.id if call else None,
             "tool_input": call.arguments if call else where,
-            "reason": f"{request.summary}: needs {FLAG_FOR[request.kind]}"})
+            "reason": f"{request.summary}: needs {flag or FLAG_FOR[request.kind]}"})
 
     def write(self, text: str) -> None:
         if self.gone:
@@ -271,8 +272,13 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     async def approve(request: ApprovalRequest) -> bool:
         ok = (mcp_allowed.allows(request.tool or "") if request.kind == "mcp"
               else allow[request.kind])
+        unconfined = request.kind == "shell" and bool(request.protected)  # no sandbox here
+        if ok and unconfined and not getattr(args, "allow_unsandboxed_shell", False):
+            ok = False
+            log.warning("shell commands refused: %s; pass --allow-unsandboxed-shell to run "
+                        "them anyway", request.protected)
         if not ok:
-            printer.deny(request)
+            printer.deny(request, UNSANDBOXED_FLAG if unconfined else None)
         return ok
 
     printer.session_id = session.id

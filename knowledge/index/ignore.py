@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from pathlib import Path
 
 import pathspec
@@ -40,9 +41,11 @@ _TEMP_PATTERNS = (
 )
 
 
+_SECRET = re.compile("|".join(fnmatch.translate(p) for p in _SECRET_PATTERNS))
+
+
 def is_secret(name: str) -> bool:
-    lowered = name.lower()
-    return any(fnmatch.fnmatchcase(lowered, p) for p in _SECRET_PATTERNS)
+    return _SECRET.match(name.lower()) is not None
 
 
 def is_temp(name: str) -> bool:

@@ -14,6 +14,7 @@ from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext, ToolError
 from theus.tools.files import write_file
 from theus.tools.jail import Jail
+from theus.tools.protected import RULES
 
 CODE_RUNNING = [
     ".mcp.json", "CLAUDE.md", "AGENTS.md", ".cursorrules", ".github/workflows/ci.yml",
@@ -22,9 +23,19 @@ CODE_RUNNING = [
     ".direnv/hook.sh", "sitecustomize.py", "conftest.py", "tests/conftest.py", "setup.py",
     "Makefile", ".bashrc", ".envrc", ".git/hooks/pre-commit", ".vscode/tasks.json",
     ".claude/settings.json",
+    # the families the attack run wrote with --allow-edits alone: other agents' configuration,
+    # CI, dev environments, build tools
+    ".gemini/settings.json", ".roo/mcp.json", "opencode.json", ".kiro/steering/rules.md",
+    ".amazonq/rules/x.md", ".clinerules", ".aider.conf.yml", ".github/copilot-instructions.md",
+    "Jenkinsfile", "azure-pipelines.yml", ".travis.yml", ".buildkite/pipeline.yml",
+    "bitbucket-pipelines.yml", ".drone.yml", ".devcontainer.json", ".cargo/config.toml",
+    ".gitlab-ci.yml", ".circleci/config.yml", ".windsurfrules", "GEMINI.md",
+    ".yarnrc.yml", "gradle/wrapper/gradle-wrapper.properties", "mise.toml", ".git/config",
+    "sub/project/.vscode/settings.json", "app.code-workspace",
 ]
 NEVER = [".env", ".env.production", "id_rsa", "deploy/server.pem"]
-ORDINARY = ["src/app.py", "docs/setup.md", "README.md", "github/workflows.txt"]
+ORDINARY = ["src/app.py", "docs/setup.md", "README.md", "github/workflows.txt", "package.json",
+            "pyproject.toml", "src/agents.py", ".github/ISSUE_TEMPLATE/bug.md"]
 
 
 def write(root: Path, path: str, *, headless: bool = True,
@@ -61,3 +72,8 @@ def test_secrets_files_stay_refused_even_with_the_flag(root: Path, path: str) ->
 @pytest.mark.parametrize("path", ORDINARY)
 def test_ordinary_files_are_written(root: Path, path: str) -> None:
     assert write(root, path).startswith("write ")
+
+
+def test_every_rule_says_why() -> None:
+    assert all(rule.reason and rule.pattern for rule in RULES)
+    assert len({rule.pattern for rule in RULES}) == len(RULES)  # no rule twice

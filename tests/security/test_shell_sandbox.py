@@ -18,9 +18,9 @@ import pytest
 from tests.conftest import write_tree
 from tests.e2e.debian import ensure
 from theus.protocol import ApprovalRequest
-from theus.tools.base import ToolContext
+from theus.tools.base import ToolContext, ToolError
 from theus.tools.jail import Jail
-from theus.tools.sandbox import NO_SANDBOX_WARNING, bubblewrap, shell_env
+from theus.tools.sandbox import NO_SANDBOX, bubblewrap, shell_env
 from theus.tools.shell import run_shell
 
 KEYS = {"THEUS_API_KEY": "sk-theus-CANARY", "OPENAI_API_KEY": "sk-openai-CANARY",
@@ -85,7 +85,7 @@ def test_no_secret_reaches_the_command_output(root: Path, probe: str) -> None:
     assert (top / "theus-home/config/credentials.json").is_file()
     out = shell(root, probe.format(top=top))
     assert "CANARY" not in out, out
-    assert NO_SANDBOX_WARNING not in out
+    assert NO_SANDBOX not in out
 
 
 def test_the_project_is_writable_and_nothing_else_is(root: Path) -> None:
@@ -124,8 +124,31 @@ def test_without_a_sandbox_one_warning_a_session_and_still_no_keys(
 
     ctx = ToolContext(jail=Jail(root), approve=yes)
     first, second = shell(root, "env", ctx), shell(root, "env", ctx)
-    assert first.startswith(NO_SANDBOX_WARNING) and NO_SANDBOX_WARNING not in second
+    assert first.startswith(f"note: {NO_SANDBOX}") and NO_SANDBOX not in second
     assert "CANARY" not in first + second
+
+
+def test_without_bubblewrap_the_user_is_asked_why(root: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no bwrap to find
+    bubblewrap.cache_clear()
+    asked: list[ApprovalRequest] = []
+
+    async def record(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return len(asked) > 1  # no, then yes
+
+    ctx = ToolContext(jail=Jail(root), approve=record)
+    try:
+        with pytest.raises(ToolError, match="install bubblewrap"):
+            shell(root, "echo ran > ran.txt", ctx)
+        assert not (root / "ran.txt").exists()
+        out = shell(root, "echo ran > ran.txt", ctx)
+    finally:
+        bubblewrap.cache_clear()
+    # the prompt says why, and no "always" rule can cover it (theus.permissions)
+    assert all(request.protected == NO_SANDBOX for request in asked)
+    assert out.startswith(f"note: {NO_SANDBOX}") and (root / "ran.txt").exists()
 
 
 def test_the_environment_is_an_allow_list() -> None:

@@ -136,7 +136,8 @@ def test_an_episode_lists_only_what_really_happened(server: ScriptedServer, repo
     for _ in range(2):  # the same run twice: the same episode, kept once
         (repo / "notes.txt").write_text("old\n")
         server.add(*script)
-        done = theus(["-p", "tidy the notes", "--allow-edits", "--allow-shell"], server, repo)
+        done = theus(["-p", "tidy the notes", "--allow-edits", "--allow-shell",
+                      "--allow-unsandboxed-shell"], server, repo)  # with or without bwrap
         assert done.returncode == 0, done.stderr
     [episode] = episode_texts(repo)
     assert "Files changed: `notes.txt`" in episode and "outside.txt`" not in episode
@@ -149,10 +150,28 @@ def test_allowed_edits_and_shell_run(server: ScriptedServer, repo: Path) -> None
     server.add(tool("edit", {"path": "cart.py", "old_string": "class Cart",
                              "new_string": "class Basket"}),
                tool("shell", {"command": "echo made > made.txt"}), text("done"))
-    done = theus(["-p", "rename", "--allow-edits", "--allow-shell"], server, repo)
+    done = theus(["-p", "rename", "--allow-edits", "--allow-shell",
+                  "--allow-unsandboxed-shell"], server, repo)  # with or without bubblewrap
     assert done.returncode == 0
     assert "class Basket" in (repo / "cart.py").read_text()
     assert (repo / "made.txt").read_text() == "made\n"
+
+
+def test_without_a_sandbox_the_shell_needs_its_own_flag(server: ScriptedServer,
+                                                        repo: Path) -> None:
+    for _ in range(2):
+        server.add(tool("shell", {"command": "echo made > made.txt"}), text("done"))
+    no_bwrap = {"PATH": "/nonexistent"}  # bubblewrap cannot be found
+    done = theus(["-p", "make it", "--allow-shell", "--output-format", "json"], server, repo,
+                 **no_bwrap)
+    assert done.returncode == 0 and not (repo / "made.txt").exists()
+    assert "--allow-unsandboxed-shell" in done.stderr and "install bubblewrap" in done.stderr
+    [denial] = json.loads(done.stdout)["permission_denials"]
+    assert "--allow-unsandboxed-shell" in denial["reason"]
+    done = theus(["-p", "make it", "--allow-shell", "--allow-unsandboxed-shell"], server, repo,
+                 **no_bwrap)
+    assert done.returncode == 0 and (repo / "made.txt").read_text() == "made\n"
+    assert "no sandbox on this machine" in done.stderr  # the user is told, not only the model
 
 
 def test_protected_paths_are_refused_even_with_allow_edits(

@@ -14,23 +14,7 @@ from pathlib import Path
 from knowledge.beneath import open_beneath
 from knowledge.index.ignore import is_secret
 from knowledge.paths import config_home, data_home
-
-# Editor and agent configuration: writing there can make another tool run code.
-AGENT_CONFIG_DIRS = frozenset({".git", ".vscode", ".idea", ".claude", ".cursor", ".theus"})
-# Files that run code (or steer an agent) by themselves once written: hooks, CI, build and
-# test set-up, shell start-up, other agents' instructions. Matched by name at any depth.
-CODE_RUNNING_FILES = frozenset({
-    ".mcp.json", "CLAUDE.md", "AGENTS.md", "GEMINI.md", ".cursorrules", ".windsurfrules",
-    ".gitattributes", ".gitmodules", ".gitlab-ci.yml", ".pre-commit-config.yaml",
-    "sitecustomize.py", "usercustomize.py", "conftest.py", "setup.py", "noxfile.py",
-    "Makefile", "GNUmakefile", "makefile", "justfile", ".envrc", ".bashrc", ".bash_profile",
-    ".zshrc", ".zprofile", ".profile",
-})
-# Folders whose every file runs code by itself (path prefixes relative to the root).
-CODE_RUNNING_DIRS = (
-    (".github", "workflows"), (".github", "actions"), (".husky",), (".devcontainer",),
-    (".zed",), (".continue",), (".direnv",), (".circleci",), (".githooks",),
-)
+from theus.tools.protected import protected_rule
 
 
 class JailError(Exception):
@@ -136,13 +120,11 @@ def protected_reason(jail: Jail, resolved: Path) -> tuple[str, bool] | None:
         if resolved == real or resolved.is_relative_to(real):
             return "the Theus data folder", False
     parts = resolved.relative_to(jail.root).parts
+    rule = protected_rule(parts)
     name = parts[-1] if parts else ""
-    if ((name.lower().startswith(".env") and name not in CODE_RUNNING_FILES)
-            or jail.secret(resolved)):
+    # `.env_prod`, `.envfile`: any name of the .env family but direnv's `.envrc`
+    if jail.secret(resolved) or (name.lower().startswith(".env") and rule is None):
         return "a secrets file", False
-    for part in parts:
-        if part in AGENT_CONFIG_DIRS:
-            return f"{part} (version control or editor/agent configuration)", True
-    if name in CODE_RUNNING_FILES or any(parts[:len(d)] == d for d in CODE_RUNNING_DIRS):
-        return "a file that runs code by itself (hooks, CI, build or agent configuration)", True
-    return None
+    if rule is None:
+        return None
+    return f"{rule.pattern} ({rule.reason})", True

@@ -5,15 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 from typing import Any
 
+from knowledge.switches import is_off
 from theus.protocol import ApprovalRequest
 from theus.tools.base import Tool, ToolContext, ToolError, int_arg, string_arg
-from theus.tools.sandbox import NO_SANDBOX_WARNING, sandbox_argv, shell_env
+from theus.tools.sandbox import (
+    NO_SANDBOX,
+    TooLarge,
+    put_aside_new_protected,
+    sandbox_available,
+    sandboxed,
+    shell_env,
+)
 
+log = logging.getLogger("theus")
 MAX_OUTPUT = 30_000
+UNSANDBOXED_HINT = ("no sandbox on this machine: install bubblewrap, or allow commands to run "
+                    "with the user's permissions: --allow-unsandboxed-shell headless, a yes in "
+                    "the app")
 
 
 async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -21,19 +34,39 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
     if not command.strip():
         raise ToolError("command is empty")
     timeout = int_arg(args, "timeout_s", int(ctx.shell_timeout_s), low=1, high=600)
-    if not await ctx.approve(ApprovalRequest("shell", f"run: {command[:80]}", command)):
-        raise ToolError(f"refused: the command was not approved ({ctx.denied_hint})")
-    argv = sandbox_argv(command, ctx.jail.root)
-    warning = ""
-    if argv is None:
-        argv = ["/bin/sh", "-c", command]
-        if NO_SANDBOX_WARNING not in ctx.warned:  # said once a session, not every call
-            ctx.warned.add(NO_SANDBOX_WARNING)
-            warning = NO_SANDBOX_WARNING + "\n"
-    ctx.commands.append(command)
+    protect = not ctx.allow_config_edits
+    # Without a sandbox the request says so: no "always" rule covers it, the app asks with
+    # the reason, headless needs --allow-unsandboxed-shell. THEUS_NO_SANDBOX=1 chose it.
+    unconfined = "" if sandbox_available() or is_off("sandbox") else NO_SANDBOX
+    request = ApprovalRequest("shell", f"run: {command[:80]}", command, protected=unconfined)
+    if not await ctx.approve(request):
+        hint = UNSANDBOXED_HINT if unconfined else ctx.denied_hint
+        raise ToolError(f"refused: the command was not approved ({hint})")
+    try:
+        with sandboxed(command, ctx.jail.root, protect=protect) as launch:
+            ctx.commands.append(command)
+            status, text = await _run(launch.argv if launch else ["/bin/sh", "-c", command],
+                                      launch.pass_fds if launch else (), ctx, timeout)
+    except TooLarge as exc:
+        raise ToolError(f"refused: {exc} (the sandbox could not hide them)") from None
+    moved = put_aside_new_protected(ctx.jail.root, launch.before) if launch and protect else []
+    unwarned = launch is None and NO_SANDBOX not in ctx.warned
+    if unwarned:  # said once a session, to the user (stderr headless) and to the model
+        ctx.warned.add(NO_SANDBOX)
+        log.warning("shell: %s", NO_SANDBOX)
+    notes = "".join(f"{line}\n" for line in (
+        f"note: {NO_SANDBOX}" if unwarned else "",
+        f"note: protected files the command created or replaced were moved out of the project "
+        f"(they run code later; --allow-config-edits allows them): {', '.join(moved)}"
+        if moved else "") if line)
+    return f"{notes}exit {status}\n{text}".rstrip()
+
+
+async def _run(argv: list[str], pass_fds: tuple[int, ...], ctx: ToolContext,
+               timeout: int) -> tuple[int | None, str]:
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=ctx.jail.root, env=shell_env(os.environ), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, pass_fds=pass_fds,
         start_new_session=True)  # its own process group, so the whole tree can be killed
     assert proc.stdout is not None
     try:
@@ -47,7 +80,7 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
             raise
         raise ToolError(f"timed out after {timeout}s (the command was killed)") from None
     _kill_group(proc.pid)  # what it left running in its group ends with the call
-    return f"{warning}exit {proc.returncode}\n{text}".rstrip()
+    return proc.returncode, text
 
 
 async def _bounded_output(stream: asyncio.StreamReader) -> str:
