@@ -96,11 +96,33 @@ def test_the_project_is_writable_and_nothing_else_is(root: Path) -> None:
     assert "Read-only file system" in out
 
 
+# A daemon that left the process group (setsid) and one that ignores hang-ups (nohup), each
+# writing a heartbeat every 0.1 s while it lives.
+LEFTOVERS = ("(setsid sh -c 'while :; do date +%N >> beat1; sleep 0.1; done' >/dev/null 2>&1 &);"
+             " nohup sh -c 'while :; do date +%N >> beat2; sleep 0.1; done' >/dev/null 2>&1 &"
+             " until [ -s beat1 ] && [ -s beat2 ]; do sleep 0.05; done")
+
+
+def _still_beating(root: Path) -> bool:
+    before = {name: (root / name).read_bytes() for name in ("beat1", "beat2")}
+    threading.Event().wait(1.0)  # ten heartbeats, were either alive
+    return any((root / name).read_bytes() != seen for name, seen in before.items())
+
+
 def test_what_a_command_leaves_running_ends_with_it(root: Path) -> None:
-    shell(root, "(setsid sh -c 'sleep 1; touch survived' &) ; nohup sh -c 'sleep 1; "
-                "touch survived2' >/dev/null 2>&1 &")
-    threading.Event().wait(2.5)
-    assert not (root / "survived").exists() and not (root / "survived2").exists()
+    shell(root, LEFTOVERS)
+    assert (root / "beat1").exists() and (root / "beat2").exists()  # they ran
+    assert not _still_beating(root)
+
+
+def test_unconfined_what_a_command_leaves_running_ends_with_it(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THEUS_NO_SANDBOX", "1")
+    shell(root, LEFTOVERS)
+    assert (root / "beat1").exists() and (root / "beat2").exists()
+    assert not _still_beating(root)
+
+
 
 
 def test_no_network_unless_allowed(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 from typing import Any
 
@@ -24,6 +25,7 @@ from theus.tools.sandbox import (
 
 log = logging.getLogger("theus")
 MAX_OUTPUT = 30_000
+MARKER = "THEUS_SHELL_RUN"  # unconfined: marks every process a command started
 UNSANDBOXED_HINT = ("no sandbox on this machine: install bubblewrap, or allow commands to run "
                     "with the user's permissions: --allow-unsandboxed-shell headless, a yes in "
                     "the app")
@@ -45,8 +47,11 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
     try:
         with sandboxed(command, ctx.jail.root, protect=protect) as launch:
             ctx.commands.append(command)
-            status, text = await _run(launch.argv if launch else ["/bin/sh", "-c", command],
-                                      launch.pass_fds if launch else (), ctx, timeout)
+            if launch is not None:
+                status, text = await _run(launch.argv, launch.pass_fds, ctx, timeout)
+            else:
+                status, text = await _run(["/bin/sh", "-c", command], (), ctx, timeout,
+                                          marker=secrets.token_hex(8))
     except TooLarge as exc:
         raise ToolError(f"refused: {exc} (the sandbox could not hide them)") from None
     moved = put_aside_new_protected(ctx.jail.root, launch.before) if launch and protect else []
@@ -63,23 +68,34 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 async def _run(argv: list[str], pass_fds: tuple[int, ...], ctx: ToolContext,
-               timeout: int) -> tuple[int | None, str]:
+               timeout: int, marker: str | None = None) -> tuple[int | None, str]:
+    """Runs `argv`; what it leaves behind dies with it: its process group, and, unconfined,
+    every process that inherited `marker` in its environment (a `setsid` daemon leaves the
+    group; the sandbox's own PID namespace needs no marker)."""
+    env = shell_env(os.environ)
+    if marker is not None:
+        env[MARKER] = marker
     proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=ctx.jail.root, env=shell_env(os.environ), stdin=asyncio.subprocess.DEVNULL,
+        *argv, cwd=ctx.jail.root, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, pass_fds=pass_fds,
         start_new_session=True)  # its own process group, so the whole tree can be killed
     assert proc.stdout is not None
+    output = asyncio.ensure_future(_bounded_output(proc.stdout))
     try:
-        text = await asyncio.wait_for(_bounded_output(proc.stdout), timeout)
-        await proc.wait()
+        async with asyncio.timeout(timeout):
+            await proc.wait()
+            # The command is over when its shell is: what it left running ends now, and with
+            # it their end of the output pipe.
+            _kill_leftovers(proc.pid, marker)
+            text = await output
     except (TimeoutError, asyncio.CancelledError):
-        _kill_group(proc.pid)
+        output.cancel()
+        _kill_leftovers(proc.pid, marker)
         await proc.wait()
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise
         raise ToolError(f"timed out after {timeout}s (the command was killed)") from None
-    _kill_group(proc.pid)  # what it left running in its group ends with the call
     return proc.returncode, text
 
 
@@ -107,9 +123,21 @@ async def _bounded_output(stream: asyncio.StreamReader) -> str:
             + decode(bytes(tail[-half:])))
 
 
-def _kill_group(pid: int) -> None:
+def _kill_leftovers(pid: int, marker: str | None) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
+    if marker is None:
+        return
+    needle = f"{MARKER}={marker}".encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as environ:
+                if needle in environ.read():
+                    os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:  # gone, or another user's
+            continue
 
 
 SHELL = Tool(
