@@ -53,6 +53,9 @@ _STATIC = {
     "/dashboard/app.css": ("app.css", "text/css; charset=utf-8"),
 }
 _GZIP_FROM = 8192  # bytes; smaller answers are not worth compressing
+# A refused request ends its connection: a request pipelined after it (or hidden in its
+# unread body) is never answered.
+_REFUSALS = frozenset({401, 403, 405})
 
 
 class UnsafeHostError(ValueError):
@@ -349,6 +352,8 @@ class _Handler(BaseHTTPRequestHandler):
         if gzipped:
             self.send_header("Content-Encoding", "gzip")
         self.send_header("Vary", "Accept-Encoding")
+        if code in _REFUSALS:  # sets close_connection: nothing pipelined after it is read
+            self.send_header("Connection", "close")
         for name, value in {**HEADERS, **(extra or {})}.items():
             self.send_header(name, value)
         self.end_headers()

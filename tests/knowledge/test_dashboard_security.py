@@ -195,3 +195,50 @@ def test_another_loopback_address_answers_to_its_own_name() -> None:
         assert dash.url.startswith(f"http://127.0.0.2:{dash.port}/")
     finally:
         dash.stop()
+
+
+def _pipelined(dash: Dashboard, *requests: bytes) -> bytes:
+    """Send `requests` back to back on one connection; everything read until the server
+    closes it."""
+    with socket.create_connection(("127.0.0.1", dash.port), timeout=30) as sock:
+        sock.sendall(b"".join(requests))
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def _get(dash: Dashboard, path: str, *lines: str) -> bytes:
+    head = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{dash.port}", *lines]
+    return ("\r\n".join(head) + "\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize("refused", ["foreign-origin", "foreign-host", "no-token",
+                                     "cross-site", "method", "post-body"])
+def test_a_refused_request_closes_its_connection(dash: Dashboard, refused: str) -> None:
+    # A page that got one request refused must not reach the data with the next one it
+    # pipelines on the same connection (or hides in the refused request's body).
+    wanted = _get(dash, "/api/graph", f"X-Theus-Token: {dash.token}", "Connection: close")
+    first = {
+        "foreign-origin": _get(dash, "/api/graph", "Origin: https://evil.example"),
+        "foreign-host": _get(dash, "/api/graph").replace(
+            f"127.0.0.1:{dash.port}".encode(), b"evil.example"),
+        "no-token": _get(dash, "/api/graph"),
+        "cross-site": _get(dash, "/api/graph", f"X-Theus-Token: {dash.token}",
+                           "Sec-Fetch-Site: cross-site"),
+        "method": _get(dash, "/api/graph").replace(b"GET", b"PUT", 1),
+        "post-body": (f"POST /api/history/x/invalidate HTTP/1.1\r\nHost: 127.0.0.1:"
+                      f"{dash.port}\r\nOrigin: https://evil.example\r\nContent-Length: "
+                      f"{len(wanted)}\r\n\r\n").encode() + wanted,
+    }[refused]
+    answer = _pipelined(dash, first, wanted)
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+    assert answer.split(b" ", 2)[1] in (b"401", b"403", b"405")
+    assert b"connection: close" in answer.lower()
+    assert b"secret_plans" not in answer
+
+
+def test_accepted_requests_keep_their_connection(dash: Dashboard) -> None:
+    ask = _get(dash, "/api/graph", f"X-Theus-Token: {dash.token}")
+    answer = _pipelined(dash, ask, ask, _get(dash, "/api/health", "Connection: close"))
+    assert answer.count(b"HTTP/1.1 200") == 3
