@@ -130,7 +130,7 @@ async def test_theus_data_dir_is_protected(project: Path, monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize(("target", "risk"), [
-    (".vscode/tasks.json", "editor/agent configuration"), ("Makefile", "runs code by itself")])
+    (".vscode/tasks.json", "an editor runs it"), ("Makefile", "a build, test or package tool")])
 async def test_protected_writes_are_flagged_when_asking(project: Path, target: str,
                                                         risk: str) -> None:
     asked: list[ApprovalRequest] = []
