@@ -1,12 +1,14 @@
-"""The injected context block: a recall turned into a few compact lines.
+"""The injected context: a request turned into a few compact, typed sections.
 
-`build_context` is the one path from a request to its block, for the agent (which time-boxes
-it), `theus recall` and the benchmark alike: it recalls, builds the block and counts its
-tokens with the one counter (`count_tokens`), and raises when recall fails, so that the
+`ContextBuilder` is the one path from a request to what is injected, for the agent (which
+time-boxes it), `theus recall`, the MCP server and the benchmark alike: (request, budget,
+deadline) -> `ContextBlock`, whose sections are the recalled code and memories, the facts
+told in this conversation and the few-shot examples of past runs, each redacted and counted
+once with the one token estimator (`count_tokens`). It raises when recall fails, so that the
 caller can log and count the failure.
 
-Layout (at most `max_lines`, each line at most `LINE_CHARS`, the "also:" line of paths at
-most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
+The code section (at most `max_lines`, each line at most `LINE_CHARS`, the "also:" line of
+paths at most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
 
     Project index — code related to the request (recalled, score 0.82):
     src/cart.py — Shopping cart.; imports pricing.py, models.py
@@ -24,14 +26,25 @@ under a header that says they are data: recalled text is never phrased as an ins
 from __future__ import annotations
 
 import json
+import logging
 import re
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Literal
 
 from knowledge import keys
 from knowledge.graph import GraphReader, Node
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 from knowledge.redact import redact
+from knowledge.run_history.layer import Example, render_examples
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+log = logging.getLogger(__name__)
 
 LINE_CHARS = 160
 ALSO_CHARS = 400  # the "also:" line is a list of paths: longer, and still one line
@@ -51,13 +64,42 @@ _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 _PIECES = re.compile(r"[A-Za-z]+|[0-9]{1,3}|[^\sA-Za-z0-9]")
 
 
-@dataclass
-class Context:
-    """A request's recall, the block built from it ("" below the threshold) and its tokens."""
+SectionKind = Literal["code", "facts", "examples"]
+FACTS_HEAD = "Facts from this conversation:\n"
+# Past runs like a request, found by a deadline (`knowledge.memory.Memory.examples`).
+ExamplesSource = Callable[[str, float], list[Example]]
+# The conversation's facts for a request (hot, or mentioned).
+FactsSource = Callable[[str], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    kind: SectionKind
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    """A request's recall and the sections built for it (none below the threshold)."""
 
     recall: Recall
-    block: str
-    tokens: int
+    sections: tuple[Section, ...] = ()
+    examples: int = 0  # few-shot examples in the "examples" section
+
+    @property
+    def block(self) -> str:
+        """The sections as the one text injected (blank lines between them)."""
+        return "\n\n".join(s.text for s in self.sections)
+
+    @property
+    def tokens(self) -> int:
+        # The estimator counts word pieces, which the blank lines between sections never join.
+        return sum(s.tokens for s in self.sections)
+
+    @property
+    def best_score(self) -> float:
+        return self.recall.best_score
 
 
 def count_tokens(text: str) -> int:
@@ -226,10 +268,95 @@ def _clip(line: str, limit: int = LINE_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+class ContextBuilder:
+    """(request, budget, deadline) -> `ContextBlock`. The recall and the examples lookup run
+    side by side (both may wait on the same embedder); facts are worth their tokens even when
+    recall is weak, so are examples that similar. Every section is redacted here, before it
+    can be injected or shown."""
+
+    def __init__(self, recaller: Callable[[], Recaller], *, facts: FactsSource | None = None,
+                 examples: ExamplesSource | None = None, max_lines: int = 40) -> None:
+        self._recaller = recaller
+        self._facts = facts
+        self._examples = examples
+        self.max_lines = max_lines
+
+    def build(self, request: str, *, deadline: float | None = None,
+              budget_tokens: int | None = None, path_prefix: str | None = None
+              ) -> ContextBlock:
+        """`deadline` (a `time.perf_counter()` value) bounds the semantic re-rank and the
+        examples lookup; `budget_tokens` cuts the sections, in order, to fit."""
+        recaller = self._recaller()
+        examples = self._start_examples(request, deadline)
+        result = recaller.recall(request, top=INJECT_TOP, path_prefix=path_prefix,
+                                 deadline=deadline)
+        found = _by(examples, deadline)
+        texts: list[tuple[SectionKind, str]] = [
+            ("code", build_block(result, recaller.graph, max_lines=self.max_lines)),
+            ("facts", FACTS_HEAD + "\n".join(facts)
+             if self._facts and (facts := self._facts(request)) else ""),
+            ("examples", render_examples(found))]
+        sections = _fit([Section(kind, text, count_tokens(text))
+                         for kind, text in ((k, redact(t)) for k, t in texts) if text],
+                        budget_tokens)
+        shown = len(found) if any(s.kind == "examples" for s in sections) else 0
+        return ContextBlock(result, tuple(sections), shown)
+
+    def _start_examples(self, request: str, deadline: float | None
+                        ) -> Future[list[Example]] | None:
+        if self._examples is None or deadline is None:
+            return None
+        from concurrent.futures import Future  # only an agent's run looks up examples
+
+        source = self._examples
+        found: Future[list[Example]] = Future()
+
+        def work() -> None:
+            try:
+                found.set_result(source(request, deadline))
+            except BaseException as exc:  # the memory fails open; this is a last guard
+                found.set_exception(exc)
+
+        threading.Thread(target=work, daemon=True, name="theus-examples").start()
+        return found
+
+
 def build_context(recaller: Recaller, query: str, *, deadline: float | None = None,
-                  path_prefix: str | None = None, max_lines: int = 40) -> Context:
-    """Recall for `query` (`INJECT_TOP` hits; `deadline` bounds the semantic re-rank) and
-    build its block. Raises whatever recall raises."""
-    result = recaller.recall(query, top=INJECT_TOP, path_prefix=path_prefix, deadline=deadline)
-    block = redact(build_block(result, recaller.graph, max_lines=max_lines))
-    return Context(result, block, count_tokens(block))
+                  path_prefix: str | None = None) -> ContextBlock:
+    """The recalled code and memories for `query`, as the agent gets them (no facts or
+    examples: those belong to a conversation)."""
+    return ContextBuilder(lambda: recaller).build(query, deadline=deadline,
+                                                  path_prefix=path_prefix)
+
+
+def _by(examples: Future[list[Example]] | None, deadline: float | None) -> list[Example]:
+    """The examples if found by `deadline`; [] when late or failed (the lookup logs)."""
+    if examples is None or deadline is None:
+        return []
+    try:
+        return examples.result(timeout=max(0.0, deadline - time.perf_counter()))
+    except Exception as exc:
+        log.info("no examples for this request: %s", exc or "late")
+        return []
+
+
+def _fit(sections: list[Section], budget_tokens: int | None) -> list[Section]:
+    """The sections cut, line by line and in order, to `budget_tokens` (None: all)."""
+    if budget_tokens is None or sum(s.tokens for s in sections) <= budget_tokens:
+        return sections
+    kept: list[Section] = []
+    left = budget_tokens
+    for section in sections:
+        lines: list[str] = []
+        for line in section.text.splitlines():
+            cost = count_tokens(line)
+            if cost > left:
+                break
+            lines.append(line)
+            left -= cost
+        if lines:
+            text = "\n".join(lines)
+            kept.append(Section(section.kind, text, count_tokens(text)))
+        if len(lines) < len(section.text.splitlines()):
+            break
+    return kept

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.context import build_block, build_context, count_tokens
+from knowledge.context import ContextBuilder, build_block, build_context, count_tokens
 from knowledge.graph import Graph, Node
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
+from knowledge.run_history.layer import Example
 from tests.conftest import indexed_project
 
 CART = {
@@ -111,3 +112,47 @@ def test_a_deadline_bounds_the_semantic_rerank(tmp_path: Path) -> None:
     assert time.perf_counter() - start < 0.5
     assert context.recall.timed_out  # the keyword order stands, the block is still built
     assert "shop/cart.py" in context.block
+
+
+def test_the_builder_returns_typed_sections_each_counted_once(tmp_path: Path) -> None:
+    project = indexed_project(tmp_path / "repo", CART)
+    recaller = Recaller(project.graph, project.root)
+    asked: list[str] = []
+
+    def examples(request: str, deadline: float) -> list[Example]:
+        asked.append(request)
+        return [Example("total the cart", "Used Cart.total in shop/cart.py.", 0.9)]
+
+    builder = ContextBuilder(lambda: recaller, facts=lambda r: ["- user: likes tabs"],
+                             examples=examples)
+    block = builder.build("cart total", deadline=time.perf_counter() + 5)
+    assert [s.kind for s in block.sections] == ["code", "facts", "examples"]
+    assert all(s.tokens == count_tokens(s.text) for s in block.sections)
+    assert block.tokens == count_tokens(block.block)  # the parts add up to the whole
+    assert block.examples == 1 and asked == ["cart total"]
+    # facts are told in this conversation: kept when recall is weak, code is not
+    weak = builder.build("zyxwv qwertz", deadline=time.perf_counter() + 5)
+    assert [s.kind for s in weak.sections] == ["facts", "examples"]
+
+
+def test_the_builder_cuts_sections_in_order_to_the_budget(tmp_path: Path) -> None:
+    project = indexed_project(tmp_path / "repo", CART)
+    recaller = Recaller(project.graph, project.root)
+    builder = ContextBuilder(lambda: recaller, facts=lambda r: ["- user: likes tabs"] * 50,
+                             examples=lambda r, d: [Example("q", "a", 0.9)])
+    full = builder.build("cart total", deadline=time.perf_counter() + 5)
+    code = full.sections[0].tokens
+    cut = builder.build("cart total", deadline=time.perf_counter() + 5,
+                        budget_tokens=code + 20)
+    assert cut.tokens <= code + 20
+    assert [s.kind for s in cut.sections] == ["code", "facts"]  # examples did not fit
+    assert cut.examples == 0  # so none counts as shown
+
+
+def test_secrets_in_any_section_are_redacted(tmp_path: Path) -> None:
+    project = indexed_project(tmp_path / "repo", CART)
+    recaller = Recaller(project.graph, project.root)
+    key = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    builder = ContextBuilder(lambda: recaller, facts=lambda r: [f"- deploy key is {key}"])
+    block = builder.build("cart total")
+    assert key not in block.block and "[redacted:openai-key]" in block.block

@@ -1,11 +1,11 @@
 """Glue between the loop and the memory: time-boxed injection, the recall tool, subagent seeds.
 
-Everything here fails open. `knowledge.context.build_context` (recall + block + token count)
-runs on a daemon thread per request and the loop waits for it at most the one deadline
-(150 ms, plus 800 ms when the semantic layer is on); the same deadline bounds the semantic
-re-rank inside it. A late recall is dropped (its thread finishes on its own, never delaying
-the turn or the process exit); an exception is one log line and an empty block. Each outcome
-is counted for `theus status` (`knowledge.recall.status`).
+Everything here fails open. `knowledge.context.ContextBuilder` (recall, facts, examples: the
+sections and their tokens) runs on a daemon thread per request and the loop waits for it at
+most the one deadline (150 ms, plus 800 ms when the semantic layer is on); the same deadline
+bounds the semantic re-rank inside it. A late recall is dropped (its thread finishes on its
+own, never delaying the turn or the process exit); an exception is one log line and an empty
+block. Each outcome is counted for `theus status` (`knowledge.recall.status`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from knowledge.context import build_context, count_tokens
+from knowledge.context import ContextBlock, ContextBuilder, ExamplesSource, FactsSource
 from knowledge.recall.status import InjectionStats
-from knowledge.run_history.layer import Example, render_examples
 from theus.config import AgentSettings
 from theus.protocol import InjectionInfo
 
@@ -37,18 +36,15 @@ _TAG = re.compile(r"<\s*/?\s*system-reminder", re.IGNORECASE)
 # The recall's own deadline sits this much before the loop's, so a semantic re-rank that
 # runs long still leaves time to build the block.
 BLOCK_RESERVE_S = 0.02
-FACTS_HEAD = "Facts from this conversation:\n"
 
 # The memory's recaller (`knowledge.memory.Memory.recaller`); a parameter so tests can swap it.
 RecallerFactory = Callable[[], Any]
-# Past runs like a request, found by a deadline (`knowledge.memory.Memory.examples`).
-ExamplesSource = Callable[[str, float], list[Example]]
 
 
 @dataclass(frozen=True)
 class _Prefetched:
     query: str
-    future: Future[Any]
+    future: Future[ContextBlock]
     until: float  # perf_counter time past which `inject` stops waiting for it
 
 
@@ -62,13 +58,11 @@ def reminder(block: str) -> str:
 
 class Injector:
     def __init__(self, settings: AgentSettings, recaller_factory: RecallerFactory,
-                 stats: InjectionStats | None = None,
-                 facts: Callable[[str], list[str]] | None = None,
+                 stats: InjectionStats | None = None, facts: FactsSource | None = None,
                  examples: ExamplesSource | None = None) -> None:
         self.settings = settings
         self._factory = recaller_factory
-        self._facts = facts  # the conversation's facts for a request (hot, or mentioned)
-        self._examples = examples
+        self.builder = ContextBuilder(self.recaller, facts=facts, examples=examples)
         self.stats = stats or InjectionStats()
         self._prefetched: _Prefetched | None = None
 
@@ -101,43 +95,23 @@ class Injector:
         """The memory's recaller (it keeps one, and replaces it when it goes stale)."""
         return self._factory()
 
-    def _start(self, query: str) -> Future[Any]:
-        """recall + block on a daemon thread: a late one finishes on its own, never delaying
-        the turn or the process exit. The recall's own deadline counts from when the
-        recaller is at hand, and sits a little before the loop's."""
-        future: Future[Any] = Future()
+    def _start(self, query: str, budget_tokens: int | None = None) -> Future[ContextBlock]:
+        """The context on a daemon thread: a late one finishes on its own, never delaying the
+        turn or the process exit. Its own deadline sits a little before the loop's."""
+        future: Future[ContextBlock] = Future()
         future.set_running_or_notify_cancel()  # a timed-out wait cannot cancel it under us
         deadline_s = self.settings.injection_deadline_ms / 1000 - BLOCK_RESERVE_S
+        start = time.perf_counter()
 
         def work() -> None:
             try:
-                recaller = self.recaller()
-                deadline = time.perf_counter() + deadline_s
-                examples = self._start_examples(query, deadline)
-                context = build_context(recaller, query, deadline=deadline)
-                facts = self._facts(query) if self._facts else []
-                future.set_result((context, facts, _by(examples, deadline)))
+                future.set_result(self.builder.build(query, deadline=start + deadline_s,
+                                                     budget_tokens=budget_tokens))
             except BaseException as exc:
                 future.set_exception(exc)
 
         threading.Thread(target=work, daemon=True, name="theus-recall").start()
         return future
-
-    def _start_examples(self, query: str, deadline: float) -> Future[list[Example]] | None:
-        """Past runs like `query`, beside the recall (both wait on the same embedder)."""
-        if self._examples is None:
-            return None
-        source = self._examples
-        found: Future[list[Example]] = Future()
-
-        def work() -> None:
-            try:
-                found.set_result(source(query, deadline))
-            except BaseException as exc:  # the memory fails open; this is a last guard
-                found.set_exception(exc)
-
-        threading.Thread(target=work, daemon=True, name="theus-examples").start()
-        return found
 
     async def inject(self, query: str, *, budget_tokens: int | None = None) -> InjectionInfo:
         """The block for `query` within the deadline; empty when off, weak, late or failed."""
@@ -150,10 +124,9 @@ class Injector:
             future = prefetched.future
             wait_s = max(deadline_ms / 1000, prefetched.until - start)
         else:
-            future, wait_s = self._start(query), deadline_ms / 1000
+            future, wait_s = self._start(query, budget_tokens), deadline_ms / 1000
         try:
-            context, facts, examples = await asyncio.wait_for(asyncio.wrap_future(future),
-                                                              wait_s)
+            context = await asyncio.wait_for(asyncio.wrap_future(future), wait_s)
         except TimeoutError:
             took = (time.perf_counter() - start) * 1000
             log.warning("recall missed its %g ms deadline; the turn goes on without it",
@@ -168,51 +141,19 @@ class Injector:
             self.stats.count("failed", error)
             return InjectionInfo(0, took, "", reason=f"recall failed: {error}")
         took = (time.perf_counter() - start) * 1000
-        block, tokens = context.block, context.tokens
-        best = context.recall.best_score
-        if facts:  # told in this conversation: worth the tokens even when recall is weak
-            block = "\n\n".join(filter(None, (block, FACTS_HEAD + "\n".join(facts))))
-            tokens = count_tokens(block)
-        if examples:  # past runs this similar are worth it too
-            block = "\n\n".join(filter(None, (block, render_examples(examples))))
-            tokens = count_tokens(block)
-        if not block:
+        best = context.best_score
+        if not context.sections:
             self.stats.count("empty")
             return InjectionInfo(0, took, "", best_score=best,
                                  reason=f"best score {best:.2f} below the threshold")
-        if budget_tokens is not None and tokens > budget_tokens:
-            block = _cut(block, budget_tokens)
-            tokens = count_tokens(block)
         self.stats.count("injected")
-        return InjectionInfo(tokens, took, block, best_score=best, examples=len(examples))
+        return InjectionInfo(context.tokens, took, context.block, best_score=best,
+                             examples=context.examples)
 
     def recall_lines(self, query: str, top: int) -> list[str]:
         """For the recall tool (runs on a worker thread)."""
         hits = self.recaller().recall(query, top)
         return [format_hit(h) for h in getattr(hits, "hits", hits)][:top]
-
-
-def _by(examples: Future[list[Example]] | None, deadline: float) -> list[Example]:
-    """The examples if found by `deadline`; [] when late or failed (the lookup logs)."""
-    if examples is None:
-        return []
-    try:
-        return examples.result(timeout=max(0.0, deadline - time.perf_counter()))
-    except Exception as exc:
-        log.info("no examples for this request: %s", exc or "late")
-        return []
-
-
-def _cut(block: str, budget_tokens: int) -> str:
-    lines: list[str] = []
-    used = 0
-    for line in block.splitlines():
-        cost = count_tokens(line)
-        if used + cost > budget_tokens:
-            break
-        lines.append(line)
-        used += cost
-    return "\n".join(lines)
 
 
 def format_hit(hit: Any) -> str:
