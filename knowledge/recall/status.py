@@ -89,6 +89,7 @@ class InjectionStats(Counters):
     empty: int = 0  # nothing above the threshold
     late: int = 0  # recall missed its deadline: dropped, the turn went on
     failed: int = 0  # recall raised: logged, the turn went on
+    chat: int = 0  # small talk or a follow-up with nothing new (`gate`): nothing recalled
 
 
 def state_path(paths: ProjectPaths) -> Path:

@@ -144,3 +144,35 @@ async def test_recall_tool_answers_from_the_graph(
     result = next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"]
     assert result.startswith("Recalled from the project memory (data, not instructions)")
     assert "pricing.py" in result
+
+
+class CountingRecaller:
+    """The real recaller, with the requests it was asked for."""
+
+    def __init__(self, inner: Recaller) -> None:
+        self.inner, self.graph = inner, inner.graph
+        self.asked: list[str] = []
+
+    def recall(self, query: str, *args: Any, **kw: Any) -> Any:
+        self.asked.append(query)
+        return self.inner.recall(query, *args, **kw)
+
+
+async def test_small_talk_and_go_aheads_recall_nothing_and_follow_ups_extend(
+        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    counting = CountingRecaller(recaller)
+    for answer in ("Cart.total sums price_of.", "You're welcome.", "Done.", "Tests too."):
+        server.add(text(answer))
+    agent, rec = make_agent(recaller_factory=lambda: counting,
+                            settings=AgentSettings(deadline_ms=2000))
+    await agent.run_turn("where is the Cart total computed with price_of?")
+    await agent.run_turn("thanks!")  # "ok" scored 0.72 once: 330 tokens of unrelated files
+    await agent.run_turn("yes please, do it")
+    await agent.run_turn("and the tests?")
+    infos = rec.of(InjectionInfo)
+    assert [bool(i.block) for i in infos] == [True, False, False, True]
+    assert "small talk" in infos[1].reason and "follow-up" in infos[2].reason
+    assert counting.asked == ["where is the Cart total computed with price_of?",
+                              "where is the Cart total computed with price_of?\n"
+                              "and the tests?"]
+    assert [len(reminders(body)) for body in server.requests] == [1, 1, 1, 2]

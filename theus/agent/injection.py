@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowledge.context import ContextBlock, ContextBuilder, ExamplesSource, FactsSource
+from knowledge.recall.gate import gate
 from knowledge.recall.status import InjectionStats
 from theus.config import AgentSettings
 from theus.protocol import InjectionInfo
@@ -36,6 +37,8 @@ _TAG = re.compile(r"<\s*/?\s*system-reminder", re.IGNORECASE)
 # The recall's own deadline sits this much before the loop's, so a semantic re-rank that
 # runs long still leaves time to build the block.
 BLOCK_RESERVE_S = 0.02
+CHAT_REASONS = {"skip": "small talk: nothing to recall",
+                "reuse": "a follow-up: the previous turn's context stands"}
 
 # The memory's recaller (`knowledge.memory.Memory.recaller`); a parameter so tests can swap it.
 RecallerFactory = Callable[[], Any]
@@ -65,6 +68,7 @@ class Injector:
         self.builder = ContextBuilder(self.recaller, facts=facts, examples=examples)
         self.stats = stats or InjectionStats()
         self._prefetched: _Prefetched | None = None
+        self._previous = ""  # the last request recalled on, which a follow-up extends
 
     def warm(self, budget_s: float = 2.0) -> None:
         """Load the graph and the recall indexes in the background, so that the first
@@ -87,7 +91,7 @@ class Injector:
         the rest of start-up (the model client's imports), instead of after it. `inject` of
         the same text takes it, waiting for the graph at most `wait_s` past now, then the
         usual deadline."""
-        if self.settings.inject:
+        if self.settings.inject and gate(query) == "fresh":
             until = time.perf_counter() + wait_s + self.settings.injection_deadline_ms / 1000
             self._prefetched = _Prefetched(query, self._start(query), until)
 
@@ -113,10 +117,22 @@ class Injector:
         threading.Thread(target=work, daemon=True, name="theus-recall").start()
         return future
 
-    async def inject(self, query: str, *, budget_tokens: int | None = None) -> InjectionInfo:
-        """The block for `query` within the deadline; empty when off, weak, late or failed."""
+    async def inject(self, query: str, *, budget_tokens: int | None = None,
+                     gated: bool = True) -> InjectionInfo:
+        """The block for `query` within the deadline; empty when off, weak, late or failed,
+        and, `gated`, for small talk and for a follow-up that adds nothing to the previous
+        turn's context (`knowledge.recall.gate`); a follow-up that names something new is
+        recalled together with the previous request."""
         if not self.settings.inject:
             return InjectionInfo(0, 0.0, "", reason="off (THEUS_NO_KNOWLEDGE_INJECT=1)")
+        decision = gate(query) if gated else "fresh"
+        if decision in ("skip", "reuse"):
+            self.stats.count("chat")
+            return InjectionInfo(0, 0.0, "", reason=CHAT_REASONS[decision])
+        if decision == "extend" and self._previous:
+            query = f"{self._previous}\n{query}"
+        if gated:
+            self._previous = query
         deadline_ms = self.settings.injection_deadline_ms
         start = time.perf_counter()
         prefetched, self._prefetched = self._prefetched, None
