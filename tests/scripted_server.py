@@ -15,7 +15,10 @@ the server answers 500 "script exhausted", so a test that expects fewer calls fa
 `Quirks` make it behave like a real local server (llama.cpp, llama-cpp-python, vLLM):
 strict message validation, no streamed tool calls, ignored `stream_options`, a small
 context with a real `context_length_exceeded` 400, a `/props` endpoint. A reply may end
-`finish="length"`, be an `empty` 200 stream, or `drop_after` N chunks mid-answer.
+`finish="length"`, be an `empty` 200 stream, or `drop_after` N chunks mid-answer. A `flood`
+(`huge_event`, `endless_line`) is a body far larger than memory should hold, written in pieces.
+`most_in_flight` is the most requests it was answering at once; a reply's `gate` (a
+barrier) holds it until as many requests as the barrier has parties are answered side by side.
 
 Structured-output requests (a `response_format`: the facts layer's extraction) are a second
 conversation with the server: they consume `structured` (recorded in `structured_requests`),
@@ -35,7 +38,8 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Quirks", "Reply", "ScriptedServer", "error", "text", "tool", "tools"]
+__all__ = ["Quirks", "Reply", "ScriptedServer", "endless_line", "error", "huge_event", "text",
+           "tool", "tools"]
 
 
 @dataclass
@@ -52,6 +56,7 @@ class Reply:
     stall_s: float = 0.0
     raw: bytes | None = None  # sent as the whole response body instead (garbage, HTML...)
     content_type: str = "text/event-stream"
+    headers: dict[str, str] = field(default_factory=dict)  # more headers of a `raw` reply
     code: str = "scripted_error"  # the error body's `code`
     repeat: bool = False
     # Overrides for the usage report; by default ~4 characters a token of the request/reply.
@@ -61,6 +66,9 @@ class Reply:
     finish: str | None = None  # the finish_reason sent instead of "stop"/"tool_calls"
     empty: bool = False  # a 200 stream that ends at once: no chunk, no finish, no [DONE]
     drop_after: int | None = None  # the stream stops after this many chunks, unfinished
+    # A 200 stream of `head`, then `size` bytes of "x", then `tail`, written a MiB at a time.
+    flood: tuple[bytes, int, bytes] | None = None
+    gate: threading.Barrier | None = None  # waited on (outside the lock) before answering
 
 
 @dataclass
@@ -96,6 +104,21 @@ def error(status: int, message: str = "scripted failure", **kw: Any) -> Reply:
     return Reply(status=status, error=message, **kw)
 
 
+def huge_event(size: int) -> Reply:
+    """One stream event whose text is `size` characters, then a finished answer."""
+    head = b'data: {"id":"x","object":"chat.completion.chunk","created":0,"model":"m",' \
+           b'"choices":[{"index":0,"delta":{"content":"'
+    tail = b'"},"finish_reason":null}]}\n\ndata: {"id":"x","object":"chat.completion.chunk",' \
+           b'"created":0,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}' \
+           b'\n\ndata: [DONE]\n\n'
+    return Reply(flood=(head, size, tail))
+
+
+def endless_line(size: int) -> Reply:
+    """A stream line of `size` bytes that does not end; then the connection closes."""
+    return Reply(flood=(b"data: ", size, b""))
+
+
 ScriptItem = Reply | Callable[[dict[str, Any]], Reply]
 
 
@@ -124,6 +147,8 @@ class ScriptedServer:
         self.chunk_chars = chunk_chars
         self.quirks = quirks or Quirks()
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
         self.structured: list[ScriptItem] = []
         self.structured_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -249,9 +274,23 @@ class ScriptedServer:
                     with server._lock:
                         server.requests.append(body)
                 reply = refusal or server._next(body)
+                with server._lock:
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    self._reply(body, reply)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _reply(self, body: dict[str, Any], reply: Reply) -> None:
+                if reply.gate is not None:
+                    reply.gate.wait()
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                if reply.raw is not None:
+                if reply.flood is not None:
+                    self._flood(*reply.flood)
+                elif reply.raw is not None:
                     self._raw(reply)
                 elif reply.status != 200:
                     self._json(reply.status, _err(reply.error, reply.code))
@@ -281,9 +320,24 @@ class ScriptedServer:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Connection", "close")
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.close_connection = True
                 self.wfile.write(reply.raw or b"")
+                self.wfile.flush()
+
+            def _flood(self, head: bytes, size: int, tail: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                self.wfile.write(head)
+                block = b"x" * (1 << 20)
+                for start in range(0, size, len(block)):
+                    self.wfile.write(block[:size - start])
+                self.wfile.write(tail)
                 self.wfile.flush()
 
             def _stream(self, body: dict[str, Any], reply: Reply) -> None:

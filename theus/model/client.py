@@ -30,11 +30,14 @@ import openai
 from knowledge.context import count_tokens
 from theus.config import ModelSettings
 from theus.model import capabilities, limits
+from theus.model.bounds import MAX_ANSWER_CHARS, bounded_client
 from theus.model.errors import (
+    BodyCut,
     EndedEarly,
     Malformed,
     ModelError,
     Stalled,
+    Unreadable,
     after,
     classify,
     dropped,
@@ -46,9 +49,6 @@ from theus.model.meter import Meter
 from theus.protocol import ToolCall
 
 log = logging.getLogger(__name__)
-# An answer (text and tool-call arguments) is cut here: a server streaming without end must
-# not fill the memory and the session file (about 250k tokens, past any real reply).
-MAX_ANSWER_CHARS = 1_000_000
 # Output room never shrinks below this to fit a known context: a smaller answer is useless.
 MIN_OUTPUT_TOKENS = 256
 _AT_MOST = re.compile(r"at most (\d+)")
@@ -65,6 +65,8 @@ class Completion:
     usage_estimated: bool = False
     # Work-arounds started by this call, each said once per process (for the status line).
     notices: list[str] = field(default_factory=list)
+    # Why the client cut the answer (finish_reason "length" then), when it was not the server.
+    cut: str | None = None
 
 
 TextCallback = Callable[[str], None]
@@ -84,6 +86,7 @@ class ModelClient:
             api_key=settings.api_key,
             timeout=backstop,
             max_retries=0,
+            http_client=bounded_client(backstop),  # no body past theus.model.bounds
         )
         self.caps = capabilities.for_server(settings.base_url, settings.model)
         self._discovery: asyncio.Task[None] | None = None
@@ -178,7 +181,7 @@ class ModelClient:
                     continue
                 raise classify(exc, *self._where()) from exc
             except (openai.APIError, httpx2.TransportError, Stalled, Malformed, EndedEarly,
-                    json.JSONDecodeError) as exc:
+                    Unreadable, json.JSONDecodeError) as exc:
                 if streaming and tools and not emitted and self._cannot_stream_tools(exc):
                     self._no_streamed_tools()
                     continue
@@ -257,10 +260,6 @@ class ModelClient:
         try:
             async for chunk in _bounded(stream, first_token, self.settings.idle_timeout_s,
                                         deadline):
-                if size > MAX_ANSWER_CHARS:
-                    log.warning("the answer was cut at %s characters", f"{MAX_ANSWER_CHARS:,}")
-                    result.finish_reason = "length"
-                    break
                 if chunk.usage is not None:
                     usage_seen = True
                     result.prompt_tokens = chunk.usage.prompt_tokens or 0
@@ -269,22 +268,34 @@ class ModelClient:
                 for choice in chunk.choices or ():
                     delta = choice.delta
                     if delta is not None and delta.content:
-                        size += len(delta.content)
-                        text.append(delta.content)
-                        on_text(delta.content)
+                        piece = delta.content[:MAX_ANSWER_CHARS - size]
+                        size += len(piece)
+                        text.append(piece)
+                        on_text(piece)
                     for tc in (delta.tool_calls or ()) if delta is not None else ():
                         slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                         if tc.id:
                             slot["id"] = tc.id
                         if tc.function is not None:
-                            slot["name"] += tc.function.name or ""
-                            slot["arguments"] += tc.function.arguments or ""
-                            size += len(tc.function.arguments or "")
+                            for part in ("name", "arguments"):
+                                piece = (getattr(tc.function, part) or "")[:MAX_ANSWER_CHARS
+                                                                             - size]
+                                slot[part] += piece
+                                size += len(piece)
                     if choice.finish_reason:
                         result.finish_reason = choice.finish_reason
+                if size >= MAX_ANSWER_CHARS:
+                    self._cut(result, f"answer cut at {MAX_ANSWER_CHARS:,} characters")
+                    break
         except _PastDeadline:
             raise ModelError(self._deadline_line("".join(text)), kind="deadline",
                              partial="".join(text)) from None
+        except BodyCut as exc:
+            self._cut(result, f"answer cut: the server {exc}")
+        except Unreadable as exc:
+            if result.finish_reason is None:  # past the answer's end, it is whole
+                error = classify(exc, *self._where())
+                raise ModelError(str(error), kind=error.kind, partial="".join(text)) from None
         except (httpx2.TransportError, openai.APIConnectionError) as exc:
             if text or calls:
                 raise dropped(self.settings.base_url, "".join(text)) from exc
@@ -303,6 +314,11 @@ class ModelClient:
         if not usage_seen:
             self._estimate(result, messages, tools)
         return result
+
+    @staticmethod
+    def _cut(result: Completion, why: str) -> None:
+        """The answer ends here, as if the server had stopped at its output limit."""
+        result.finish_reason, result.cut = "length", f"{why} (Theus's bound on one answer)"
 
     async def _once(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                     on_text: TextCallback, left_s: float) -> Completion:
@@ -361,7 +377,7 @@ class ModelClient:
                 if response_format is not None and refused and "response_format" in short(exc):
                     continue
                 raise classify(exc, *self._where()) from exc
-            except openai.APIError as exc:
+            except (openai.APIError, Unreadable) as exc:
                 raise classify(exc, *self._where()) from exc
             choice = reply.choices[0] if reply.choices else None
             usage = reply.usage
@@ -473,7 +489,7 @@ class ModelClient:
         """The model ids the server lists (`theus doctor`)."""
         try:
             return [m.id async for m in self._client.models.list()]
-        except (openai.APIError, httpx2.TransportError) as exc:
+        except (openai.APIError, httpx2.TransportError, Unreadable) as exc:
             raise classify(exc, *self._where()) from exc
 
     async def discover_context(self) -> None:

@@ -43,6 +43,16 @@ class Malformed(Exception):
     """The server answered, but not with a chat stream; `str` says how, as a phrase."""
 
 
+class Unreadable(Exception):
+    """The server sent a body Theus will not read on (too large, compressed unasked, not
+    UTF-8); `str` says how, as a phrase. Never retried: the server would send it again."""
+
+
+class BodyCut(Unreadable):
+    """The body passed the bound on a whole answer: a stream is cut there, the part before
+    kept; a reply that must be read whole fails."""
+
+
 class EndedEarly(Exception):
     """A 200 stream that ended with no answer and no finish_reason (a server that failed
     after answering 200: a context overflow, a tool mode it cannot stream)."""
@@ -96,6 +106,10 @@ def dropped(url: str, partial: str) -> ModelError:
 
 
 def classify(exc: Exception, url: str, model: str) -> ModelError:
+    if isinstance(exc, Unreadable):
+        return ModelError(f"the model server at {url} {exc}: reading stopped there (check "
+                          "THEUS_BASE_URL points at an OpenAI-compatible /v1 endpoint, or see "
+                          "the server's log)", kind="unreadable")
     if isinstance(exc, Stalled):
         return ModelError(f"the model server at {url} {exc}", kind="timeout")
     if isinstance(exc, EndedEarly):

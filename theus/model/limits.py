@@ -12,6 +12,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 
 from knowledge.context import count_tokens
+from theus.model.bounds import bounded_client
+from theus.model.errors import Unreadable
 
 # Each self-description is one short GET/POST; a server that is slow to say is not waited on.
 DISCOVERY_TIMEOUT_S = 2.0
@@ -79,10 +81,10 @@ async def discover_context(base_url: str, model: str, api_key: str) -> tuple[int
     probes = [("GET", f"{root}/props", None, _from_props, "llama.cpp /props"),
               ("POST", f"{root}/api/show", {"model": model}, _from_show, "Ollama /api/show"),
               ("GET", f"{base_url}/models", None, _from_models, "vLLM /v1/models")]
-    async with httpx2.AsyncClient(timeout=DISCOVERY_TIMEOUT_S, headers=headers) as client:
+    async with bounded_client(timeout=DISCOVERY_TIMEOUT_S, headers=headers) as client:
 
         async def ask(method: str, url: str, body: Any) -> Any:
-            with contextlib.suppress(httpx2.HTTPError, ValueError):
+            with contextlib.suppress(httpx2.HTTPError, Unreadable, ValueError):
                 response = await client.request(method, url, json=body)
                 if response.status_code == 200:
                     return response.json()
