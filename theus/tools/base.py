@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from theus.protocol import ApprovalRequest
 from theus.tools.jail import Jail
 
+T = TypeVar("T")
 Approver = Callable[[ApprovalRequest], Awaitable[bool]]
 # recall(query, top) -> compact lines (already formatted), run off the event loop by the tool.
 RecallFn = Callable[[str, int], list[str]]
@@ -92,3 +96,28 @@ def bool_arg(args: dict[str, Any], name: str, default: bool = False) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes")
     return bool(value)
+
+
+async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on a daemon thread of its own. Awaiting it can be stopped (the turn's
+    deadline, Ctrl-C) even while a system call blocks, as with asyncio.to_thread; unlike a
+    thread of asyncio's executor, which the process waits for as it exits, one that never
+    returns (an open() raced onto a FIFO) cannot keep the process from exiting."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(set_outcome: Callable[[Any], None], value: Any) -> None:
+        if not done.done():  # the awaiting turn may have stopped meanwhile
+            set_outcome(value)
+
+    def work() -> None:
+        try:
+            outcome: tuple[Callable[[Any], None], Any] = (done.set_result, fn(*args))
+        except BaseException as exc:  # handed to the awaiting task, as to_thread does
+            outcome = (done.set_exception, exc)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=work, name=f"tool-{getattr(fn, '__name__', 'call')}",
+                     daemon=True).start()
+    return await done

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +13,15 @@ from typing import Any
 
 from knowledge.index.ignore import DEFAULT_EXCLUDED_DIRS, IgnoreRules, is_secret
 from theus.protocol import ApprovalRequest
-from theus.tools.base import Tool, ToolContext, ToolError, bool_arg, int_arg, string_arg
+from theus.tools.base import (
+    Tool,
+    ToolContext,
+    ToolError,
+    bool_arg,
+    in_thread,
+    int_arg,
+    string_arg,
+)
 from theus.tools.jail import Jail, JailError, protected_reason
 
 MAX_READ_BYTES = 2_000_000
@@ -21,11 +29,15 @@ MAX_LINE_CHARS = 2000
 MAX_LIST = 500
 MAX_MATCHES = 200
 GREP_BUDGET_S = 10.0  # a search that backtracks without end is cut here
+# What a path that is no regular file or folder is, for the line that refuses it.
+SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                 (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
 
 
 def read_jailed_text(jail: Jail, raw: str) -> tuple[str, Path]:
     """A file's text read through the jail (never outside the project, size-capped): the read
     and edit tools, and the app's `@path` attachments."""
+    refuse_special(raw, jail.resolve(raw))
     fd, resolved = jail.open_read(raw)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(MAX_READ_BYTES + 1)
@@ -36,11 +48,33 @@ def read_jailed_text(jail: Jail, raw: str) -> tuple[str, Path]:
     return data.decode("utf-8", errors="replace"), resolved
 
 
+def refuse_special(raw: str, resolved: Path) -> None:
+    """Opening a FIFO blocks until something writes to it, and a device may never end: such
+    a path is refused from its stat, which never blocks. (A file swapped for one between this
+    check and the open can still block that open: the tools run it on a thread of its own.)"""
+    try:
+        mode = os.stat(resolved).st_mode
+    except OSError:
+        return  # missing, or no access: the open says so
+    for test, what in SPECIAL_FILES:
+        if test(mode):
+            raise ToolError(f"{raw}: {what}, not a regular file; the file tools open "
+                            "regular files only")
+
+
+def _regular(path: Path) -> bool:
+    """A regular file, not followed if it is a link (a link could lead out)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     path = string_arg(args, "path")
     offset = int_arg(args, "offset", 1, low=1)
     limit = int_arg(args, "limit", 2000, low=1, high=5000)
-    text, resolved = await asyncio.to_thread(read_jailed_text, ctx.jail, path)
+    text, resolved = await in_thread(read_jailed_text, ctx.jail, path)
     ctx.files_read.add(ctx.jail.rel(resolved))
     lines = text.splitlines()
     if not lines:
@@ -80,7 +114,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 def walk_files(jail: Jail, start: Path) -> Iterator[Path]:
     """Files under `start` the project would index: no ignored, secret or dependency paths,
-    and no symlinks (they could lead out)."""
+    no symlinks (they could lead out), and regular files only (a FIFO would block a read)."""
     rules = IgnoreRules(jail.root)
     for dirpath, dirnames, filenames in os.walk(start):
         base = Path(dirpath)
@@ -96,7 +130,7 @@ def walk_files(jail: Jail, start: Path) -> Iterator[Path]:
         for name in sorted(filenames):
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
             full = base / name
-            if is_secret(name) or full.is_symlink() or rules.ignored(rel, False):
+            if is_secret(name) or not _regular(full) or rules.ignored(rel, False):
                 continue
             yield full
 
@@ -123,7 +157,7 @@ def _list(jail: Jail, path: str, pattern: str) -> str:
 async def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
     path = string_arg(args, "path", required=False, default=".") or "."
     pattern = string_arg(args, "pattern", required=False, default="*") or "*"
-    return await asyncio.to_thread(_list, ctx.jail, path, pattern)
+    return await in_thread(_list, ctx.jail, path, pattern)
 
 
 def _grep(jail: Jail, pattern: str, path: str, glob: str, ignore_case: bool) -> str:
@@ -136,14 +170,17 @@ def _grep(jail: Jail, pattern: str, path: str, glob: str, ignore_case: bool) -> 
     deadline = time.monotonic() + GREP_BUDGET_S
     start = jail.resolve(path)
     name_filter = glob_regex(glob) if glob else None
-    files = [start] if start.is_file() else walk_files(jail, start)
+    single = not start.is_dir()  # a path named by the model: why it cannot be read is said
+    files = [start] if single else walk_files(jail, start)
     hits: list[str] = []
     for full in files:
         if name_filter and not name_filter.match(full.name):
             continue
         try:
-            text, _ = read_jailed_text(jail, str(full))
+            text, _ = read_jailed_text(jail, jail.rel(full))
         except (ToolError, JailError):
+            if single:
+                raise
             continue
         for n, line in enumerate(text.splitlines(), start=1):
             try:
@@ -164,8 +201,7 @@ async def grep(args: dict[str, Any], ctx: ToolContext) -> str:
     pattern = string_arg(args, "pattern")
     path = string_arg(args, "path", required=False, default=".") or "."
     glob = string_arg(args, "glob", required=False)
-    return await asyncio.to_thread(
-        _grep, ctx.jail, pattern, path, glob, bool_arg(args, "ignore_case"))
+    return await in_thread(_grep, ctx.jail, pattern, path, glob, bool_arg(args, "ignore_case"))
 
 
 async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> str:
@@ -183,7 +219,7 @@ async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> 
     if not await ctx.approve(ApprovalRequest("edit", summary, diff, path=rel,
                                              protected=reason)):
         raise ToolError(f"refused: {verb} {rel} was not approved ({ctx.denied_hint})")
-    await asyncio.to_thread(_write, ctx.jail, path, new)
+    await in_thread(_write, ctx.jail, path, new)
     ctx.files_changed.add(rel)
     added = sum(1 for line in diff.splitlines() if line.startswith("+") and
                 not line.startswith("+++"))
@@ -207,7 +243,7 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("old_string is empty; use write to create a file")
     if old == new:
         raise ToolError("old_string and new_string are the same")
-    text, _ = await asyncio.to_thread(read_jailed_text, ctx.jail, path)
+    text, _ = await in_thread(read_jailed_text, ctx.jail, path)
     count = text.count(old)
     if count == 0:
         raise ToolError(f"old_string not found in {path} (it must match exactly; read the file)")
@@ -226,7 +262,7 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
     old = ""
     # A secret's old content is never read, not even to show a diff.
     if resolved.exists() and not ctx.jail.secret(resolved):
-        old, _ = await asyncio.to_thread(read_jailed_text, ctx.jail, path)
+        old, _ = await in_thread(read_jailed_text, ctx.jail, path)
     return await _apply(ctx, path, old, content, "write")
 
 
