@@ -511,8 +511,8 @@ class Agent:
         if not fork:
             # A fresh child has none of the context the parent paid for: prime it with a recall
             # on the task description. A fork inherits the parent's (and its injection).
-            info = await self.injector.inject(
-                description, budget_tokens=self.settings.subagent_seed_tokens)
+            info = await self.injector.inject(  # a task is never small talk
+                description, budget_tokens=self.settings.subagent_seed_tokens, gated=False)
             seed = Usage()
             child._attach(info, seed)
             seeded = seed.injected_tokens

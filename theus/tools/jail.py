@@ -57,7 +57,8 @@ class Jail:
         if self.secret(resolved):
             raise JailError(f"{raw}: secret files (.env*, keys, credentials) are never read")
         try:
-            fd = open_beneath(self.root, self._parts(resolved), os.O_RDONLY)
+            # O_NONBLOCK: a FIFO swapped in after the type check opens at once (and is refused)
+            fd = open_beneath(self.root, self._parts(resolved), os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             raise JailError(f"{raw}: no such file") from None
         except IsADirectoryError:
@@ -78,7 +79,8 @@ class Jail:
         """Open (creating) a file for writing, without truncating until it is verified."""
         resolved = self.resolve(raw)
         try:  # folders made one by one beneath the root: a planted symlink is never followed
-            fd = open_beneath(self.root, self._parts(resolved), os.O_WRONLY | os.O_CREAT,
+            fd = open_beneath(self.root, self._parts(resolved),
+                              os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
                               make_dirs=True)
         except IsADirectoryError:
             raise JailError(f"{raw}: is a folder") from None
