@@ -67,15 +67,18 @@ class Episode:
         return render_frontmatter(meta) + "\n" + self.text.strip() + "\n"
 
     def node(self) -> Node:
+        """The episode's node, redacted: `record` redacts what it writes, but an episode file
+        may also be written by hand."""
         try:
             since: float | None = datetime.fromisoformat(self.date).timestamp()
         except ValueError:
             since = None
+        text, title = redact(self.text), redact(self.title)
         return Node(
-            key=self.key, kind="episode", label=self.title,
-            summary=_shorten(_summary_line(self.text, self.title), 200), subkind=self.type,
+            key=self.key, kind="episode", label=title,
+            summary=_shorten(_summary_line(text, title), 200), subkind=self.type,
             source="episode", valid_from=since,
-            data={"text": self.text[:TEXT_CAP], "type": self.type, "date": self.date,
+            data={"text": text[:TEXT_CAP], "type": self.type, "date": self.date,
                   "session": self.session_id, "files": list(self.files),
                   "file": f"episodes/{self.file_name}"},
         )

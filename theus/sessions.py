@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.paths import ProjectPaths, report_unwritable
+from knowledge.redact import redact_data
 from theus.agent import microcompact
 from theus.protocol import Message, is_request
 
@@ -54,9 +55,11 @@ class Session:
         self.unsaved = ""  # why the transcript stopped being written ("" while it is)
 
     def append(self, record: dict[str, Any]) -> None:
+        """Append `record`, redacted: what the user typed and what the model said are kept
+        as they were sent, less the secrets in them."""
         if self.unsaved:
             return
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps(redact_data(record), ensure_ascii=False, default=str) + "\n"
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:

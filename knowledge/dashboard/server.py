@@ -36,7 +36,7 @@ from knowledge.dashboard.security import (
 )
 from knowledge.dashboard.snapshot import Snapshot, SnapshotCache
 from knowledge.graph import Graph
-from knowledge.redact import redact
+from knowledge.redact import redact_data
 
 if TYPE_CHECKING:
     from knowledge.project import Project
@@ -337,7 +337,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- answers ------------------------------------------------------------------------------
     def _json(self, code: int, payload: Any, extra: Mapping[str, str] | None = None) -> None:
-        text = redact(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+        # Redacted string by string before it is JSON, whose escapes break the shapes.
+        text = json.dumps(redact_data(payload), ensure_ascii=False, separators=(",", ":"))
         self._send(code, text.encode(), "application/json; charset=utf-8", extra)
 
     def _send(

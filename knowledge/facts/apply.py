@@ -1,5 +1,8 @@
 """Applying one extraction to the graph: one `Turn` per message, under the project's lock.
 
+What the model extracted is redacted first (`redacted`): labels become keys and lines of the
+injected block, facts are stored; a label that held a secret is refused.
+
 Order: aliases are read first (an alias names its target, so it makes no node of its own),
 then entities, relations, corrections, facts. Corrections run before facts so that a fact of
 this very message ("we moved from SQLite to PostgreSQL") is not itself "corrected", and they
@@ -29,7 +32,7 @@ from knowledge.facts.records import (
 )
 from knowledge.graph import RELATION_EDGE, Graph, Node
 from knowledge.keys import entity_key, fold_label, normalize
-from knowledge.redact import redact
+from knowledge.redact import MARK, redact
 
 SELF_LABEL = "User"  # the entity first-person subjects ("I", "me", "yo") stand for
 _SELF = frozenset(fold_label(w) for w in ("I", "me", "my", "myself", "user", "the user", "yo",
@@ -62,6 +65,18 @@ class ApplyReport:
                 "completed": len(self.completed), "refused": len(self.refused),
                 "superseded": len(self.superseded), "facts": self.facts,
                 "relations": self.relations}
+
+
+def redacted(found: Extraction) -> Extraction:
+    """Every text of `found` redacted, before any of it is applied."""
+    return Extraction(
+        tuple(replace(e, label=redact(e.label)) for e in found.entities),
+        tuple(replace(r, source=redact(r.source), target=redact(r.target))
+              for r in found.relations),
+        tuple(replace(f, subject=redact(f.subject), text=redact(f.text)) for f in found.facts),
+        tuple(replace(c, subject=redact(c.subject), old=redact(c.old), new=redact(c.new))
+              for c in found.corrections),
+        tuple(redact(d) for d in found.dropped))
 
 
 def commit(graph: Graph, node: Node) -> None:
@@ -129,6 +144,9 @@ class Turn:
         folded = fold_label(label)
         if not folded:
             self.refuse(label, "no letters or digits")
+            return None
+        if MARK in label:
+            self.refuse(label, "holds a secret")
             return None
         is_self = folded in _SELF
         if is_self:
@@ -231,7 +249,7 @@ class Turn:
     def fact(self, fact: Fact) -> None:
         key = self.admit(fact.subject)
         if key is not None:
-            self.add_fact(key, redact(fact.text), fact.source,
+            self.add_fact(key, fact.text, fact.source,
                           "UNIVERSAL" if fact.source == "world" else "PERSONAL")
 
     def add_fact(self, key: str, text: str, source: str, layer: str) -> str:

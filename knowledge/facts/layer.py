@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from knowledge.facts.apply import ApplyReport, Turn, commit
+from knowledge.facts.apply import ApplyReport, Turn, commit, redacted
 from knowledge.facts.extraction import Extraction, Speaker
 from knowledge.facts.match import Names, Said, mentioned
 from knowledge.facts.ontology import Ontology
@@ -42,6 +42,7 @@ from knowledge.facts.records import (
 )
 from knowledge.graph import RELATION_EDGE, Graph, Node
 from knowledge.project import Project
+from knowledge.redact import redact
 from knowledge.store import StoreError
 from knowledge.switches import is_off
 
@@ -61,12 +62,13 @@ class FactsLayer:
 
     # -- writing -----------------------------------------------------------------------------
     def apply(self, extraction: Extraction, text: str, speaker: Speaker) -> ApplyReport:
-        """Apply what was extracted from `text` (said by `speaker`) and save. A failed save
-        is logged and reported; the changes stay in the graph for the next save."""
+        """Apply what was extracted from `text` (said by `speaker`), redacted, and save. A
+        failed save is logged and reported; the changes stay in the graph for the next save."""
         report = ApplyReport()
         if is_off("facts"):
             report.enabled = False
             return report
+        extraction, text = redacted(extraction), redact(text)
         with self.project.lock:
             graph = self.project.graph
             with graph.lock:

@@ -20,6 +20,7 @@ from knowledge.memdir.files import MemdirFull, MemoryDir
 from knowledge.memdir.format import DEFAULT_CAPS, Caps, Entry, pointer_line
 from knowledge.mentions import Mentions
 from knowledge.project import Project
+from knowledge.redact import redact
 from knowledge.switches import is_off
 
 
@@ -43,9 +44,10 @@ class AmbiguousKey(LookupError):
 
 
 def add_memory(project: Project, text: str, caps: Caps = DEFAULT_CAPS) -> MemoryChange:
-    """Save a memory. With the bridge on it becomes a topic file + pointer line in MEMORY.md;
-    with it off, or MEMORY.md full, it is kept in the graph and exported by a later sync."""
-    text = text.strip()
+    """Save a memory, redacted (its text names its topic file too). With the bridge on it
+    becomes a topic file + pointer line in MEMORY.md; with it off, or MEMORY.md full, it is
+    kept in the graph and exported by a later sync."""
+    text = redact(text.strip())
     if not text:
         raise ValueError("a memory needs some text")
     key = keys.memory_key(text)
@@ -90,9 +92,9 @@ def _upsert_graph_only(project: Project, key: str, text: str, change: MemoryChan
 
 def edit_memory(project: Project, key: str, text: str, caps: Caps = DEFAULT_CAPS
                 ) -> MemoryChange:
-    """Replace a memory's text. Its key stays: the key a person or a script holds still
-    finds it after any number of edits."""
-    text = text.strip()
+    """Replace a memory's text (redacted). Its key stays: the key a person or a script holds
+    still finds it after any number of edits."""
+    text = redact(text.strip())
     if not text:
         raise ValueError("a memory needs some text")
     with project.lock:

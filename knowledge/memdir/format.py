@@ -20,6 +20,7 @@ from knowledge.frontmatter import (
     shorten,
 )
 from knowledge.graph import Node
+from knowledge.redact import redact
 
 INDEX_NAME = "MEMORY.md"
 TEXT_CAP = 1500  # characters of a memory's text kept on its node
@@ -63,12 +64,15 @@ class Entry:
     origin: str = "memdir"  # "graph" for topic files the bridge wrote
 
     def node(self) -> Node:
-        first = first_line(self.text)
-        data: dict[str, Any] = {"text": self.text[:TEXT_CAP]}
+        """The entry's node, redacted: a person may write anything into MEMORY.md, and the
+        file is theirs, but the graph is stored, injected and served."""
+        text = redact(self.text)
+        data: dict[str, Any] = {"text": text[:TEXT_CAP]}
         if self.topic:
             data["topic"] = self.topic
         return Node(
-            key=self.key, kind="memory", label=self.title, summary=shorten(first, 200),
+            key=self.key, kind="memory", label=redact(self.title),
+            summary=shorten(first_line(text), 200),
             source="graph" if self.origin == "graph" else "memdir", data=data,
         )
 

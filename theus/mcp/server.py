@@ -5,7 +5,8 @@ read_episode, and facts when the facts layer is on; resources: MEMORY.md and eac
 The memory is opened on a thread as the server starts (a first index may take a while; a
 tool waits for it), and the watcher keeps the graph fresh while it serves. Every tool fails
 open: bad input or a broken layer is an error result with one clear line, never a crash.
-Everything returned passes `knowledge.redact`, as in the other front ends.
+Everything returned passes `knowledge.redact`, as in the other front ends: a payload string by
+string, before it is JSON (`\t` and `\"` in JSON text break the secret shapes).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
 from knowledge.memory import Memory
-from knowledge.redact import redact
+from knowledge.redact import redact, redact_data
 from knowledge.switches import is_off
 from theus.mcp.memory_tools import MemoryToolError, MemoryTools
 
@@ -118,7 +119,7 @@ def _failing_open(fn: Callable[..., str]) -> Callable[..., str]:
 
 
 def _json(payload: dict[str, Any]) -> str:
-    return redact(json.dumps(payload, ensure_ascii=False))
+    return json.dumps(redact_data(payload), ensure_ascii=False)
 
 
 def open_in_background(memory: Memory) -> threading.Thread:
