@@ -186,6 +186,7 @@ def test_no_canary_leaves_or_lands_anywhere(victim: Path, tmp_path: Path) -> Non
     sinks.stores(home)
     assert sinks.found == {}
     assert len(results) == len(reads) + 6 and "[redacted:private-key]" in results[-4]
+    assert not [r for r in results if r.startswith("error:")]  # every file was read
     stored = [p for p in home.rglob("*") if p.is_file()]
     assert {"graph.db", "MEMORY.md"} <= {p.name for p in stored}
     assert any(p.suffix == ".idx" for p in stored)
