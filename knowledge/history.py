@@ -37,13 +37,23 @@ def head(root: Path) -> str:
     return out.strip() if out else ""
 
 
-def read_history(root: Path, limit: int = MAX_COMMITS) -> list[Commit]:
-    """The newest `limit` non-merge commits HEAD reaches, newest first; [] without git."""
-    out = _git(root, "log", "--no-merges", f"-n{limit}", "--name-only", "-z",
-               "--format=%x1e%H%x00%ct%x00%s%x00%b%x00", "HEAD")
-    if not out:
-        return []
-    commits = []
+def window(root: Path, at: str) -> list[str] | None:
+    """The newest `MAX_COMMITS` non-merge commits `at` (a commit) reaches, newest first, as
+    `git log` lists them; None when git could not tell."""
+    out = _git(root, "rev-list", "--no-merges", f"--max-count={MAX_COMMITS}", at)
+    return None if out is None else out.split()
+
+
+def read_commits(root: Path, shas: list[str]) -> dict[str, Commit | None] | None:
+    """Each commit of `shas`: None for one left out (no file, or more than `MAX_FILES`);
+    None for all when git could not read them."""
+    if not shas:
+        return {}
+    out = _git(root, "log", "--no-walk=unsorted", "--stdin", "--name-only", "-z",
+               "--format=%x1e%H%x00%ct%x00%s%x00%b%x00", feed="\n".join(shas) + "\n")
+    if out is None:
+        return None
+    commits: dict[str, Commit | None] = dict.fromkeys(shas)
     for record in out.split("\x1e")[1:]:
         parts = record.split("\0")
         if len(parts) < 4:
@@ -53,16 +63,17 @@ def read_history(root: Path, limit: int = MAX_COMMITS) -> list[Commit]:
         if not files or len(files) > MAX_FILES:
             continue
         text = subject.strip() + "\n" + body.strip()[:BODY_CHARS]
-        commits.append(Commit(sha, int(when or 0), text.strip(), files))
+        commits[sha] = Commit(sha, int(when or 0), text.strip(), files)
     return commits
 
 
-def _git(root: Path, *args: str) -> str:
+def _git(root: Path, *args: str, feed: str | None = None) -> str | None:
+    """git's output, or None when it failed (no git, not a repository, it hung)."""
     try:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
                               timeout=GIT_TIMEOUT_S, errors="replace", text=True,
-                              stdin=subprocess.DEVNULL)
+                              input=feed, stdin=None if feed is not None else subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:  # no git, or it hung: no history
         log.info("project history unavailable: %s", exc)
-        return ""
-    return done.stdout if done.returncode == 0 else ""
+        return None
+    return done.stdout if done.returncode == 0 else None

@@ -72,8 +72,8 @@ class Memory:
         self._lock = threading.RLock()
         self._recaller: Recaller | None = None
         # A one-shot recaller reads the saved snapshot until a watcher update moves the graph
-        # under it: then a live one is built. (What is told, MEMORY.md included, outdates the
-        # snapshot on disk through the store's `told` counter.)
+        # under it: then a live one is built. (What any process saved, MEMORY.md included,
+        # joins the snapshot on disk when the next one-shot loads it: `recall.saved`.)
         self._snapshot_ok = True
         self._history_server = _history_server_first()
 
@@ -155,7 +155,7 @@ class Memory:
         try:
             from knowledge import memdir
 
-            # A change saved makes the scoring snapshot stale (`told`).
+            # A change saved here joins the scoring snapshot when the recaller loads it.
             memdir.sync_if_changed(project)
             if not self.one_shot:
                 self.bridge = memdir.MemdirWatcher(project, on_sync=self._synced)

@@ -412,6 +412,9 @@ class Project:
             state = self.files[rel]
             link = self.links.get(rel) or Links()
             fkey = keys.file_key(rel)
+            # A file linked again to the same files is not saved again (nor is every file's
+            # derived data redone) when another file is added or removed.
+            before = None if rel in graph.dirty_owners else _links_of(graph, fkey)
             graph.remove_out_edges(fkey, ("imports", "references"))
             for module, line, imported, level in link.imports:
                 imp = Import(module, line, tuple(imported), level)
@@ -427,6 +430,8 @@ class Project:
                 linked += 1
                 if linked >= _MAX_REFERENCES:
                     break
+            if before is not None and before == _links_of(graph, fkey):
+                graph.dirty_owners.discard(rel)
 
     def _definitions(self, graph: Graph) -> Definitions:
         from knowledge.index.definitions import Definitions
@@ -456,6 +461,12 @@ class Project:
             if state.language in schema.SCHEMA_LANGUAGES and rel in self.links
         ]
         schema.discover(graph, definitions)
+
+
+def _links_of(graph: Graph, key: str) -> list[tuple[str, str]]:
+    """A file's import and reference edges, in one order."""
+    return sorted((e.dst, e.kind) for e in graph.out_edges(key)
+                  if e.kind in ("imports", "references"))
 
 
 _PR_SET_PDEATHSIG = 1

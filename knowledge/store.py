@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS edges (
 CREATE INDEX IF NOT EXISTS edges_owner ON edges(owner);
 CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
 CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+-- Which owners each save wrote, newest last: derived data (the scoring snapshot) made at
+-- change `seq` catches up by applying the owners saved since (`changes_since`).
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL UNIQUE
+);
 """
 
 
@@ -205,16 +210,15 @@ class Store:
         return dict(self._read("SELECT k, v FROM meta"))
 
     def generation(self) -> int:
-        """How many saves changed the files' part of the graph: derived data (the scoring
-        index and vector snapshots) records the generation it was made from. Memories, facts
-        and episodes do not count (`told` tracks the first two; episodes saved since join a
-        snapshot when it is next rebuilt)."""
+        """How many saves changed the files' part of the graph: derived data (the vector
+        snapshot) records the generation it was made from. Memories, facts and episodes do not
+        count (`told` tracks the first two; `changes_since` says which owners every save
+        wrote)."""
         rows = self._read("SELECT v FROM meta WHERE k = 'generation'")
         return int(rows[0][0]) if rows else 0
 
     def told(self) -> int:
-        """How many saves changed memories or facts: the scoring index snapshot records it
-        too, so a one-shot recall sees what was told since (episodes do not count)."""
+        """How many saves changed memories or facts (episodes do not count)."""
         rows = self._read("SELECT v FROM meta WHERE k = 'told'")
         return int(rows[0][0]) if rows else 0
 
@@ -243,6 +247,30 @@ class Store:
         edges = [Edge(s, d, k) for s, d, k in self._read("SELECT src, dst, kind FROM edges")]
         graph.load(nodes, edges)
         return graph
+
+    def changes_since(self, seq: int) -> tuple[int, list[str]]:
+        """The owners saved after change `seq` (each once, the latest save last), and the
+        number of the newest change among them (`seq` when none)."""
+        rows = self._query("SELECT seq, owner FROM changes WHERE seq > ? ORDER BY seq", (seq,))
+        return (int(rows[-1][0]) if rows else seq), [str(owner) for _, owner in rows]
+
+    def nodes(self, owners: Iterable[str] | None = None, paths: Iterable[str] = ()
+              ) -> list[tuple[Node, str]]:
+        """(node, owner) in the order `load_graph` reads them (by rowid: the rows of an owner
+        saved come after every row older than that save): all of them, or those of `owners`
+        and those at `paths` (a scan: no index on paths)."""
+        if owners is None:
+            rows = self._read("SELECT rowid, * FROM nodes ORDER BY rowid")
+        else:
+            found: dict[int, tuple[Any, ...]] = {}
+            for column, values in (("owner", list(owners)), ("path", list(paths))):
+                for i in range(0, len(values), 500):
+                    chunk = tuple(values[i:i + 500])
+                    marks = ", ".join("?" * len(chunk))
+                    found.update((r[0], r) for r in self._query(
+                        f"SELECT rowid, * FROM nodes WHERE {column} IN ({marks})", chunk))
+            rows = [found[rowid] for rowid in sorted(found)]
+        return [(row_node(r[1:]), r[2]) for r in rows]
 
     def _read(self, sql: str) -> list[tuple[Any, ...]]:
         return self._query(sql, ())
@@ -296,6 +324,7 @@ class Store:
                 if not self._writing:  # until `close`: a crash leaves this mark behind
                     c.execute("INSERT OR REPLACE INTO meta VALUES ('writer', 'open')")
                 owners = [(o,) for o in dirty]
+                c.executemany("INSERT OR REPLACE INTO changes (owner) VALUES (?)", owners)
                 c.executemany("DELETE FROM nodes WHERE owner = ?", owners)
                 c.executemany("DELETE FROM edges WHERE owner = ?", owners)
                 c.executemany(
@@ -424,8 +453,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous=FULL")
         new = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
         conn.executescript(_SCHEMA)  # IF NOT EXISTS: what a newer version added (indexes)
-        if new:
-            conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        if new:  # `store_id`: a snapshot made from another store (set aside since) never fits
+            conn.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("schema", str(SCHEMA_VERSION)), ("store_id", os.urandom(8).hex())])
     except BaseException:
         conn.close()
         raise

@@ -33,8 +33,7 @@ import numpy as np
 
 from knowledge import keys
 from knowledge.graph import Graph, GraphReader
-from knowledge.history import head as history_head
-from knowledge.recall import kinds, snapshot
+from knowledge.recall import kinds, saved
 from knowledge.recall.content import ContentIndex, FrozenContentIndex
 from knowledge.recall.history import FrozenHistoryIndex, HistoryIndex
 from knowledge.recall.intent import Intent, intent_of
@@ -49,7 +48,7 @@ from knowledge.recall.tokens import (
     terms,
 )
 from knowledge.recall.track import NodeTracker
-from knowledge.store import StoreError, StoreGraph
+from knowledge.store import StoreGraph
 
 MAX_FILES = 50  # files listed in `Recall.files`
 EVIDENCE_SCALE = 8.0  # IDF mass (about two rare words) worth 1 - 1/e of the absolute half
@@ -57,7 +56,6 @@ CONTENT_CATCH_UP_S = 0.04  # per call, reading files the content index has not s
 WARM_SLICE_S = 0.05  # the background reader holds the content index's lock this long at most
 RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when it is on)
 THRESHOLD = 0.35  # the best score a recall needs before anything is injected
-SNAPSHOT_FORMAT = 4  # bump when what `save_snapshot` writes changes meaning
 # A PERSONAL entity (what the user said) on a request about their own world.
 PERSONAL_BOOST = 1.25
 __all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Rerank", "Reranker",
@@ -133,28 +131,19 @@ class Recaller:
         self._refresh_history()
         return self.content.read(deadline)
 
-    # -- the snapshot a one-shot command loads (`snapshot`) ----------------------------------
-    def save_snapshot(self, path: Path, generation: int, told: int = 0) -> None:
-        """Write everything searching reads, fully up to date (every file read), tagged with
-        the store `generation` and `told` count it reflects. Raises OSError when it cannot be
-        written."""
-        self.warm()
-        with self.graph.lock:
-            arrays = {**self.index.freeze(), **self.content.freeze(), **self.history.freeze()}
-        snapshot.write(path, arrays, {"format": SNAPSHOT_FORMAT, "generation": generation,
-                                      "told": told, "history_head": self.history.head})
-
+    # -- the snapshot a one-shot command loads (`saved`) ------------------------------------
     @classmethod
-    def from_snapshot(cls, graph: GraphReader, root: Path, arrays: dict[str, np.ndarray],
-                      meta: dict[str, object], reranker: Reranker | None = None,
-                      tuning: RecallTuning | None = None) -> Recaller:
-        """A recaller that ranks exactly as the one that saved the snapshot; `graph` may be
-        a `store.StoreGraph` (it is only read for the hits shown)."""
+    def from_snapshot(cls, graph: GraphReader, root: Path, found: saved.Saved,
+                      reranker: Reranker | None = None, tuning: RecallTuning | None = None
+                      ) -> Recaller:
+        """A recaller that ranks exactly as one built from the store's rows (which is what
+        the snapshot holds); `graph` may be a `store.StoreGraph` (it is only read for the
+        hits shown)."""
         recaller = cls(graph, root, reranker=reranker, tuning=tuning)
-        recaller.index = FrozenLexicalIndex(arrays)
-        recaller.content = FrozenContentIndex(recaller.root, arrays)
-        recaller.history = FrozenHistoryIndex(recaller.root, arrays,
-                                              str(meta.get("history_head", "")))
+        base, delta = found.base, found.delta
+        recaller.index = FrozenLexicalIndex(base, delta, delta["dead.lex"])
+        recaller.content = FrozenContentIndex(recaller.root, base, delta, delta["dead.content"])
+        recaller.history = FrozenHistoryIndex(recaller.root, delta, found.head)
         recaller.frozen = True
         return recaller
 
@@ -298,47 +287,18 @@ def make_recaller(project: Project, reranker: Reranker | None = None,
     """The one way every front end (app, `theus -p`, `theus recall`, `theus mcp`) builds its
     recaller, so that all of them rank identically.
 
-    `one_shot` (a command that answers once and exits): load the project's snapshot when it is
-    as new as the store and HEAD, reading hits straight from the store, which spares loading
-    the graph and building the indexes; else build them and save a snapshot for next time.
+    `one_shot` (a command that answers once and exits): load the project's saved index,
+    brought up to date with what was saved since (`saved.current`: in time proportional to
+    that), reading hits straight from the store; this spares loading the graph and building
+    the indexes. A graph with unsaved changes, or a store that cannot tell what changed, gets
+    a recaller over the graph.
     """
-    if one_shot:
-        found = _fresh_snapshot(project)
+    if one_shot and not project.unsaved:
+        found = saved.current(project)
         if found is not None:
-            arrays, meta = found
-            return Recaller.from_snapshot(StoreGraph(project.store), project.root, arrays, meta,
+            return Recaller.from_snapshot(StoreGraph(project.store), project.root, found,
                                           reranker=reranker, tuning=tuning)
-    recaller = Recaller(project.graph, project.root, reranker=reranker, tuning=tuning)
-    if one_shot:
-        write_snapshot(project, recaller)
-    return recaller
-
-
-def write_snapshot(project: Project, recaller: Recaller) -> bool:
-    """Save `recaller`'s snapshot when the graph holds no unsaved change; False when it was
-    not written (unsaved changes, or the disk refused: the next one-shot builds again)."""
-    if project.unsaved or recaller.frozen:
-        return False
-    try:
-        recaller.save_snapshot(project.paths.recall_index, project.store.generation(),
-                               project.store.told())
-    except (OSError, StoreError) as exc:
-        log.info("scoring index snapshot not written: %s", exc)
-        return False
-    return True
-
-
-def _fresh_snapshot(project: Project) -> tuple[dict[str, np.ndarray], dict[str, object]] | None:
-    try:
-        arrays, meta = snapshot.read(project.paths.recall_index)
-    except (OSError, snapshot.SnapshotError):
-        return None
-    if (meta.get("format") != SNAPSHOT_FORMAT
-            or meta.get("generation") != project.store.generation()
-            or meta.get("told", 0) != project.store.told()
-            or meta.get("history_head") != history_head(project.root)):
-        return None
-    return arrays, meta
+    return Recaller(project.graph, project.root, reranker=reranker, tuning=tuning)
 
 
 def _file_hits(files: list[RankedFile], best: float) -> list[Hit]:

@@ -13,7 +13,8 @@ Postings are append-only arrays by passage slot (`postings`), and by file slot (
 count in the file, and in how many of its passages it is): a changed file takes new slots,
 its old ones die. The index follows the same `NodeTracker` deltas as the lexical index and
 reads pending files within a time budget per call, so a cold start never blocks a turn;
-`read` with no deadline (or `Recaller.warm`) reads everything.
+`read` with no deadline (or `Recaller.warm`) reads everything. Frozen, the files take slots in
+the order their nodes came (a file node's slot among the lexical index's file nodes).
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ from knowledge.filetext import passages, read_text
 from knowledge.graph import Node
 from knowledge.recall import postings
 from knowledge.recall.kinds import CODES, KINDS, kind_of
-from knowledge.recall.postings import CANDIDATES, DEAD, FrozenPostings, Postings, bm25_idf, grow
+from knowledge.recall.postings import (
+    CANDIDATES,
+    DEAD,
+    FrozenPostings,
+    LayeredPostings,
+    Postings,
+    bm25_idf,
+    grow,
+)
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
 from knowledge.redact import redact
@@ -287,21 +296,49 @@ class ContentIndex:
 
 class FrozenContentIndex(ContentIndex):
     """A `ContentIndex` read back from a snapshot: searches exactly as the live one that
-    froze it, reads no file and never changes."""
+    froze it, reads no file and never changes. Given an `overlay` (files saved since, frozen
+    alike) and the snapshot's file slots they replace (`dead`), it searches as the one index
+    `merge` would make of the two."""
 
-    def __init__(self, root: Path, arrays: dict[str, np.ndarray]) -> None:
+    def __init__(self, root: Path, base: dict[str, np.ndarray],
+                 overlay: dict[str, np.ndarray] | None = None, dead: np.ndarray | None = None
+                 ) -> None:
         super().__init__(root)
-        self._paths = Strings(arrays["content.paths"], arrays["content.path_offsets"]).all()
-        self._slot = {p: i for i, p in enumerate(self._paths)}
-        self._kind = arrays["content.kind"]
-        self._length = arrays["content.length"]
-        self._owner = arrays["content.owner"]
-        self._passage_length = arrays["content.passage_length"]
+        paths = Strings(base["content.paths"], base["content.path_offsets"]).all()
+        self._slot = {p: i for i, p in enumerate(paths)}
+        if overlay is None or dead is None or not (len(overlay["content.kind"]) or len(dead)):
+            self._paths = paths
+            self._kind = base["content.kind"]
+            self._length = base["content.length"]
+            self._owner = base["content.owner"]
+            self._passage_length = base["content.passage_length"]
+            self._postings = FrozenPostings(base, "content")  # type: ignore[assignment]
+            self._file_counts = FrozenPostings(base, "content.file")  # type: ignore[assignment]
+            self._file_passages = FrozenPostings(  # type: ignore[assignment]
+                base, "content.file_passages")
+        else:
+            files, passages = len(paths), len(base["content.owner"])
+            live = np.ones(files, bool)
+            live[dead] = False
+            for slot in dead.tolist():
+                del self._slot[paths[slot]]
+            added = Strings(overlay["content.paths"], overlay["content.path_offsets"]).all()
+            self._slot.update((p, files + i) for i, p in enumerate(added))
+            self._paths = paths + added
+            self._kind = np.concatenate([np.where(live, base["content.kind"], DEAD),
+                                         overlay["content.kind"]]).astype(np.int8)
+            self._length = np.concatenate([base["content.length"], overlay["content.length"]])
+            self._owner = np.concatenate([base["content.owner"],
+                                          overlay["content.owner"] + np.int32(files)])
+            self._passage_length = np.concatenate([base["content.passage_length"],
+                                                   overlay["content.passage_length"]])
+            self._postings = LayeredPostings(  # type: ignore[assignment]
+                FrozenPostings(base, "content"), live[base["content.owner"]],
+                FrozenPostings(overlay, "content"), passages)
+            self._file_counts, self._file_passages = (  # type: ignore[assignment]
+                LayeredPostings(FrozenPostings(base, p), live, FrozenPostings(overlay, p), files)
+                for p in ("content.file", "content.file_passages"))
         self._passages = len(self._owner)
-        self._postings = FrozenPostings(arrays, "content")  # type: ignore[assignment]
-        self._file_counts = FrozenPostings(arrays, "content.file")  # type: ignore[assignment]
-        self._file_passages = FrozenPostings(  # type: ignore[assignment]
-            arrays, "content.file_passages")
         self.complete = True
 
     def apply(self, changed: list[Node], gone: list[Node]) -> None:
@@ -315,6 +352,39 @@ class FrozenContentIndex(ContentIndex):
 
     def _size(self) -> int:
         return len(self._paths)
+
+
+def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np.ndarray]:
+    """Frozen content indexes as one, as `freeze` of an index built from their files in this
+    order would write it: each part's files where its mask is True (with their passages),
+    after the previous parts'."""
+    by_file: list[np.ndarray] = []
+    by_passage: list[np.ndarray] = []
+    files = passages = 0
+    for arrays, keep in parts:
+        kept = keep[arrays["content.owner"]]
+        for renumber, mask, start in ((by_file, keep, files), (by_passage, kept, passages)):
+            new = np.full(len(mask), DEAD, np.int64)
+            new[mask] = np.arange(start, start + int(mask.sum()))
+            renumber.append(new)
+        files, passages = files + int(keep.sum()), passages + int(kept.sum())
+    out = postings.merge([(a, r) for (a, _), r in zip(parts, by_passage, strict=True)],
+                         "content")
+    for prefix in ("content.file", "content.file_passages"):
+        out.update(postings.merge([(a, r) for (a, _), r in zip(parts, by_file, strict=True)],
+                                  prefix))
+    out["content.paths"], out["content.path_offsets"] = Strings.pack(
+        p for arrays, keep in parts
+        for p, k in zip(Strings(arrays["content.paths"], arrays["content.path_offsets"]).all(),
+                        keep.tolist(), strict=True) if k)
+    for name in ("content.kind", "content.length"):
+        out[name] = np.concatenate([a[name][keep] for a, keep in parts])
+    out["content.owner"] = np.concatenate([
+        renumber[a["content.owner"]][keep[a["content.owner"]]]
+        for (a, keep), renumber in zip(parts, by_file, strict=True)]).astype(np.int32)
+    out["content.passage_length"] = np.concatenate([
+        a["content.passage_length"][keep[a["content.owner"]]] for a, keep in parts])
+    return out
 
 
 _NONE = (np.zeros(0, np.int32), np.zeros(0, np.int32))

@@ -10,14 +10,14 @@ Scores are in [0, 1]: the share of the query's IDF mass that a node explains, ea
 counted at the weight of the field it matched; a file scores its best node.
 
 Over 400 lines: the live index and its frozen (snapshot) twin must score identically, so
-they sit side by side.
+they sit side by side, with `merge`, which joins frozen ones.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -28,7 +28,14 @@ from knowledge.graph import Node
 from knowledge.recall import postings
 from knowledge.recall.hashvec import DIM as HASH_DIM
 from knowledge.recall.hashvec import Vector, embed
-from knowledge.recall.postings import CANDIDATES, DEAD, FrozenPostings, Postings, grow
+from knowledge.recall.postings import (
+    CANDIDATES,
+    DEAD,
+    FrozenPostings,
+    LayeredPostings,
+    Postings,
+    grow,
+)
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import fold, split_words, stem, terms
 
@@ -104,6 +111,19 @@ def identifiers(node: Node) -> tuple[str, ...]:
         whole = file_stem(node.label)
         return tuple(dict.fromkeys((whole, fold(whole))))
     return ()
+
+
+def hash_vector(path: str, nodes: Iterable[Node]) -> Vector | None:
+    """The tie-break's vector of a file from the nodes at its path: the path, the file's
+    summary and the other nodes' names in source order; None without its file node."""
+    file_key = node_keys.file_key(path)
+    found = [n for n in nodes if n.key != file_key]
+    file_node = next((n for n in nodes if n.key == file_key), None) if path else None
+    if file_node is None:
+        return None
+    # In source order: the vector reads the first 2000 characters.
+    names = " ".join(n.label for n in sorted(found, key=lambda n: (n.line, n.key)))
+    return embed(" ".join((path, file_node.summary, names)))
 
 
 def _doc(node: Node) -> Doc:
@@ -197,16 +217,11 @@ class LexicalIndex:
         return self.last_sync_changed
 
     def _hash_file(self, path: str) -> None:
-        keys = self.by_path.get(path)
-        file_doc = self.docs.get(node_keys.file_key(path)) if path else None
-        if not keys or file_doc is None:
+        vector = hash_vector(path, [self.docs[k].node for k in self.by_path.get(path, ())])
+        if vector is None:
             self.hash_vectors.pop(path, None)
-            return
-        # In source order: the vector reads the first 2000 characters.
-        nodes = sorted((self.docs[k].node for k in keys if k != file_doc.node.key),
-                       key=lambda n: (n.line, n.key))
-        names = " ".join(n.label for n in nodes)
-        self.hash_vectors[path] = embed(" ".join((path, file_doc.node.summary, names)))
+        else:
+            self.hash_vectors[path] = vector
 
     def postings(self) -> dict[str, dict[str, float]]:
         """term -> {key: weight} of the live nodes (for tests and inspection)."""
@@ -373,49 +388,70 @@ class LexicalIndex:
 
 
     # -- on disk (`snapshot`) ---------------------------------------------------------------
-    def freeze(self) -> dict[str, np.ndarray]:
-        """Everything searching reads, as arrays (see `FrozenLexicalIndex`)."""
+    def freeze(self, owner_of: Mapping[str, str]) -> dict[str, np.ndarray]:
+        """Everything searching reads, as arrays (see `FrozenLexicalIndex`), with each slot's
+        owner (`owner_of`: key -> owner), by which a newer snapshot replaces slots."""
         if self._dead:
             self._compact()
         arrays = {**self._exact.export("lex.exact"), **self._stems.export("lex.stems")}
-        exact = Strings(arrays["lex.exact.terms"], arrays["lex.exact.term_offsets"])
-        stems = Strings(arrays["lex.stems.terms"], arrays["lex.stems.term_offsets"])
-        arrays["lex.exact.df"] = np.array([self._df[t] for t in exact], np.int32)
-        arrays["lex.stems.df"] = np.array([self._stem_df[t] for t in stems], np.int32)
-        arrays["lex.keys"], arrays["lex.key_offsets"] = Strings.pack(
-            k or "" for k in self._keys)
-        arrays["lex.file"] = self._file[: len(self._keys)].copy()
-        arrays["lex.is_file"] = self._is_file[: len(self._keys)].copy()
+        keys = [k or "" for k in self._keys]
+        arrays["lex.keys"], arrays["lex.key_offsets"] = Strings.pack(keys)
+        owners = sorted({owner_of[k] for k in keys})
+        code = {o: i for i, o in enumerate(owners)}
+        arrays["lex.owner"] = np.array([code[owner_of[k]] for k in keys], np.int32)
+        arrays["lex.owners"], arrays["lex.owner_offsets"] = Strings.pack(owners)
+        arrays["lex.file"] = self._file[: len(keys)].copy()
+        arrays["lex.is_file"] = self._is_file[: len(keys)].copy()
         arrays["lex.paths"], arrays["lex.path_offsets"] = Strings.pack(self._file_path)
         named = Postings("i")
-        for ident, keys in self.idents.items():
-            named.add_term(ident, [self.slot[k] for k in keys])
+        for ident, held in self.idents.items():
+            named.add_term(ident, [self.slot[k] for k in held])
         arrays.update(named.export("lex.idents"))
-        hashed = sorted(self.hash_vectors)
-        arrays["lex.hash_paths"], arrays["lex.hash_path_offsets"] = Strings.pack(hashed)
-        arrays["lex.hash_vectors"] = (np.stack([self.hash_vectors[p] for p in hashed])
-                                      if hashed else np.zeros((0, HASH_DIM), np.float32))
+        arrays.update(hash_arrays(self.hash_vectors))
         return arrays
 
 
 class FrozenLexicalIndex(LexicalIndex):
     """A `LexicalIndex` read back from a snapshot: searches exactly as the live index that
-    froze it, never changes (a one-shot command rebuilds when the snapshot is stale)."""
+    froze it, never changes. Given an `overlay` (the nodes of owners saved since, frozen
+    alike) and the snapshot's slots they replace (`dead`), it searches as the one index
+    `merge` would make of the two (the overlay's slots after the snapshot's)."""
 
-    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+    def __init__(self, base: dict[str, np.ndarray], overlay: dict[str, np.ndarray] | None = None,
+                 dead: np.ndarray | None = None) -> None:
         super().__init__()
-        self._exact = FrozenPostings(arrays, "lex.exact")  # type: ignore[assignment]
-        self._stems = FrozenPostings(arrays, "lex.stems")  # type: ignore[assignment]
-        self._exact_dfs = arrays["lex.exact.df"]
-        self._stem_dfs = arrays["lex.stems.df"]
-        self._keys = Strings(arrays["lex.keys"], arrays["lex.key_offsets"])  # type: ignore[assignment]
-        self._file = arrays["lex.file"]
-        self._is_file = arrays["lex.is_file"]
-        self._file_path = Strings(arrays["lex.paths"], arrays["lex.path_offsets"]).all()
+        size = len(base["lex.file"])
+        self._named: FrozenPostings | LayeredPostings
+        self.hash_vectors = hashes(base)
+        if overlay is None or dead is None or not (len(overlay["lex.file"]) or len(dead)):
+            self._exact = FrozenPostings(base, "lex.exact")  # type: ignore[assignment]
+            self._stems = FrozenPostings(base, "lex.stems")  # type: ignore[assignment]
+            self._named = FrozenPostings(base, "lex.idents")
+            self._keys = Strings(base["lex.keys"], base["lex.key_offsets"])  # type: ignore[assignment]
+            self._file = base["lex.file"]
+            self._is_file = base["lex.is_file"]
+            self._file_path = Strings(base["lex.paths"], base["lex.path_offsets"]).all()
+            self._live = size
+        else:
+            live = np.ones(size, bool)
+            live[dead] = False
+            exact, stems, named = (
+                LayeredPostings(FrozenPostings(base, p), live, FrozenPostings(overlay, p), size)
+                for p in ("lex.exact", "lex.stems", "lex.idents"))
+            self._exact, self._stems = exact, stems  # type: ignore[assignment]
+            self._named = named
+            self._keys = Strings(  # type: ignore[assignment]
+                np.concatenate([base["lex.keys"], overlay["lex.keys"]]),
+                np.concatenate([base["lex.key_offsets"][:-1],
+                                overlay["lex.key_offsets"] + len(base["lex.keys"])]))
+            self._is_file = np.concatenate([base["lex.is_file"], overlay["lex.is_file"]])
+            self._file, self._file_path = _files([(base, live), (overlay, None)])
+            self._live = int(live.sum()) + len(overlay["lex.file"])
+            for path in Strings(overlay["lex.hash_gone"],
+                                overlay["lex.hash_gone_offsets"]).all():
+                self.hash_vectors.pop(path, None)
+            self.hash_vectors.update(hashes(overlay))
         self._file_id = {p: i for i, p in enumerate(self._file_path)}
-        self._named = FrozenPostings(arrays, "lex.idents")
-        paths = Strings(arrays["lex.hash_paths"], arrays["lex.hash_path_offsets"]).all()
-        self.hash_vectors = dict(zip(paths, arrays["lex.hash_vectors"], strict=True))
 
     def apply(self, changed: list[Node], gone: list[Node]) -> int:
         raise TypeError("a frozen index does not change: rebuild it from the graph")
@@ -428,15 +464,104 @@ class FrozenLexicalIndex(LexicalIndex):
             self._file_path[f] for f in self._file[found[0]].tolist() if f >= 0))
 
     def _count(self) -> int:
-        return len(self._keys)
+        return self._live
 
     def _exact_df(self, term: str) -> int:
-        at = self._exact.terms.find(term)  # type: ignore[attr-defined]
-        return int(self._exact_dfs[at]) if at >= 0 else 0
+        return self._exact.count(term)  # type: ignore[attr-defined, no-any-return]
 
     def _stem_df_of(self, term_stem: str) -> int:
-        at = self._stems.terms.find(term_stem)  # type: ignore[attr-defined]
-        return int(self._stem_dfs[at]) if at >= 0 else 0
+        return self._stems.count(term_stem)  # type: ignore[attr-defined, no-any-return]
+
+
+def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np.ndarray]:
+    """Frozen lexical indexes as one, as `freeze` of an index built from their nodes in this
+    order would write it: each part's slots where its mask is True, after the previous parts'.
+    A later part's hash vectors replace an earlier one's, and drop those it lists as gone."""
+    renumber, start = [], 0
+    for _, keep in parts:
+        new = np.full(len(keep), DEAD, np.int64)
+        new[keep] = np.arange(start, start + int(keep.sum()))
+        renumber.append(new)
+        start += int(keep.sum())
+    out: dict[str, np.ndarray] = {}
+    for prefix in ("lex.exact", "lex.stems", "lex.idents"):
+        out.update(postings.merge([(a, r) for (a, _), r in zip(parts, renumber, strict=True)],
+                                  prefix))
+    out["lex.keys"], out["lex.key_offsets"] = Strings.pack(
+        k for arrays, keep in parts
+        for k, kept in zip(Strings(arrays["lex.keys"], arrays["lex.key_offsets"]).all(),
+                           keep.tolist(), strict=True) if kept)
+    out["lex.is_file"] = np.concatenate([a["lex.is_file"][keep] for a, keep in parts])
+    at: dict[str, int] = {}
+    held = np.concatenate([
+        np.array([at.setdefault(o, len(at))
+                  for o in Strings(a["lex.owners"], a["lex.owner_offsets"]).all()], np.int32
+                 )[a["lex.owner"][keep]]
+        for a, keep in parts])
+    names = list(at)
+    owners = sorted(names[c] for c in np.unique(held).tolist())
+    rank = np.full(len(names), DEAD, np.int32)
+    rank[[at[o] for o in owners]] = np.arange(len(owners), dtype=np.int32)
+    out["lex.owner"] = rank[held]
+    out["lex.owners"], out["lex.owner_offsets"] = Strings.pack(owners)
+    files, paths = _files([(a, keep) for a, keep in parts], dropped=True)
+    out["lex.file"] = files
+    out["lex.paths"], out["lex.path_offsets"] = Strings.pack(paths)
+    vectors: dict[str, np.ndarray] = {}
+    gone: set[str] = set()
+    for arrays, _ in parts:
+        for path in Strings(arrays["lex.hash_gone"], arrays["lex.hash_gone_offsets"]).all():
+            vectors.pop(path, None)
+            gone.add(path)
+        vectors.update(hashes(arrays))
+    out.update(hash_arrays(vectors, gone - vectors.keys()))
+    return out
+
+
+def hashes(arrays: dict[str, np.ndarray]) -> dict[str, Vector]:
+    """path -> hash vector, as frozen."""
+    paths = Strings(arrays["lex.hash_paths"], arrays["lex.hash_path_offsets"]).all()
+    return dict(zip(paths, arrays["lex.hash_vectors"], strict=True))
+
+
+def hash_arrays(vectors: Mapping[str, Vector], gone: Iterable[str] = ()
+                ) -> dict[str, np.ndarray]:
+    """Hash vectors as arrays, paths sorted; `gone`: the paths whose earlier vector (in the
+    snapshot an overlay is read over) no longer holds."""
+    hashed = sorted(vectors)
+    out = {"lex.hash_vectors": (np.stack([vectors[p] for p in hashed]) if hashed
+                                else np.zeros((0, HASH_DIM), np.float32))}
+    out["lex.hash_paths"], out["lex.hash_path_offsets"] = Strings.pack(hashed)
+    out["lex.hash_gone"], out["lex.hash_gone_offsets"] = Strings.pack(sorted(gone))
+    return out
+
+
+def _files(parts: list[tuple[dict[str, np.ndarray], np.ndarray | None]], dropped: bool = False
+           ) -> tuple[np.ndarray, list[str]]:
+    """The parts' slots' file ids (a part's slots where its mask is False: `DEAD`, or left
+    out when `dropped`), numbered by first appearance, as an index built in slot order numbers
+    them; and the paths by id."""
+    at: dict[str, int] = {}
+    chunks = []
+    for arrays, keep in parts:
+        # Index -2 is NO_FILE, -1 is DEAD: they stay.
+        names = Strings(arrays["lex.paths"], arrays["lex.path_offsets"]).all()
+        code = np.array([*(at.setdefault(p, len(at)) for p in names), NO_FILE, DEAD],
+                        np.int32)[arrays["lex.file"]]
+        if keep is not None:
+            code = code[keep] if dropped else np.where(keep, code, DEAD)
+        chunks.append(code)
+    codes = np.concatenate(chunks).astype(np.int32)
+    has = codes >= 0
+    first = np.full(len(at), len(codes), np.int64)  # each file's first slot (np.unique's
+    np.minimum.at(first, codes[has], np.flatnonzero(has))  # first call imports numpy.ma)
+    found = np.flatnonzero(first < len(codes))
+    order = found[np.argsort(first[found])]
+    number = np.full(len(at), DEAD, np.int32)
+    number[order] = np.arange(len(order), dtype=np.int32)
+    codes[has] = number[codes[has]]
+    paths = list(at)
+    return codes, [paths[c] for c in order.tolist()]
 
 
 def _live(postings: Postings, keys: list[str | None], df: Counter[str]

@@ -5,6 +5,10 @@ numpy reads without a copy. A changed document takes a new slot and its old one 
 dead by the index, which filters dead slots at query time and calls `compact` with a
 renumbering when the dead outnumber the living. Compact and cheap to update: a one-file change
 appends a few entries, and a query touches only the terms it asks for.
+
+Frozen (exported to arrays, read back from a snapshot), a term's entries are in slot order.
+`merge` joins exported postings, dropping and renumbering slots; `LayeredPostings` reads a
+snapshot's postings with its replaced slots hidden and a newer one's after them, as if merged.
 """
 
 from __future__ import annotations
@@ -116,6 +120,71 @@ class FrozenPostings:
             return None
         start, end = int(self._starts[at]), int(self._starts[at + 1])
         return self._ids[start:end], self._vals[start:end]
+
+    def count(self, term: str) -> int:
+        """How many slots hold `term` (exported postings hold no dead slot)."""
+        at = self.terms.find(term)
+        return int(self._starts[at + 1] - self._starts[at]) if at >= 0 else 0
+
+
+class LayeredPostings:
+    """A base's postings without its replaced slots (`live` False), then an overlay's, whose
+    slots follow the base's (`offset`): what `merge` of the two would hold, read per term."""
+
+    def __init__(self, base: FrozenPostings, live: np.ndarray, overlay: FrozenPostings,
+                 offset: int) -> None:
+        self._base, self._live, self._overlay, self._offset = base, live, overlay, offset
+
+    def get(self, term: str) -> tuple[Slots, np.ndarray] | None:
+        """As `FrozenPostings.get`; None when no live slot holds the term (as merged)."""
+        below, above = self._base.get(term), self._overlay.get(term)
+        ids, vals = [], []
+        if below is not None:
+            keep = self._live[below[0]]
+            ids.append(below[0][keep])
+            vals.append(below[1][keep])
+        if above is not None:
+            ids.append(above[0] + np.int32(self._offset))
+            vals.append(above[1])
+        if not ids or not sum(map(len, ids)):
+            return None
+        if len(ids) == 1:
+            return ids[0], vals[0]
+        return np.concatenate(ids), np.concatenate(vals)
+
+    def count(self, term: str) -> int:
+        found = self.get(term)
+        return 0 if found is None else len(found[0])
+
+
+def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]], prefix: str
+          ) -> dict[str, np.ndarray]:
+    """Exported postings (`prefix.*` arrays) of several indexes as one, as `export` would
+    write them: each part's slots renumbered by its array (old slot -> new slot, or `DEAD` to
+    drop it), a term's entries in slot order, terms left without entries gone."""
+    vocab: dict[str, int] = {}
+    codes, slots, values = [], [], []
+    for arrays, renumber in parts:
+        names = Strings(arrays[f"{prefix}.terms"], arrays[f"{prefix}.term_offsets"]).all()
+        known = np.array([vocab.setdefault(t, len(vocab)) for t in names], np.int64)
+        new = renumber[arrays[f"{prefix}.ids"]]
+        keep = new != DEAD
+        codes.append(np.repeat(known, np.diff(arrays[f"{prefix}.starts"]))[keep])
+        slots.append(new[keep])
+        values.append(arrays[f"{prefix}.vals"][keep])
+    names = sorted(vocab)
+    rank = np.empty(len(vocab), np.int64)
+    rank[[vocab[t] for t in names]] = np.arange(len(names))
+    term, ids = rank[np.concatenate(codes)], np.concatenate(slots)
+    order = np.lexsort((ids, term))
+    counts = np.bincount(term, minlength=len(names))
+    used = counts > 0
+    blob, offsets = Strings.pack(t for t, u in zip(names, used.tolist(), strict=True) if u)
+    starts = np.zeros(int(used.sum()) + 1, np.int64)
+    np.cumsum(counts[used], out=starts[1:])
+    return {f"{prefix}.terms": blob, f"{prefix}.term_offsets": offsets,
+            f"{prefix}.starts": starts, f"{prefix}.ids": ids[order].astype(np.int32),
+            f"{prefix}.vals": np.concatenate(values)[order]}
 
 
 def grow(values: np.ndarray, size: int, fill: float | int) -> np.ndarray:

@@ -61,7 +61,7 @@ def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
     first = open_memory(repo, one_shot=True, index_if_missing=True)
     first.close()
     first = open_memory(repo, one_shot=True)
-    assert not make_recaller(first.project, one_shot=True).frozen  # built now, and saved
+    assert make_recaller(first.project, one_shot=True).frozen  # built from the store, saved
     first.close()
     memory = open_memory(repo, one_shot=True)  # the real watcher runs
     assert memory.recaller().frozen and memory.recaller() is memory.recaller()  # kept
@@ -89,7 +89,7 @@ def test_a_hand_edit_to_memory_md_reaches_a_one_shot_recall_from_a_saved_snapsho
     memory = open_memory(repo, one_shot=True)
     try:
         recaller = memory.recaller()
-        assert not recaller.frozen  # the snapshot predates the memory
+        assert recaller.frozen  # the snapshot predates the memory: it caught up in place
         hits = recaller.recall("how are refunds handled by the ledger").hits
         assert any(h.kind == "memory" and "ledger" in h.name for h in hits)
     finally:

@@ -1,5 +1,6 @@
 """The scoring index on disk: a one-shot recall from the snapshot ranks exactly as the warmed
-engine, reads hits straight from the store, and is not used once the store or HEAD moved."""
+engine, reads hits straight from the store, and catches up with what the store or HEAD saw
+since (in place: tests/knowledge/test_recall_snapshot_delta.py)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def test_a_one_shot_recall_ranks_exactly_as_the_warmed_engine(tmp_path: Path) ->
     warmed = make_recaller(project)
     warmed.warm()
     expected = {r: shown(warmed, r) for r in REQUESTS}
-    assert make_recaller(project, one_shot=True).frozen is False  # none yet: built, then saved
+    assert make_recaller(project, one_shot=True).frozen  # none yet: built from the store
     project.close()
     reopened = Project(tmp_path / "repo")
     one_shot = make_recaller(reopened, one_shot=True)
@@ -79,17 +80,17 @@ def test_a_one_shot_recall_through_a_hub_ranks_as_the_warmed_engine(tmp_path: Pa
     reopened.close()
 
 
-def test_a_stale_snapshot_is_not_used(tmp_path: Path) -> None:
+def test_a_snapshot_catches_up_with_a_saved_change(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     project = indexed_project(root, FILES)
     make_recaller(project, one_shot=True)  # builds and saves
     assert make_recaller(project, one_shot=True).frozen
     (root / "shop/refunds.py").write_text("def refund_order(order):\n    return order\n")
     project.update(["shop/refunds.py"])
-    project.save()
     again = make_recaller(project, one_shot=True)
-    assert not again.frozen  # the store moved: built from the graph, and saved anew
+    assert not again.frozen  # a change not saved yet: the graph holds it, the store not
     assert again.recall("refund order").files[0] == "shop/refunds.py"
+    project.save()
     fresh = make_recaller(project, one_shot=True)
     assert fresh.frozen and fresh.recall("refund order").files[0] == "shop/refunds.py"
     project.close()
@@ -100,23 +101,27 @@ def test_a_broken_snapshot_is_rebuilt(tmp_path: Path) -> None:
     make_recaller(project, one_shot=True)
     project.paths.recall_index.write_bytes(b"THEUSIDX" + b"\xff" * 40)
     recaller = make_recaller(project, one_shot=True)
-    assert not recaller.frozen and recaller.recall("cart total").files[0] == "shop/cart.py"
+    assert recaller.frozen and recaller.recall("cart total").files[0] == "shop/cart.py"
     project.close()
 
 
-def test_an_episode_saved_after_the_snapshot_leaves_it_fresh(tmp_path: Path) -> None:
-    # Every headless run saves an episode: were that to outdate the snapshot, every next
-    # one-shot command would rebuild the whole index.
+def test_an_episode_saved_after_the_snapshot_is_recalled_without_a_rebuild(tmp_path: Path
+                                                                          ) -> None:
+    # Every headless run saves an episode: the next one-shot command finds it, and adds it to
+    # the snapshot without rebuilding the rest.
     from knowledge.episodes import EpisodeStore
+    from knowledge.recall import snapshot
 
     project = indexed_project(tmp_path / "repo", FILES)
     make_recaller(project, one_shot=True)
-    generation = project.store.generation()
+    base = snapshot.read(project.paths.recall_index)[1]["id"]
     assert EpisodeStore(project).record("session", "Fixed the cart total rounding.",
                                         "s1") is not None
     project.save()
-    assert project.store.generation() == generation
-    assert make_recaller(project, one_shot=True).frozen
+    recaller = make_recaller(project, one_shot=True)
+    assert recaller.frozen
+    assert recaller.recall("cart total rounding").hits[0].kind == "episode"
+    assert snapshot.read(project.paths.recall_index)[1]["id"] == base
     project.close()
 
 

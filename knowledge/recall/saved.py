@@ -1,0 +1,248 @@
+"""The scoring index a one-shot command loads, kept current in place.
+
+Two files in the project's data folder, read by mapping them (`snapshot`):
+- the base (`recall.idx`): the lexical and content indexes of every node, in the store's row
+  order, tagged with the store and the change (`Store.changes_since`) it reflects;
+- the delta (`recall-delta.idx`): the same indexes over the nodes of the owners saved since
+  the base (the overlay), which of the base's slots those replace, and the history index.
+
+`current` asks the store which owners were saved since the delta's change and applies only
+those: their rows are read (a changed file's text too), indexed and merged into the overlay;
+once the overlay passes a share of the base (`MERGE_SHARE`), both merge into a new base (arrays
+joined, nothing read again). HEAD moving updates the history part by the commits that entered
+or left its window. The base with its replaced slots hidden, then the overlay, ranks exactly as
+indexes built from the store's rows in order, as a fresh process's graph holds them: a saved
+owner's rows come after every older row, as the overlay comes after the base.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from knowledge import atomic
+from knowledge.graph import Node
+from knowledge.history import head as history_head
+from knowledge.recall import content, history, lexical, snapshot
+from knowledge.recall.snapshot import Strings
+from knowledge.store import StoreError
+
+if TYPE_CHECKING:
+    from knowledge.project import Project
+
+FORMAT = 5  # bump when what either file holds changes meaning
+# An overlay (with the base's slots it replaces) past this share of the base's nodes or
+# passages, and past `MERGE_MIN` of them, is merged into a new base: below, it costs less.
+MERGE_SHARE = 0.125
+MERGE_MIN = 4096
+log = logging.getLogger(__name__)
+Arrays = dict[str, np.ndarray]
+
+
+@dataclass
+class Saved:
+    """What a frozen recaller searches: the base, and the delta over it (`dead.lex`,
+    `dead.content`: the base's replaced slots; `history.*`: the history index of `head`)."""
+
+    base: Arrays
+    delta: Arrays
+    head: str
+
+
+def delta_path(base: Path) -> Path:
+    return base.with_name("recall-delta.idx")
+
+
+def current(project: Project) -> Saved | None:
+    """The project's saved index brought up to date with its store and HEAD, and written
+    back; None when the store cannot tell what changed (the caller builds from the graph)."""
+    path = project.paths.recall_index
+    try:
+        at_head = history_head(project.root)
+        store_id = project.store.meta().get("store_id", "")
+        found = _read(path, store_id)
+        if found is not None and _fresh(project, found, at_head):
+            return found[0]
+        with contextlib.ExitStack() as held:
+            with contextlib.suppress(OSError):  # a folder we cannot write: no one else can
+                held.enter_context(atomic.locked(path.with_name("recall.lock")))
+            found = _read(path, store_id)  # another process may have caught up meanwhile
+            return _caught_up(project, found, store_id, at_head)
+    except StoreError as exc:
+        log.info("scoring index not loaded: %s", exc)
+    except (KeyError, ValueError, IndexError) as exc:  # written by another version, or torn
+        log.warning("scoring index unreadable (%r): recall builds its own", exc)
+    return None
+
+
+def _read(path: Path, store_id: str) -> tuple[Saved, dict[str, Any]] | None:
+    """The saved index and the delta's meta, when the base is one of this store's (without a
+    delta that fits it: an empty one at the base's change, with no history yet)."""
+    try:
+        base, meta = snapshot.read(path)
+    except (OSError, snapshot.SnapshotError):
+        return None
+    if meta.get("format") != FORMAT or meta.get("store_id") != store_id:
+        return None
+    try:
+        delta, delta_meta = snapshot.read(delta_path(path))
+    except (OSError, snapshot.SnapshotError):
+        delta, delta_meta = {}, {}
+    if delta_meta.get("format") != FORMAT or delta_meta.get("base") != meta.get("id"):
+        delta, delta_meta = {}, {"base": meta["id"], "seq": meta["seq"], "head": None}
+    return Saved(base, delta, str(delta_meta.get("head") or "")), delta_meta
+
+
+def _fresh(project: Project, found: tuple[Saved, dict[str, Any]], at_head: str) -> bool:
+    meta = found[1]
+    if meta.get("head") != at_head:
+        return False
+    seq = int(meta["seq"])
+    return project.store.changes_since(seq) == (seq, [])
+
+
+def _caught_up(project: Project, found: tuple[Saved, dict[str, Any]] | None, store_id: str,
+               at_head: str) -> Saved:
+    store, path, root = project.store, project.paths.recall_index, project.root
+    none = np.zeros(0, np.int32)
+    if found is None:  # none yet, or of another store or format: built from every row
+        seq, _ = store.changes_since(0)
+        base = _built(root, store.nodes())
+        base_id = _new_base(path, base, store_id, seq)
+        overlay, dead_lex, dead_content = _built(root, []), none, none
+        old_history: Arrays = {}
+        head = None
+    else:
+        saved, meta = found
+        base, base_id, head = saved.base, meta["base"], meta.get("head")
+        seq, owners = store.changes_since(int(meta["seq"]))
+        overlay = _part(saved.delta, "lex.", "content.") or _built(root, [])
+        dead_lex = saved.delta.get("dead.lex", none)
+        dead_content = saved.delta.get("dead.content", none)
+        old_history = _part(saved.delta, "history.")
+        if owners:
+            overlay, dead_lex, dead_content = _applied(project, base, overlay, dead_lex,
+                                                       dead_content, owners)
+        if _too_big(base, overlay, dead_lex):
+            live = _mask(len(base["lex.file"]), dead_lex)
+            live_files = _mask(len(base["content.kind"]), dead_content)
+            base = {**lexical.merge([(base, live), (overlay, _all(overlay, "lex.file"))]),
+                    **content.merge([(base, live_files),
+                                     (overlay, _all(overlay, "content.kind"))])}
+            base.update(lexical.hash_arrays(lexical.hashes(base)))  # a base replaces none
+            base_id = _new_base(path, base, store_id, seq)
+            overlay, dead_lex, dead_content = _built(root, []), none, none
+    if head != at_head or not old_history:
+        found_history = history.updated(root, old_history or None, at_head)
+        if found_history is not None:
+            old_history, head = found_history, at_head
+        elif not old_history:  # git failed: none for now, tried again next time
+            old_history, head = history.updated(root, None, "") or {}, ""
+    delta = {**overlay, "dead.lex": dead_lex.astype(np.int32),
+             "dead.content": dead_content.astype(np.int32), **old_history}
+    _write(delta_path(path), delta, {"format": FORMAT, "base": base_id, "seq": seq,
+                                     "head": head})
+    return Saved(base, delta, head or "")
+
+
+def _applied(project: Project, base: Arrays, overlay: Arrays, dead_lex: np.ndarray,
+             dead_content: np.ndarray, owners: list[str]
+             ) -> tuple[Arrays, np.ndarray, np.ndarray]:
+    """The overlay with `owners`' nodes as the store holds them now (after every other
+    owner's, in row order), and the base's slots replaced so far."""
+    nodes = project.store.nodes(owners)
+    live = _mask(len(base["lex.file"]), dead_lex)
+    dying_base = np.isin(base["lex.owner"], _codes(base, owners)) & live
+    dying = np.isin(overlay["lex.owner"], _codes(overlay, owners))
+    # Where these owners' nodes were, or are: those paths' hash vectors are made again, from
+    # every node at them (another owner's too: a schema's tables sit in its file).
+    was = {p for arrays, mask in ((base, dying_base), (overlay, dying))
+           for p in _paths(arrays, mask)}
+    dirty = sorted(was | {n.path for n, _ in nodes if n.path})
+    shared = set(_paths(base, live & ~dying_base, dirty)) | set(_paths(overlay, ~dying, dirty))
+    fresh = _built(project.root, nodes)
+    elsewhere = project.store.nodes((), shared) if shared else []
+    vectors = {}
+    for path in dirty:
+        at = [n for n, _ in (elsewhere if path in shared else nodes) if n.path == path]
+        if (vector := lexical.hash_vector(path, at)) is not None:
+            vectors[path] = vector
+    fresh.update(lexical.hash_arrays(vectors, set(dirty) - vectors.keys()))
+    merged = {**lexical.merge([(overlay, ~dying), (fresh, _all(fresh, "lex.file"))]),
+              **content.merge([(overlay, ~dying[_file_nodes(overlay)]),
+                               (fresh, _all(fresh, "content.kind"))])}
+    replaced = np.flatnonzero(dying_base)
+    files = np.cumsum(base["lex.is_file"]) - 1  # a file node's slot among the content's
+    gone = ~_mask(len(base["content.kind"]), dead_content)
+    gone[files[replaced[base["lex.is_file"][replaced]]]] = True
+    return merged, np.flatnonzero(~live | dying_base), np.flatnonzero(gone)
+
+
+def _built(root: Path, nodes: list[tuple[Node, str]]) -> Arrays:
+    """The lexical and content indexes of `nodes`, frozen, in their order."""
+    index = lexical.LexicalIndex()
+    index.apply([n for n, _ in nodes], [])
+    texts = content.ContentIndex(root)
+    texts.apply([n for n, _ in nodes], [])
+    return {**index.freeze({n.key: owner for n, owner in nodes}), **texts.freeze()}
+
+
+def _new_base(path: Path, base: Arrays, store_id: str, seq: int) -> str:
+    """Write `base` under a new id (which a delta names to be read over it)."""
+    base_id = os.urandom(8).hex()
+    _write(path, base, {"format": FORMAT, "store_id": store_id, "id": base_id, "seq": seq})
+    return base_id
+
+
+def _part(arrays: Arrays, *prefixes: str) -> Arrays:
+    return {k: v for k, v in arrays.items() if k.startswith(prefixes)}
+
+
+def _write(path: Path, arrays: Arrays, meta: dict[str, Any]) -> None:
+    """Written, or logged: a disk that refuses costs the next one-shot the same catch-up."""
+    try:
+        snapshot.write(path, dict(arrays), meta)
+    except OSError as exc:
+        log.info("scoring index not written: %s", exc)
+
+
+def _too_big(base: Arrays, overlay: Arrays, dead: np.ndarray) -> bool:
+    return any(size > max(MERGE_MIN, MERGE_SHARE * len(base[name])) for name, size in (
+        ("lex.file", len(overlay["lex.file"]) + len(dead)),
+        ("content.owner", len(overlay["content.owner"]))))
+
+
+def _codes(arrays: Arrays, owners: list[str]) -> np.ndarray:
+    """The codes of those of `owners` the arrays' slots hold."""
+    names = Strings(arrays["lex.owners"], arrays["lex.owner_offsets"])
+    return np.array([c for o in owners if (c := names.find(o)) >= 0], np.int32)
+
+
+def _paths(arrays: Arrays, mask: np.ndarray, among: list[str] | None = None) -> list[str]:
+    """The paths of the slots in `mask` (only those `among`, when given)."""
+    names = Strings(arrays["lex.paths"], arrays["lex.path_offsets"]).all()
+    held = np.zeros(len(names) + 2, bool)  # the last two: NO_FILE and DEAD
+    held[arrays["lex.file"][mask]] = True
+    found = [names[i] for i in np.flatnonzero(held[:len(names)]).tolist()]
+    return found if among is None else sorted(set(found) & set(among))
+
+
+def _file_nodes(arrays: Arrays) -> np.ndarray:
+    """The lexical slots of file nodes, in content slot order."""
+    return np.flatnonzero(arrays["lex.is_file"])
+
+
+def _mask(size: int, dead: np.ndarray) -> np.ndarray:
+    live = np.ones(size, bool)
+    live[dead] = False
+    return live
+
+
+def _all(arrays: Arrays, name: str) -> np.ndarray:
+    return np.ones(len(arrays[name]), bool)
