@@ -1,6 +1,7 @@
 """One-shot commands and process lifecycle, timed from outside (a benchmark, not a test).
 
     python bench/cli.py [PATH ...] [--runs 7] [--query "..."] [--no-app] [--home DIR]
+                        [--changes-only]
 
 For each project (the PATHs, then this repository), with a temporary THEUS_HOME (or `--home`,
 kept between calls: embedding a large project once takes many minutes) in which the project
@@ -18,9 +19,19 @@ is indexed (`theus index`, embeddings included), prints the median and min of
   app first paint   `theus` in a 120x40 pseudo-terminal: process start -> the footer drawn
   app quit          ctrl+q sent -> the process has exited
 
+Then, on a scratch clone of the project (its own THEUS_HOME, indexed with --no-embed, so
+commits and edits never touch the original), each run in turn, all THEUS_NO_EMBEDDINGS=1:
+
+  index unchanged   `theus index --no-embed` with nothing changed
+  index after edit  the same after appending a line to one file (the median-sized code file)
+  recall            `theus recall --json QUERY`, nothing changed
+  after commit      the same, first after `git commit --allow-empty`
+  after switch      the same, first after `git checkout` of a branch 5 commits back, or back
+
 Targets (the instant-commands issue, this machine's median): recall <= 300 ms without
 embeddings and <= 700 ms with them; -p first request <= 500 ms, exit <= 300 ms after the
-answer; app quit <= 300 ms.
+answer; app quit <= 300 ms. The in-place snapshot issue: index after edit <= 1.5x index
+unchanged; recall after commit, after switch <= 1.5x recall.
 """
 
 from __future__ import annotations
@@ -225,6 +236,72 @@ def bench_project(root: Path, runs: int, query: str, with_app: bool,
             shutil.rmtree(home, ignore_errors=True)
 
 
+CODE_SUFFIXES = (".py", ".go", ".rs", ".ts", ".js", ".java", ".c", ".cpp", ".rb")
+
+
+def bench_changes(root: Path, runs: int, query: str) -> None:
+    """The change rows of the module docstring, on a scratch clone of `root`."""
+    scratch = Path(tempfile.mkdtemp(prefix="theus-bench-changes-"))
+    try:
+        clone = scratch / root.name
+        git = ["git", "-C", str(clone), "-c", "user.name=bench", "-c", "user.email=b@b"]
+        subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True, timeout=600)
+        tracked = subprocess.run([*git, "ls-files"], capture_output=True, text=True,
+                                 check=True).stdout.split("\n")
+        code = sorted((p for p in tracked if p.endswith(CODE_SUFFIXES)),
+                      key=lambda p: ((clone / p).stat().st_size, p))
+        if not code:
+            print(f"# {root}: no code file to edit; change rows skipped")
+            return
+        edited = clone / code[len(code) // 2]
+        side = subprocess.run([*git, "rev-parse", "HEAD~5"], capture_output=True, text=True)
+        home = base_env(scratch / "home")
+        env = {**home, "THEUS_NO_EMBEDDINGS": "1"}
+        cli = [*CLI, "--path", str(clone)]
+        index, recall = [*cli, "index", "--no-embed"], [*cli, "recall", "--json", query]
+        start = time.perf_counter()
+        if wall(index, env) is None:
+            return
+        print(f"# {root} (scratch clone): indexed --no-embed in "
+              f"{time.perf_counter() - start:.0f} s; edits {edited.relative_to(clone)}; "
+              f"{runs} runs each, in turn")
+        rows: dict[str, list[float]] = {}
+
+        def timed_row(name: str, argv: list[str]) -> None:
+            took = wall(argv, env)
+            if took is not None:
+                rows.setdefault(name, []).append(took)
+
+        wall(recall, env)  # warm-up: bytecode, page cache
+        for n in range(runs):
+            timed_row("index unchanged", index)
+            with open(edited, "a") as fh:
+                fh.write(f"\n# bench edit {n}\n")
+            timed_row("index after edit", index)
+            timed_row("recall", recall)
+            subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"bench {n}"],
+                           check=True)
+            timed_row("after commit", recall)
+            if side.returncode == 0:
+                subprocess.run([*git, "stash", "-q"], check=True)
+                subprocess.run([*git, "checkout", "-q", side.stdout.strip()], check=True)
+                timed_row("after switch", recall)
+                subprocess.run([*git, "checkout", "-q", "-"], check=True)
+                subprocess.run([*git, "stash", "pop", "-q"], check=True)
+                timed_row("after switch", recall)
+                wall(index, env)  # the files are as indexed again: settle their times
+        for name, base in (("index unchanged", None), ("index after edit", "index unchanged"),
+                           ("recall", None), ("after commit", "recall"),
+                           ("after switch", "recall")):
+            report(name, rows.get(name, []))
+            if base is not None and rows.get(name) and rows.get(base):
+                ratio = statistics.median(rows[name]) / statistics.median(rows[base])
+                print(f"  {'':18s} {ratio:.2f}x {base}   target <= 1.5x: "
+                      f"{'met' if ratio <= 1.5 else 'NOT met'}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _nodes(status_json: str) -> int:
     import json
 
@@ -243,9 +320,13 @@ def main() -> int:
     parser.add_argument("--no-app", action="store_true", help="leave the chat app out")
     parser.add_argument("--home", type=Path, default=None,
                         help="THEUS_HOME to use and keep (indexes and embeddings reused)")
+    parser.add_argument("--changes-only", action="store_true",
+                        help="only the rows after an edit, a commit, a branch switch")
     args = parser.parse_args()
     for root in [*args.paths, REPO]:
-        bench_project(root.resolve(), args.runs, args.query, not args.no_app, args.home)
+        if not args.changes_only:
+            bench_project(root.resolve(), args.runs, args.query, not args.no_app, args.home)
+        bench_changes(root.resolve(), args.runs, args.query)
     return 0
 
 
