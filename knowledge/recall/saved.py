@@ -167,11 +167,15 @@ def _applied(project: Project, base: Arrays, overlay: Arrays, dead_lex: np.ndarr
     dirty = sorted(was | {n.path for n, _ in nodes if n.path})
     shared = set(_paths(base, live & ~dying_base, dirty)) | set(_paths(overlay, ~dying, dirty))
     fresh = _built(project.root, nodes)
-    elsewhere = project.store.nodes((), shared) if shared else []
+    at: dict[str, list[Node]] = {}
+    for node, _ in nodes:
+        if node.path not in shared:
+            at.setdefault(node.path, []).append(node)
+    for node, _ in project.store.nodes((), shared) if shared else []:
+        at.setdefault(node.path, []).append(node)
     vectors = {}
     for path in dirty:
-        at = [n for n, _ in (elsewhere if path in shared else nodes) if n.path == path]
-        if (vector := lexical.hash_vector(path, at)) is not None:
+        if (vector := lexical.hash_vector(path, at.get(path, []))) is not None:
             vectors[path] = vector
     fresh.update(lexical.hash_arrays(vectors, set(dirty) - vectors.keys()))
     merged = {**lexical.merge([(overlay, ~dying), (fresh, _all(fresh, "lex.file"))]),
