@@ -332,20 +332,25 @@ def test_ties_at_the_candidate_cut_fall_as_rebuilt(tmp_path: Path, theus_home: P
     assert_ranks_as_rebuilt(root, ["widget", "the widget returns one", "the same widget"])
 
 
-def test_a_memory_added_by_one_command_is_recalled_by_the_next(repo: Path, theus_home: Path
-                                                               ) -> None:
-    # Real processes: `theus memory add`, then `theus recall`; no file touched, no index run.
+def test_a_memory_added_by_one_command_is_in_the_next_recall_and_p_run(repo: Path,
+                                                                        theus_home: Path
+                                                                        ) -> None:
+    # Real processes: `theus memory add`, then `theus recall` and `theus -p` (the scripted
+    # model server); no file touched, no index run, the snapshot not rebuilt.
     import os
     import subprocess
     import sys
+
+    from tests.conftest import texts_of
+    from tests.scripted_server import ScriptedServer, text
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": str(theus_home), "THEUS_NO_WATCH": "1",
                 "THEUS_NO_EMBEDDINGS": "1"})
     cli = [sys.executable, "-m", "entrypoint", "--path", str(repo)]
     base = saved_now(repo)[0]
-    added = subprocess.run([*cli, "memory", "add", "Refunds are approved by the finance "
-                            "desk before the ledger posts them"], env=env, capture_output=True,
+    memory = "Refunds are approved by the finance desk before the ledger posts them"
+    added = subprocess.run([*cli, "memory", "add", memory], env=env, capture_output=True,
                            text=True, timeout=300)
     assert added.returncode == 0, added.stderr
     done = subprocess.run([*cli, "recall", "--json", "who approves refunds"], env=env,
@@ -353,4 +358,12 @@ def test_a_memory_added_by_one_command_is_recalled_by_the_next(repo: Path, theus
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)["results"]
     assert results[0]["kind"] == "memory" and "finance desk" in results[0]["name"], results[:3]
+    with ScriptedServer([text("The finance desk does.")]) as server:
+        asked = subprocess.run([*cli, "-p", "who approves the refunds?"],
+                               env={**env, "THEUS_BASE_URL": server.url,
+                                    "THEUS_MODEL": "test-model"},
+                               capture_output=True, text=True, timeout=300)
+        assert asked.returncode == 0, asked.stderr
+        first = "\n".join(t for m in server.requests[0]["messages"] for t in texts_of(m))
+    assert "finance desk" in first
     assert saved_now(repo)[0]["id"] == base["id"]  # added in place, not rebuilt
