@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -113,7 +113,7 @@ def identifiers(node: Node) -> tuple[str, ...]:
     return ()
 
 
-def hash_vector(path: str, nodes: Iterable[Node]) -> Vector | None:
+def hash_vector(path: str, nodes: Sequence[Node]) -> Vector | None:
     """The tie-break's vector of a file from the nodes at its path: the path, the file's
     summary and the other nodes' names in source order; None without its file node."""
     file_key = node_keys.file_key(path)
@@ -499,7 +499,8 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np
                  )[a["lex.owner"][keep]]
         for a, keep in parts])
     names = list(at)
-    owners = sorted(names[c] for c in np.unique(held).tolist())
+    used = np.flatnonzero(np.bincount(held, minlength=len(names))).tolist()
+    owners = sorted(names[c] for c in used)
     rank = np.full(len(names), DEAD, np.int32)
     rank[[at[o] for o in owners]] = np.arange(len(owners), dtype=np.int32)
     out["lex.owner"] = rank[held]
