@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from theus.commands.common import UsageError, exit_now, to_devnull
+from theus.printable import printable_last_resort
 
 # Each name is a module in theus.commands exposing `register(subparsers)`.
 COMMANDS = (
@@ -136,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(words)
     if args.command and args.prompt is not None:  # `theus -p --max-turns 2 status`
         parser.error(ONE_PIECE)
+    printable_last_resort()  # a command's warnings (file names, server errors) on stderr
     try:
         if args.command:
             return int(args.func(args) or 0)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from theus.commands.common import UsageError, project_root, to_devnull
 from theus.config import MISSING_MODEL_HELP, load_model_settings
-from theus.printable import printable
+from theus.printable import PrintableFormatter, escape_controls, printable
 from theus.protocol import (
     ApprovalRequest,
     AssistantMessage,
@@ -71,7 +71,7 @@ class Printer:
     def line(self, payload: dict[str, Any]) -> None:
         if self.session_id is not None:
             payload.setdefault("session_id", self.session_id)
-        self.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+        self.write(escape_controls(json.dumps(payload, ensure_ascii=False, default=str)) + "\n")
 
     def deny(self, request: ApprovalRequest, flag: str | None = None) -> None:
         """An edit or command the run's permissions refused, for `permission_denials`. It
@@ -217,7 +217,7 @@ def _setup_logging() -> None:
     if any(getattr(h, "theus_headless", False) for h in root.handlers):
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("theus: %(levelname)s: %(message)s"))
+    handler.setFormatter(PrintableFormatter("theus: %(levelname)s: %(message)s"))
     handler.theus_headless = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.WARNING)

@@ -1,15 +1,22 @@
-"""What every command shares: resolving the project, one-line usage errors, JSON output."""
+"""What every command shares: resolving the project, one-line usage errors, and output.
+
+A command prints through `out`, `err`, `print_json` and `console` only: file names, memories,
+episodes and sessions may carry escape sequences (`theus.printable`), and these are the one
+place that drops them (JSON escapes them)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from theus.printable import escape_controls, printable
 
 if TYPE_CHECKING:
     from knowledge.project import Project
@@ -69,8 +76,31 @@ def looking_at(root: Path) -> Iterator[Project]:
             project.close()
 
 
+def out(text: str, *, flush: bool = False) -> None:
+    """Text for a person, on stdout."""
+    sys.stdout.write(printable(text))
+    if flush:
+        sys.stdout.flush()
+
+
+def err(text: str) -> None:
+    """A message for a person, on stderr (`theus: …` lines)."""
+    sys.stderr.write(printable(text))
+
+
+class Printed(io.TextIOBase):
+    """stdout through `out`, for code that prints to a stream it is given (`theus doctor`)."""
+
+    def write(self, text: str) -> int:
+        out(text)
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
 def print_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    sys.stdout.write(escape_controls(json.dumps(payload, ensure_ascii=False)) + "\n")
 
 
 def add_path_option(parser: Any, *, dest: str = "path", default: Any = argparse.SUPPRESS
@@ -129,11 +159,20 @@ def to_devnull(stream: Any) -> None:
 
 
 def console(**options: Any) -> Any:
-    """A rich Console for a command's output; a closed pipe raises BrokenPipeError (which
+    """A rich Console for a command's output, whose text goes through `printable` (rich's own
+    styles and controls are added after); a closed pipe raises BrokenPipeError (which
     `entrypoint.cli.main` turns into a quiet exit 0) instead of rich's own exit 1."""
     from rich.console import Console
+    from rich.segment import Segment
 
     class _Console(Console):
+        def render(self, renderable: Any, options: Any = None) -> Any:
+            for segment in super().render(renderable, options):
+                if segment.control or segment.text.isprintable():
+                    yield segment
+                else:
+                    yield Segment(printable(segment.text), segment.style)
+
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError
 

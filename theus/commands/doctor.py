@@ -6,9 +6,9 @@ is configured."""
 from __future__ import annotations
 
 import argparse
-import sys
+from typing import TextIO, cast
 
-from theus.commands.common import UsageError
+from theus.commands.common import Printed, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,4 +28,4 @@ def run(args: argparse.Namespace) -> int:
     settings = load_model_settings(getattr(args, "model", None))
     if settings is None:
         raise UsageError(MISSING_MODEL_HELP)
-    return asyncio.run(check(settings, sys.stdout))
+    return asyncio.run(check(settings, cast(TextIO, Printed())))

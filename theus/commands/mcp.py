@@ -14,7 +14,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from theus.commands.common import UsageError, add_path_argument, exit_now, project_root
+from theus.commands.common import UsageError, add_path_argument, err, exit_now, out, project_root
+from theus.printable import PrintableFormatter
 
 if TYPE_CHECKING:
     import socket
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         from theus.mcp.snippets import snippets
 
-        sys.stdout.write(snippets(root, args.http))
+        out(snippets(root, args.http))
         return 0
     sock = _listen(args.http) if args.http is not None else None  # a taken port: say so now
     _log_to_stderr()
@@ -93,8 +94,8 @@ def _serve_http(server: MCPServer, sock: socket.socket, root: Path) -> None:
 
     secret = http.token()
     url = f"http://{http.LOOPBACK}:{sock.getsockname()[1]}{http.PATH}"
-    sys.stderr.write(f"Theus MCP server for {root}: {url}\n"
-                     f"  send the header `Authorization: Bearer {secret}`; Ctrl-C stops it\n")
+    err(f"Theus MCP server for {root}: {url}\n"
+        f"  send the header `Authorization: Bearer {secret}`; Ctrl-C stops it\n")
     sys.stderr.flush()
     http.serve(server, sock, secret)
 
@@ -102,7 +103,7 @@ def _serve_http(server: MCPServer, sock: socket.socket, root: Path) -> None:
 def _log_to_stderr() -> None:
     # stdout is the protocol's (stdio); warnings go where MCP clients collect a server's log.
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("theus mcp: %(levelname)s: %(message)s"))
+    handler.setFormatter(PrintableFormatter("theus mcp: %(levelname)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
