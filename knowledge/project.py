@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from knowledge import atomic, keys
 from knowledge.graph import Graph
 from knowledge.paths import ProjectPaths
-from knowledge.store import FileState, Links, Store, StoreCorrupt, quarantine
+from knowledge.store import FileState, Links, Store, StoreCorrupt, StoreError
 
 # The indexer is imported when something is indexed: a one-shot `theus recall` that reads
 # the store and its snapshot never pays for it (pathspec, the extractors, the resolvers).
@@ -75,14 +75,6 @@ class Project:
         # file here; nothing else would ever remove it.
         atomic.clean_orphans(self.paths.home)
         self.store = Store.open(self.paths.store)
-        try:
-            self.files: dict[str, FileState] = self.store.files()
-            meta = self.store.meta()
-        except StoreCorrupt as exc:  # damage the checks at open could not see
-            self._recover(exc)
-            self.files, meta = {}, {}
-        self.walk_skipped: dict[str, str] = json.loads(meta.get("walk_skipped", "{}"))
-        self.last_index = float(meta.get("last_index", 0) or 0)
         self._rules: IgnoreRules | None = None
         self._graph: Graph | None = None
         self._defs: Definitions | None = None
@@ -91,6 +83,19 @@ class Project:
         self._pending_files: dict[str, FileState] = {}
         self._pending_removed: set[str] = set()
         self.lock = threading.RLock()  # one writer at a time: CLI, watcher, agent
+        self.files: dict[str, FileState] = {}
+        self.walk_skipped: dict[str, str] = {}
+        self.last_index = 0.0
+        try:
+            self.files = self.store.files()
+            meta = self.store.meta()
+            try:
+                self.walk_skipped = dict(json.loads(meta.get("walk_skipped", "{}")))
+                self.last_index = float(meta.get("last_index", 0) or 0)
+            except (ValueError, TypeError) as exc:
+                raise self.store.set_aside(f"meta does not read: {exc}") from None
+        except StoreCorrupt as exc:  # damage the checks at open could not see
+            self._recover(exc)
 
     @property
     def rules(self) -> IgnoreRules:
@@ -114,17 +119,18 @@ class Project:
         return self._graph
 
     def _recover(self, exc: StoreCorrupt) -> None:
-        """A store found corrupt while reading: its bytes are moved aside, a new store takes
-        its place, and the project reads as never indexed, so the next index rebuilds it."""
-        path = self.store.path
-        self.store.close()
-        aside = quarantine(path)
-        log.warning("store %s is corrupt (%s); moved aside to %s and rebuilding", path, exc,
-                    aside)
-        self.store = Store.open(path)
-        self.store.recovered_from = aside
+        """The store met damage and set it aside (`Store.set_aside`) for a new, empty store:
+        the project reads as never indexed, so the next index parses every file again. A
+        graph already read whole goes on serving, and all of it goes to the new store with the
+        next save (memories, facts and episodes included)."""
         self.files, self.last_index, self.walk_skipped = {}, 0.0, {}
         self._links = None
+        self._pending_files.clear()
+        self._pending_links.clear()
+        self._pending_removed.clear()
+        if self._graph is not None:
+            with self._graph.lock:
+                self._graph.dirty_owners |= set(self._graph.owners())
 
     @property
     def links(self) -> dict[str, Links]:
@@ -145,7 +151,24 @@ class Project:
     # -- full (incremental) index ------------------------------------------------------------
     def index(self, progress: Progress | None = None, workers: int | None = None) -> IndexReport:
         """Bring the graph in line with the disk. Unchanged files are not read (size+mtime)
-        or not parsed (content hash)."""
+        or not parsed (content hash). The store is checked first (`Store.verify`, before
+        anything is written to it): damage there, or met by a read on the way, sets it aside
+        and the index starts again from nothing. Raises `StoreError` when not even that reads
+        back, never a report over an empty store."""
+        with self.lock:
+            try:
+                self.store.verify()
+                return self._index(progress, workers)
+            except StoreCorrupt as exc:
+                self._recover(exc)
+            try:
+                return self._index(progress, workers)
+            except StoreCorrupt as exc:
+                self._recover(exc)
+                raise StoreError(f"the index could not be rebuilt in {self.store.path}: "
+                                 f"{exc}") from exc
+
+    def _index(self, progress: Progress | None, workers: int | None) -> IndexReport:
         with self.lock:
             start = time.perf_counter()
             from knowledge.index.ignore import IgnoreRules
@@ -168,9 +191,12 @@ class Project:
             elif progress:
                 progress(0, 0)
             self.last_index = time.time()
-            self.save()
+            self._save()
             report.seconds = time.perf_counter() - start
             self._fill_counts(report)
+            parsed = sum(state.status != "skipped" for state in self.files.values())
+            if parsed and not report.files:  # the store reads empty: never a success
+                raise self.store.set_aside(f"{parsed} files indexed, no file node saved")
             return report
 
     # -- watcher path ------------------------------------------------------------------------
@@ -224,7 +250,16 @@ class Project:
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self) -> int:
-        """Write what changed since the last save. Raises `StoreError`; state is kept."""
+        """Write what changed since the last save. Raises `StoreError`; state is kept, or
+        when the store was damaged, set aside for the next index to rebuild."""
+        try:
+            return self._save()
+        except StoreCorrupt as exc:
+            self._recover(exc)
+            raise StoreError(f"the store {self.store.path} was damaged ({exc}); set aside at "
+                             f"{self.store.recovered_from}, the next index rebuilds it") from exc
+
+    def _save(self) -> int:
         with self.lock:
             graph = self._graph if self._graph is not None else Graph()
             files, gone = list(self._pending_files.values()), set(self._pending_removed)
@@ -263,7 +298,7 @@ class Project:
         return self._graph.counts() if self._graph is not None else self.store.counts()
 
     def _fill_counts(self, report: IndexReport) -> None:
-        counts = self.counts()
+        counts = self.store.counts()  # what was saved: what the next process reads
         report.files = counts.get("file", 0)
         report.symbols = counts.get("symbol", 0)
         report.edges = counts.get("edges", 0)

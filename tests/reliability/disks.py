@@ -29,7 +29,7 @@ class Disk(type(Path())):  # type: ignore[misc]
 
     def fill(self) -> None:
         if self.mounted:
-            with open(self / ".filler", "wb") as fh, contextlib.suppress(OSError):
+            with contextlib.suppress(OSError), open(self / ".filler", "wb") as fh:  # close too
                 block = b"\0" * 65536
                 while True:
                     fh.write(block)

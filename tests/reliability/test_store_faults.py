@@ -4,16 +4,19 @@ first read meets, symlinks. Each ends with nothing acknowledged lost and one cle
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from knowledge import keys
+from knowledge.paths import ProjectPaths
 from knowledge.project import Project
-from knowledge.store import Store, StoreError, StoreUnavailable
+from knowledge.store import Store, StoreCorrupt, StoreError, StoreUnavailable
 from tests.conftest import write_tree
 from tests.reliability.disks import full_disk, read_only
+from tests.theus.test_headless import theus
 
 
 def indexed(tmp_path: Path) -> tuple[Path, Path]:
@@ -152,3 +155,131 @@ def test_processes_creating_one_store_at_once_neither_fail_nor_set_it_aside(
     results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
     assert all(code == 0 for code, _ in results), results
     assert not list((tmp_path / "stores").rglob("*.corrupt-*"))
+
+
+# -- damage met after opening: by the index's page check or by a read --------------------------
+
+def _many_files(tmp_path: Path) -> Path:
+    """A project whose store spans some 40 pages of every table and index."""
+    return write_tree(tmp_path / "repo", {
+        f"mod_{i}.py": f'def func_{i}(x):\n    """Doc {i} about cart totals."""\n    return x\n\n'
+                       f"class Klass{i}:\n    def method_{i}(self):\n        return {i}\n"
+        for i in range(60)})
+
+
+def _nodes(store: Path) -> int:
+    conn = sqlite3.connect(store)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _garbage(store: Path, page: int) -> bytes:
+    """4 KiB of (seeded) garbage over one page of the store; the bytes it then holds."""
+    data = bytearray(store.read_bytes())
+    data[page * 4096:(page + 1) * 4096] = random.Random(page).randbytes(4096)
+    store.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def _set_aside(store: Path) -> list[Path]:
+    """The stores set aside (not their WAL files)."""
+    return sorted(p for p in store.parent.glob(store.name + ".corrupt-*")
+                  if not p.name.endswith(("-wal", "-shm")))
+
+
+def test_garbage_mid_file_is_set_aside_by_recall_and_by_index(tmp_path: Path) -> None:
+    root = _many_files(tmp_path)
+    assert theus(["index", "--no-embed"], None, root).returncode == 0
+    store = ProjectPaths.for_root(root).store
+    whole, pristine = _nodes(store), store.read_bytes()
+    middle = len(pristine) // 4096 // 2
+    damaged = _garbage(store, middle)
+    recall = theus(["recall", "cart totals"], None, root)  # it raised StoreCorrupt
+    assert recall.returncode == 0 and "mod_" in recall.stdout, recall.stderr
+    assert [p.read_bytes() for p in _set_aside(store)] == [damaged]
+    assert _nodes(store) == whole
+    store.write_bytes(pristine)
+    damaged = _garbage(store, middle)
+    index = theus(["index", "--no-embed"], None, root)  # it crashed, or said so over 0 nodes
+    assert index.returncode == 0 and "Indexed 60 files" in index.stdout, index.stderr
+    assert damaged in [p.read_bytes() for p in _set_aside(store)]
+    assert _nodes(store) == whole
+
+
+def test_garbage_on_any_page_is_found_by_the_next_index(tmp_path: Path) -> None:
+    root = _many_files(tmp_path)
+    project = Project(root)
+    project.index()
+    store = project.paths.store
+    project.close()
+    whole, pristine = _nodes(store), store.read_bytes()
+    for page in range(1, len(pristine) // 4096):  # the header page is the open check's
+        store.write_bytes(pristine)
+        for old in store.parent.glob(store.name + ".corrupt-*"):
+            old.unlink()
+        damaged = _garbage(store, page)
+        project = Project(root)
+        try:
+            report = project.index()
+        finally:
+            project.close()
+        assert [p.read_bytes() for p in _set_aside(store)] == [damaged], page
+        assert report.files == 60 and _nodes(store) == whole, page
+
+
+ROW_DAMAGE = {
+    "invalid-json": "UPDATE nodes SET extra = '{bad' WHERE key = ?",
+    "json-not-an-object": "UPDATE nodes SET extra = '[1]' WHERE key = ?",
+    "unknown-field": "UPDATE nodes SET extra = '{\"nope\": 1}' WHERE key = ?",
+    "wrong-field-type": "UPDATE nodes SET extra = '{\"facts\": \"x\"}' WHERE key = ?",
+    "text-line": "UPDATE nodes SET line = 'x' WHERE key = ?",
+    "blob-label": "UPDATE nodes SET label = x'00ff' WHERE key = ?",
+    "undecodable-text": "UPDATE nodes SET summary = CAST(x'ff' AS TEXT) WHERE key = ?",
+}
+
+
+@pytest.mark.parametrize("damage", ROW_DAMAGE)
+def test_a_row_that_does_not_read_sets_the_store_aside(tmp_path: Path, damage: str) -> None:
+    root, store = indexed(tmp_path)
+    conn = sqlite3.connect(store)
+    conn.execute(ROW_DAMAGE[damage], (keys.symbol_key("a.py", "alpha"),))
+    conn.commit()
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"  # pages are fine
+    conn.close()
+    before = store.read_bytes()
+    opened = Store.open(store)
+    try:
+        assert opened.recovered_from is None  # the open checks cannot see it
+        with pytest.raises(StoreCorrupt):
+            opened.load_graph()
+        assert opened.recovered_from is not None
+        assert opened.recovered_from.read_bytes() == before
+        assert opened.load_graph().get(keys.symbol_key("a.py", "alpha")) is None  # a new store
+    finally:
+        opened.close()
+    project = Project(root)
+    try:
+        assert project.index().parsed == 1
+        assert keys.symbol_key("a.py", "alpha") in project.graph
+    finally:
+        project.close()
+
+
+def test_invalid_json_in_a_row_no_longer_breaks_every_index(tmp_path: Path) -> None:
+    root = _many_files(tmp_path)
+    assert theus(["index", "--no-embed"], None, root).returncode == 0
+    store = ProjectPaths.for_root(root).store
+    whole = _nodes(store)
+    conn = sqlite3.connect(store)
+    conn.execute(ROW_DAMAGE["invalid-json"], (keys.symbol_key("mod_5.py", "func_5"),))
+    conn.commit()
+    conn.close()
+    before = store.read_bytes()
+    for _ in range(2):
+        done = theus(["index"], None, root)
+        assert done.returncode == 0 and "Indexed 60 files" in done.stdout, done.stderr
+        assert "Traceback" not in done.stderr
+    assert [p.read_bytes() for p in _set_aside(store)] == [before]
+    assert _nodes(store) == whole

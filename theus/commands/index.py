@@ -6,9 +6,11 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from theus.commands.common import add_path_argument, command_root, print_json
+from theus.commands.common import add_path_argument, command_root, err, out, print_json
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from knowledge.project import IndexReport, Project
 
 
@@ -23,34 +25,52 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.project import Project
     from knowledge.store import StoreError
 
     root = command_root(args)
+    try:
+        done = _index(root, args) or _index(root, args)  # a read after the index met damage
+    except StoreError as exc:
+        err(f"theus: {exc}; the previous index is unchanged\n")
+        return 1
+    if done is None:
+        err(f"theus: the index of {root} did not read back after a rebuild; see the "
+            "warnings above (the disk may be failing)\n")
+        return 1
+    project, report, embedded, embed_seconds = done
+    if project.store.recovered_from:  # found at open, by the index's check or a later read
+        err(f"theus: the index was unreadable; kept it at "
+            f"{project.store.recovered_from} and rebuilt it\n")
+    if args.json:
+        print_json({**report.to_json(), "embedded": embedded,
+                    "embed_seconds": round(embed_seconds, 3)})
+    else:
+        skipped = ", ".join(f"{n} {r}" for r, n in sorted(report.skipped.items())) or "none"
+        out(f"Indexed {report.files} files, {report.symbols} symbols, {report.edges} edges "
+            f"in {report.seconds:.2f}s ({report.parsed} parsed; skipped: {skipped}); "
+            f"embedded {embedded} in {embed_seconds:.2f}s\n")
+    return 0
+
+
+def _index(root: Path, args: argparse.Namespace
+           ) -> tuple[Project, IndexReport, int, float] | None:
+    """Index, embed and snapshot; None when a read after the index met damage and the store
+    was set aside (it reads as never indexed then): never a success over an empty store."""
+    from knowledge.project import Project
+    from knowledge.store import StoreCorrupt
+
     project = Project(root)
-    if project.store.recovered_from:
-        sys.stderr.write(f"theus: the index was unreadable; kept it at "
-                         f"{project.store.recovered_from} and rebuilt it\n")
     show_progress = not args.json and sys.stderr.isatty()
     try:
         report = _run_index(project, show_progress)
         _link_episodes(project)
         embedded, embed_seconds = (0, 0.0) if args.no_embed else _embed(project, show_progress)
         _snapshot(project)
-    except StoreError as exc:
-        sys.stderr.write(f"theus: {exc}; the previous index is unchanged\n")
-        return 1
+    except StoreCorrupt:
+        return None
     finally:
         project.close()
-    if args.json:
-        print_json({**report.to_json(), "embedded": embedded,
-                    "embed_seconds": round(embed_seconds, 3)})
-    else:
-        skipped = ", ".join(f"{n} {r}" for r, n in sorted(report.skipped.items())) or "none"
-        print(f"Indexed {report.files} files, {report.symbols} symbols, {report.edges} edges "
-              f"in {report.seconds:.2f}s ({report.parsed} parsed; skipped: {skipped}); "
-              f"embedded {embedded} in {embed_seconds:.2f}s")
-    return 0
+    return (project, report, embedded, embed_seconds) if project.has_index else None
 
 
 def _link_episodes(project: Project) -> None:
@@ -90,12 +110,12 @@ def _embed(project: Project, show_progress: bool) -> tuple[int, float]:
         layer.stop()
     if report is None:
         if layer.selection is not None and layer.selection.embedder is not None:
-            sys.stderr.write(f"theus: embeddings skipped ({layer.load_error}); recall works "
-                             f"without them\n")
+            err(f"theus: embeddings skipped ({layer.load_error}); recall works "
+                f"without them\n")
         return 0, 0.0
     if report.failed:
-        sys.stderr.write(f"theus: embeddings incomplete ({report.failed} failed: "
-                         f"{report.errors[-1]}); recall works without them\n")
+        err(f"theus: embeddings incomplete ({report.failed} failed: "
+            f"{report.errors[-1]}); recall works without them\n")
     return report.embedded, report.seconds
 
 

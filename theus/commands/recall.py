@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
-from theus.commands.common import UsageError, add_path_option, command_root, print_json
+from theus.commands.common import UsageError, add_path_option, command_root, err, print_json
 from theus.commands.common import console as console_for
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from knowledge.context import ContextBlock
     from knowledge.recall import Recall
 
 WARM_BUDGET_S = 2.0  # reading file contents for the content index, once per CLI call
@@ -38,29 +40,12 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, got {args.top}")
     root = command_root(args)
+    from knowledge.store import StoreCorrupt
 
-    from knowledge.memory import Memory
-
-    # One-shot: the saved scoring index, the model loading while it opens, no watcher.
-    memory = Memory(root, one_shot=True, index_if_missing=True, watch=False)
-    memory.on_indexing = lambda: sys.stderr.write(
-        f"theus: no index for {root} yet; indexing it first\n")
     try:
-        memory.open()
-        if memory.index_error:
-            sys.stderr.write(f"theus: {memory.index_error}; recalling from the unsaved index\n")
-        from knowledge.context import INJECT_TOP, build_context
-
-        recaller = memory.recaller()
-        recaller.warm(WARM_BUDGET_S)
-        # The block is built exactly as the agent builds it; the list shows the first --top
-        # hits of the same ranking, and `files` at least --top distinct files.
-        context = build_context(recaller, query, path_prefix=args.under)
-        if args.top > INJECT_TOP:
-            wider = recaller.recall(query, top=args.top, path_prefix=args.under)
-            context.recall.hits, context.recall.files = wider.hits, wider.files
-    finally:
-        memory.close()
+        context = _recall(root, query, args)
+    except StoreCorrupt:  # the store set the damage aside (and said so): recall from a new index
+        context = _recall(root, query, args)
     result, block, tokens = context.recall, context.block, context.tokens
     result.hits = result.hits[: args.top]
     if args.json:
@@ -81,6 +66,30 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_plain(result, block, tokens)
     return 0
+
+
+def _recall(root: Path, query: str, args: argparse.Namespace) -> ContextBlock:
+    from knowledge.context import INJECT_TOP, build_context
+    from knowledge.memory import Memory
+
+    # One-shot: the saved scoring index, the model loading while it opens, no watcher.
+    memory = Memory(root, one_shot=True, index_if_missing=True, watch=False)
+    memory.on_indexing = lambda: err(f"theus: no index for {root} yet; indexing it first\n")
+    try:
+        memory.open()
+        if memory.index_error:
+            err(f"theus: {memory.index_error}; recalling from the unsaved index\n")
+        recaller = memory.recaller()
+        recaller.warm(WARM_BUDGET_S)
+        # The block is built exactly as the agent builds it; the list shows the first --top
+        # hits of the same ranking, and `files` at least --top distinct files.
+        context = build_context(recaller, query, path_prefix=args.under)
+        if args.top > INJECT_TOP:
+            wider = recaller.recall(query, top=args.top, path_prefix=args.under)
+            context.recall.hits, context.recall.files = wider.hits, wider.files
+    finally:
+        memory.close()
+    return context
 
 
 def _print_plain(result: Recall, block: str, tokens: int) -> None:
