@@ -28,6 +28,11 @@ def _reminder(server: ScriptedServer, request: int) -> str:
     return texts_of(server.requests[request]["messages"][1])[0]
 
 
+def _examples(server: ScriptedServer, request: int) -> str:
+    """The reminder's few-shot part (the episodes of earlier runs come before it)."""
+    return _reminder(server, request).partition("Similar past runs in this project")[2]
+
+
 def test_a_finished_run_is_an_example_for_a_similar_later_one_and_never_for_itself(
         server: ScriptedServer, repo: Path) -> None:
     index(repo)
@@ -49,19 +54,19 @@ def test_a_finished_run_is_an_example_for_a_similar_later_one_and_never_for_itse
     # Asked again: its own earlier run is never its example; the similar one still is.
     server.add(text("Already there."))
     assert theus(["-p", ASKED], server, repo, **EMBEDDING).returncode == 0
-    reminder = _reminder(server, 2)
-    assert LIKE_IT in reminder and "--verbose" not in reminder
+    examples = _examples(server, 2)
+    assert LIKE_IT in examples and "--verbose" not in examples
 
     # Invalidated by id: no longer an example; restored: again.
     assert theus(["history", "invalidate", first["id"][:8]], None, repo).returncode == 0
     server.add(text("ok"))
     assert theus(["-p", ASKED + " please"], server, repo, **EMBEDDING).returncode == 0
-    assert LIKE_IT not in _reminder(server, 3)
+    assert LIKE_IT not in _examples(server, 3)
     assert theus(["history", "restore", first["id"]], None, repo).returncode == 0
     server.add(text("ok"))
     assert theus(["-p", LIKE_IT.replace("quiet", "silent")], server, repo,
                  **EMBEDDING).returncode == 0
-    examples = _reminder(server, 4)
+    examples = _examples(server, 4)
     assert LIKE_IT in examples
     assert examples.count(ASKED + "\n") == 1  # asked twice, quoted once
 
