@@ -1,5 +1,7 @@
 """What the graph panel shows, computed off the event loop: the folder tree of the indexed
-files, and a node's detail (edges grouped by kind, the file text for the preview)."""
+files, and a node's detail (edges grouped by kind, the file text for the preview). Names,
+labels and file text may carry escape sequences: what this module hands out is `printable`,
+and `shown` makes a label for a widget that would read markup."""
 
 from __future__ import annotations
 
@@ -8,9 +10,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from rich.text import Text
+
 from knowledge.facts.records import holds_records
 from knowledge.graph import Graph, Node
 from knowledge.index.languages import LANGUAGES
+from theus.printable import printable
 
 PREVIEW_BYTES = 400_000  # larger files are previewed truncated
 # The preview's syntax by suffix: each indexed language's, then formats that are not indexed.
@@ -38,12 +43,13 @@ class Folders:
         with graph.lock:
             paths = [(n.path, n.key) for n in graph.nodes("file")]
             with_parts = {key for _, key in paths if graph.out_edges(key, "contains")}
-            told = sorted(((n.label, n.key) for n in graph.nodes() if holds_records(n)),
+            told = sorted(((printable(n.label), n.key) for n in graph.nodes()
+                           if holds_records(n)),
                           key=lambda t: t[0].casefold())
         for path, key in paths:
             pure = PurePosixPath(path)
             parent = "" if str(pure.parent) == "." else str(pure.parent)
-            files[parent].append((pure.name, key))
+            files[parent].append((printable(pure.name), key))
             while parent:
                 up = PurePosixPath(parent).parent
                 up_s = "" if str(up) == "." else str(up)
@@ -88,15 +94,15 @@ def detail(graph: Graph, root: Path, key: str) -> Detail | None:
         rows += [_row(graph, "in", e.kind, e.src) for e in graph.in_edges(key)]
     rows.sort(key=lambda r: (r.direction != "out", r.kind, r.where, r.label))
     text, language = _preview(root, node)
-    return Detail(node, rows, text, language, node.line)
+    return Detail(node, rows, printable(text), language, node.line)
 
 
 def _row(graph: Graph, direction: str, kind: str, key: str) -> EdgeRow:
     node = graph.get(key)
     if node is None:
-        return EdgeRow(direction, kind, key, key, "")
+        return EdgeRow(direction, kind, key, printable(key), "")
     where = f"{node.path}:{node.line}" if node.path and node.line else node.path
-    return EdgeRow(direction, kind, key, node.label or key, where)
+    return EdgeRow(direction, kind, key, printable(node.label or key), printable(where))
 
 
 def _preview(root: Path, node: Node) -> tuple[str, str | None]:
@@ -136,4 +142,10 @@ def header(node: Node) -> str:
         else:
             day = time.strftime("%Y-%m-%d", time.localtime(float(until)))
             lines.append(f"was      {text}  {said} until {day}")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
+
+
+def shown(text: str) -> Text:
+    """`text` for a tree or a list: printable, and its brackets text, not markup (a file
+    named `[b]x.py` is shown so, not as a bold `x.py`; `[/]` in a label would raise)."""
+    return Text(printable(text))

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from theus.commands.common import UsageError, add_path_argument, command_root
+from theus.commands.common import UsageError, add_path_argument, command_root, err, out
 
 DEFAULT_PORT = 7420
 
@@ -59,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
         if not project.has_index:
             # Serve at once; the page fills in as the first index lands.
             threading.Thread(target=project.index, name="theus-index", daemon=True).start()
-            print("No index yet: indexing in the background, the page updates as it goes.")
+            out("No index yet: indexing in the background, the page updates as it goes.\n")
         if args.unsafe_host is not None:
-            sys.stderr.write(f"theus: warning: listening on {host}; anyone who can reach it "
-                             "and has the link can read this project's graph\n")
-        print(f"Theus dashboard for {root}:\n  {url}\nPress Ctrl-C to stop.", flush=True)
+            err(f"theus: warning: listening on {host}; anyone who can reach it "
+                "and has the link can read this project's graph\n")
+        out(f"Theus dashboard for {root}:\n  {url}\nPress Ctrl-C to stop.\n", flush=True)
         if args.open:
             webbrowser.open(url)
         with contextlib.suppress(KeyboardInterrupt):

@@ -6,14 +6,15 @@ Exit status: 0 ok, 1 when ID matches no episode, 2 for usage errors (an ambiguou
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
 from theus.commands.common import (
     UsageError,
     add_project_options,
     command_root,
+    err,
     looking_at,
+    out,
     print_json,
 )
 
@@ -52,33 +53,33 @@ def run(args: argparse.Namespace) -> int:
             try:
                 episode = store.get(args.id)
             except EpisodeNotFound:
-                sys.stderr.write(f"theus: no episode matches {args.id!r} (see `theus episodes "
-                                 "list`)\n")
+                err(f"theus: no episode matches {args.id!r} (see `theus episodes "
+                    "list`)\n")
                 return 1
             except AmbiguousEpisode as exc:
                 raise UsageError(str(exc)) from exc
             if args.json:
                 print_json(episode.to_json())
             else:
-                sys.stdout.write(f"{episode.id}  {episode.date}  {episode.type}  "
-                                 f"session {episode.session_id or '-'}\n")
+                out(f"{episode.id}  {episode.date}  {episode.type}  "
+                    f"session {episode.session_id or '-'}\n")
                 if episode.files:
-                    sys.stdout.write("files: " + ", ".join(episode.files) + "\n")
-                sys.stdout.write("\n" + episode.text + "\n")
+                    out("files: " + ", ".join(episode.files) + "\n")
+                out("\n" + episode.text + "\n")
             return 0
         if args.action == "prune":
             return _prune(store, args)
         episodes, problems = store.list()
         for problem in problems:
-            sys.stderr.write(f"theus: warning: {problem}\n")
+            err(f"theus: warning: {problem}\n")
         if args.json:
             print_json([e.to_json(full=False) for e in episodes])
         elif not episodes:
-            sys.stderr.write("theus: no episodes yet (they are kept at each compaction and "
-                             "session end)\n")
+            err("theus: no episodes yet (they are kept at each compaction and "
+                "session end)\n")
         else:
             for number, e in enumerate(episodes, start=1):
-                sys.stdout.write(f"{number:>3}  {e.id}  {e.type:<11}  {e.title}\n")
+                out(f"{number:>3}  {e.id}  {e.type:<11}  {e.title}\n")
         return 0
 
 
@@ -90,6 +91,6 @@ def _prune(store: EpisodeStore, args: argparse.Namespace) -> int:
         return 0
     verb = "would remove" if args.dry_run else "removed"
     for episode in junk:
-        sys.stdout.write(f"{verb} {episode.id}  {episode.title}\n")
-    sys.stdout.write(f"{verb} {len(junk)} episode{'s' if len(junk) != 1 else ''}\n")
+        out(f"{verb} {episode.id}  {episode.title}\n")
+    out(f"{verb} {len(junk)} episode{'s' if len(junk) != 1 else ''}\n")
     return 0

@@ -7,11 +7,17 @@ Exit status: 0 ok, 1 when SUBJECT or ID matches nothing, 2 for usage errors.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import TYPE_CHECKING
 
-from theus.commands.common import add_project_options, command_root, looking_at, print_json
+from theus.commands.common import (
+    add_project_options,
+    command_root,
+    err,
+    looking_at,
+    out,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from knowledge.facts import FactView
@@ -49,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 print_json({"removed": removed})
             elif removed:
-                sys.stdout.write(f"forgot {removed} record{'s' if removed != 1 else ''}\n")
+                out(f"forgot {removed} record{'s' if removed != 1 else ''}\n")
             if not removed:
-                sys.stderr.write(f"theus: nothing known as {args.ident!r} (see `theus facts`)\n")
+                err(f"theus: nothing known as {args.ident!r} (see `theus facts`)\n")
                 return 1
             return 0
         if args.action in ("show", "history"):
@@ -59,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
             if args.action == "show":
                 views = [v for v in views if v.current]
             if not views:
-                sys.stderr.write(f"theus: nothing known about {args.subject!r} "
-                                 "(see `theus facts`)\n")
+                err(f"theus: nothing known about {args.subject!r} "
+                    "(see `theus facts`)\n")
                 return 1
         else:
             views = layer.current()
@@ -76,11 +82,11 @@ def _print(views: list[FactView], as_json: bool) -> None:
                      "superseded_by": v.superseded_by or None} for v in views])
         return
     if not views:
-        sys.stderr.write("theus: no facts yet (they come from what is said in a session)\n")
+        err("theus: no facts yet (they come from what is said in a session)\n")
     for v in views:
         until = "" if v.current else f"  (until {_day(v.valid_to)})"
-        sys.stdout.write(f"{v.id}  {v.subject}: {v.text}  [{v.layer.lower()}, {v.source}]"
-                         f"{until}\n")
+        out(f"{v.id}  {v.subject}: {v.text}  [{v.layer.lower()}, {v.source}]"
+            f"{until}\n")
 
 
 def _day(stamp: float | None) -> str:

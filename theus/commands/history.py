@@ -9,11 +9,17 @@ store and the local record together, or not at all.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import TYPE_CHECKING
 
-from theus.commands.common import UsageError, add_project_options, command_root, print_json
+from theus.commands.common import (
+    UsageError,
+    add_project_options,
+    command_root,
+    err,
+    out,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from knowledge.run_history.layer import RunHistory
@@ -25,8 +31,8 @@ STORE_UNAVAILABLE = 3
 def refuse_unavailable(exc: Exception, nothing: str = "nothing was changed") -> int:
     """The one line for a consistency operation the vector store could not take, and its exit
     status."""
-    sys.stderr.write(f"theus: {exc}; {nothing} (try again when the vector store is "
-                     "reachable)\n")
+    err(f"theus: {exc}; {nothing} (try again when the vector store is "
+        "reachable)\n")
     return STORE_UNAVAILABLE
 
 
@@ -82,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             return _act(history, args)
         except NoSuchRun:
-            sys.stderr.write(f"theus: no run matches {args.id!r} (see `theus history list`)\n")
+            err(f"theus: no run matches {args.id!r} (see `theus history list`)\n")
             return 1
         except AmbiguousRun as exc:
             raise UsageError(str(exc)) from exc
@@ -98,7 +104,7 @@ def _act(history: RunHistory, args: argparse.Namespace) -> int:
         if args.json:
             print_json(record.to_json())
         else:
-            sys.stdout.write(_details(record))
+            out(_details(record))
         return 0
     if args.action == "delete":
         record = history.delete(args.id)
@@ -109,7 +115,7 @@ def _act(history: RunHistory, args: argparse.Namespace) -> int:
     if args.json:
         print_json({"id": record.id, "action": verb})
     else:
-        sys.stdout.write(f"{verb} run {record.id}\n")
+        out(f"{verb} run {record.id}\n")
     return 0
 
 
@@ -119,11 +125,11 @@ def _list(history: RunHistory, as_json: bool) -> int:
         print_json([r.to_json() for r in records])
         return 0
     if not records:
-        sys.stderr.write("theus: no runs recorded in this project yet\n")
+        err("theus: no runs recorded in this project yet\n")
         return 0
     for record in records:
-        sys.stdout.write(f"{record.id[:8]}  {_when(record.created)}  {_state(record):<11}  "
-                         f"{record.request.splitlines()[0][:90] if record.request else ''}\n")
+        out(f"{record.id[:8]}  {_when(record.created)}  {_state(record):<11}  "
+            f"{record.request.splitlines()[0][:90] if record.request else ''}\n")
     return 0
 
 
@@ -143,14 +149,14 @@ def _settings(history: RunHistory, args: argparse.Namespace) -> int:
         try:
             settings_file.save(history.home, current)
         except OSError as exc:
-            sys.stderr.write(f"theus: settings not saved: {exc.strerror or exc}\n")
+            err(f"theus: settings not saved: {exc.strerror or exc}\n")
             return 1
     if args.json:
         print_json({"enabled": current.enabled, "limit": current.limit,
                     "threshold": current.threshold})
     else:
-        sys.stdout.write(f"examples: {'on' if current.enabled else 'off'}, limit "
-                         f"{current.limit}, threshold {current.threshold:g}\n")
+        out(f"examples: {'on' if current.enabled else 'off'}, limit "
+            f"{current.limit}, threshold {current.threshold:g}\n")
     return 0
 
 

@@ -6,7 +6,7 @@ import argparse
 import getpass
 import sys
 
-from theus.commands.common import UsageError
+from theus.commands.common import UsageError, err
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,5 +42,5 @@ def run(args: argparse.Namespace) -> int:
     if not model:
         raise UsageError("a model name is required (e.g. --model gpt-4o-mini)")
     path = save_credentials(ChatCredentials(base_url.rstrip("/"), api_key.strip(), model))
-    sys.stderr.write(f"theus: saved {model} at {base_url} to {path} (mode 0600)\n")
+    err(f"theus: saved {model} at {base_url} to {path} (mode 0600)\n")
     return 0

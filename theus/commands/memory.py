@@ -8,15 +8,16 @@ Exit status: 0 ok, 1 when KEY matches no memory, 2 for usage errors (an ambiguou
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from theus.commands.common import (
     UsageError,
     add_project_options,
     command_root,
+    err,
     has_data,
     looking_at,
+    out,
     print_json,
 )
 
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _act(project, args)
     except (OSError, StoreError) as exc:  # unwritable memory folder or store: say so, no trace
-        sys.stderr.write(f"theus: could not change the project's memory: {exc}\n")
+        err(f"theus: could not change the project's memory: {exc}\n")
         return 1
     finally:
         project.close()
@@ -74,9 +75,9 @@ def _act(project: Any, args: argparse.Namespace) -> int:
         if args.json:
             print_json([_node_json(n) for n in nodes])
         elif not nodes:
-            sys.stderr.write("theus: no memories yet (add one with `theus memory add TEXT`)\n")
+            err("theus: no memories yet (add one with `theus memory add TEXT`)\n")
         for node in [] if args.json else nodes:
-            sys.stdout.write(f"{node.key[:16]}  {node.source:<6}  {node.label}\n")
+            out(f"{node.key[:16]}  {node.source:<6}  {node.label}\n")
         return 0
     if action == "add":
         change = memdir.add_memory(project, " ".join(args.text))
@@ -86,7 +87,7 @@ def _act(project: Any, args: argparse.Namespace) -> int:
     except memdir.AmbiguousKey as exc:
         raise UsageError(str(exc)) from exc
     except memdir.MemoryNotFound:
-        sys.stderr.write(f"theus: no memory matches {args.key!r} (see `theus memory list`)\n")
+        err(f"theus: no memory matches {args.key!r} (see `theus memory list`)\n")
         return 1
     if action == "edit":
         change = memdir.edit_memory(project, key, " ".join(args.text))
@@ -102,7 +103,7 @@ def _check_text(args: argparse.Namespace) -> None:
 def _done(change: Any, verb: str, as_json: bool, shown: set[str]) -> int:
     if not change.durable:  # neither MEMORY.md nor the store took it: nothing acknowledged
         reason = change.warnings[-1] if change.warnings else "the disk refused it"
-        sys.stderr.write(f"theus: the memory was not saved: {reason}\n")
+        err(f"theus: the memory was not saved: {reason}\n")
         return 1
     _warn([w for w in change.warnings if w not in shown])
     if as_json:
@@ -110,7 +111,7 @@ def _done(change: Any, verb: str, as_json: bool, shown: set[str]) -> int:
                     "warnings": change.warnings})
     else:
         where = f" ({change.topic})" if change.topic else ""
-        sys.stdout.write(f"{verb} {change.key}{where}\n")
+        out(f"{verb} {change.key}{where}\n")
     return 0
 
 
@@ -121,4 +122,4 @@ def _node_json(node: Any) -> dict[str, Any]:
 
 def _warn(warnings: list[str]) -> None:
     for warning in warnings:
-        sys.stderr.write(f"theus: warning: {warning}\n")
+        err(f"theus: warning: {warning}\n")

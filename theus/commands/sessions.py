@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-from theus.commands.common import add_path_argument, command_root, print_json
+from theus.commands.common import add_path_argument, command_root, err, out, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
         print_json([i.as_dict() for i in infos])
         return 0
     if not infos:
-        sys.stderr.write("theus: no sessions in this project yet (start one with `theus` or "
-                         "`theus -p ...`)\n")
+        err("theus: no sessions in this project yet (start one with `theus` or "
+            "`theus -p ...`)\n")
         return 0
     for info in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
-        sys.stdout.write(f"{info.id}  {when}  {info.messages:>4} msgs  {info.title}\n")
+        out(f"{info.id}  {when}  {info.messages:>4} msgs  {info.title}\n")
     return 0
 
 
@@ -53,7 +52,7 @@ def _delete(root: Path, ref: str) -> int:
     try:
         session = SessionStore(root).open(ref)
     except SessionNotFound as exc:
-        sys.stderr.write(f"theus: {exc}\n")
+        err(f"theus: {exc}\n")
         return 1
     history = RunHistory.for_project(ProjectPaths.for_root(root))
     try:
@@ -63,6 +62,6 @@ def _delete(root: Path, ref: str) -> int:
     finally:
         history.close()
     atomic.remove(session.path)
-    sys.stdout.write(f"deleted session {session.id} and {len(runs)} "
-                     f"run{'' if len(runs) == 1 else 's'} of it\n")
+    out(f"deleted session {session.id} and {len(runs)} "
+        f"run{'' if len(runs) == 1 else 's'} of it\n")
     return 0

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import time
 from collections.abc import Iterable
 
-from theus.commands.common import add_path_argument, command_root
+from theus.commands.common import add_path_argument, command_root, err, out
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,18 +28,18 @@ def run(args: argparse.Namespace) -> int:
 
     root = command_root(args)
     if is_off("watch"):
-        sys.stderr.write("theus: watching is switched off (THEUS_NO_WATCH=1); unset it to watch\n")
+        err("theus: watching is switched off (THEUS_NO_WATCH=1); unset it to watch\n")
         return 1
 
     def show(update: Update) -> None:
-        print(f"{time.strftime('%H:%M:%S')}  {update.line()}", flush=True)
+        out(f"{time.strftime('%H:%M:%S')}  {update.line()}\n", flush=True)
 
     project = Project(root)
     other = status_section(project)["pid"]  # a live watcher's, from its state file
     if other is not None:
         project.close()
-        sys.stderr.write(f"theus: another watcher (pid {other}) already keeps {root} up to "
-                         f"date; stop it first (`kill {other}`) to watch here\n")
+        err(f"theus: another watcher (pid {other}) already keeps {root} up to "
+            f"date; stop it first (`kill {other}`) to watch here\n")
         return 1
     watcher = Watcher(project, on_update=show, force_polling=args.polling)
     shown: set[str] = set()
@@ -48,12 +47,12 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if not project.has_index:
-            print(f"Indexing {root} first…", flush=True)
+            out(f"Indexing {root} first…\n", flush=True)
         watcher.start_in_thread()
         while not watcher.wait_ready(0.2):
             pass
-        print(f"Watching {root}: {len(watcher.watched)} folders, {watcher.mode} mode. "
-              "Ctrl-C to stop.", flush=True)
+        out(f"Watching {root}: {len(watcher.watched)} folders, {watcher.mode} mode. "
+            "Ctrl-C to stop.\n", flush=True)
         while watcher.alive:
             _warn(watcher.warnings.values(), shown)
             watcher.wait_stopped(0.5)
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     _warn(watcher.warnings.values(), shown)
     if "store" in watcher.warnings:
         return 1
-    print("Stopped; the graph is saved.", flush=True)
+    out("Stopped; the graph is saved.\n", flush=True)
     return 0
 
 
@@ -78,4 +77,4 @@ def _warn(messages: Iterable[str], shown: set[str]) -> None:
     for message in list(messages):
         if message not in shown:
             shown.add(message)
-            sys.stderr.write(f"theus: {message}\n")
+            err(f"theus: {message}\n")

@@ -95,26 +95,28 @@ grouped by kind: Enter on one follows it. Backspace goes back.
         self.app.call_from_thread(self._fill_root, project.root.name, engine.folders())
 
     def _tree_failed(self, error: str) -> None:
-        self.query_one("#tree", Tree).root.set_label(f"graph unavailable: {error}")
+        self.query_one("#tree", Tree).root.set_label(graph_view.shown(f"graph unavailable: "
+                                                                       f"{error}"))
 
     def _fill_root(self, name: str, folders: graph_view.Folders) -> None:
         self.folders = folders
         tree = self.query_one("#tree", Tree)
-        tree.root.set_label(name or "project")
+        tree.root.set_label(graph_view.shown(name or "project"))
         tree.root.data = ("dir", "")
         if folders.told:  # what conversations told, above the files
             told = tree.root.add(f"(told: {len(folders.told)})", data=("told", ""))
             for label, key in folders.told:
-                told.add_leaf(label, data=("node", key))
+                told.add_leaf(graph_view.shown(label), data=("node", key))
         self._fill_dir(tree.root, "")
         tree.root.expand()
 
     def _fill_dir(self, parent: TreeNode[TreeData], folder: str) -> None:
         assert self.folders is not None
         for sub in self.folders.dirs.get(folder, []):
-            parent.add(sub.rsplit("/", 1)[-1] + "/", data=("dir", sub))
+            parent.add(graph_view.shown(sub.rsplit("/", 1)[-1] + "/"), data=("dir", sub))
         for name, key in self.folders.files.get(folder, []):
-            parent.add(name, data=("node", key), allow_expand=key in self.folders.with_parts)
+            parent.add(graph_view.shown(name), data=("node", key),
+                       allow_expand=key in self.folders.with_parts)
 
     @on(Tree.NodeExpanded, "#tree")
     def expanded(self, event: Tree.NodeExpanded[TreeData]) -> None:
@@ -144,7 +146,7 @@ grouped by kind: Enter on one follows it. Backspace goes back.
         if node.children:
             return
         for label, key in rows:
-            node.add(label, data=("node", key))
+            node.add(graph_view.shown(label), data=("node", key))
         if not rows:
             node.allow_expand = False
 
@@ -198,7 +200,7 @@ grouped by kind: Enter on one follows it. Backspace goes back.
         self._shown_query = query
         results.clear_options()
         results.add_options([
-            Option(f"{h.score:.2f} {h.kind:<7} {_hit_where(h)}", id=f"hit-{i}")
+            Option(graph_view.shown(f"{h.score:.2f} {h.kind:<7} {_hit_where(h)}"), id=f"hit-{i}")
             for i, h in enumerate(hits)])
         results.display = bool(query)
         if query and not hits:
@@ -243,7 +245,7 @@ grouped by kind: Enter on one follows it. Backspace goes back.
         edges.clear_options()
         self._edge_keys = []
         if found is None:
-            head.update(f"{key} is not in the graph any more")
+            head.update(graph_view.shown(f"{key} is not in the graph any more"))
             preview.load_text("")
             return
         head.update(graph_view.header(found.node))
@@ -254,8 +256,9 @@ grouped by kind: Enter on one follows it. Backspace goes back.
                 group = (row.direction, row.kind)
                 count = sum(1 for r in found.edges if (r.direction, r.kind) == group)
                 arrow = "→" if row.direction == "out" else "←"
-                options.append(Option(f"{arrow} {row.kind} ({count})", disabled=True))
-            options.append(Option(f"   {fmt.clip(row.label, 50)}  {row.where}",
+                options.append(Option(graph_view.shown(f"{arrow} {row.kind} ({count})"),
+                                      disabled=True))
+            options.append(Option(graph_view.shown(f"   {fmt.clip(row.label, 50)}  {row.where}"),
                                   id=f"edge-{len(self._edge_keys)}"))
             self._edge_keys.append(row.key)
         edges.add_options(options or [Option("no edges", disabled=True)])
