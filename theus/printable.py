@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import re
 
+from knowledge.redact import redact
+
 _SEQUENCES = re.compile(
     # Strings end at BEL or ST; one left open ends at the line's end here, not the text's.
     r"\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?"  # OSC (clipboard, title, hyperlinks)
@@ -43,11 +45,11 @@ def escape_controls(json_text: str) -> str:
 
 
 class PrintableFormatter(logging.Formatter):
-    """Log lines for a terminal: what a message quotes (a server's error body, a file name)
-    cannot act on it."""
+    """Log lines for a terminal or a log file: what a message quotes (a server's error body, a
+    file name) cannot act on a terminal, nor carry a secret (`knowledge.redact`)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record))
+        return printable(redact(super().format(record)))
 
 
 def printable_last_resort() -> None:

@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from theus.config import AgentSettings, ModelSettings
 from theus.permissions import Permissions
+from theus.printable import PrintableFormatter
 from theus.protocol import Message, Usage
 from tui.commands import PanelCommands
 from tui.engine import Engine
@@ -428,7 +429,7 @@ def _log_to_file(home: Path) -> None:
         handler: logging.Handler = logging.FileHandler(home / "tui.log", encoding="utf-8")
     except OSError:
         handler = logging.NullHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler.setFormatter(PrintableFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)

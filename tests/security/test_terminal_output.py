@@ -174,3 +174,15 @@ async def test_the_graph_panel_renders_no_planted_sequence(
     seen = re.sub(r"\x1b\[[0-?]*[ -/]*[@-~]", "", written)
     assert "invoicegnp.exe.py" in seen and "return order" in seen
     assert not acting(seen), acting(seen)
+
+
+def test_log_lines_carry_no_secret() -> None:
+    import logging
+
+    from theus.printable import PrintableFormatter
+
+    key = "sk-proj-" + "Zq8Xw2Lm4Np6Rt0Vb3Cd5Fg7Hj9Kk1"
+    record = logging.LogRecord("theus", logging.WARNING, __file__, 1,
+                               "server said: bad key %s", (key,), None)
+    line = PrintableFormatter("%(message)s").format(record)
+    assert key not in line and "[redacted:" in line
