@@ -25,6 +25,7 @@ from theus.tools.sandbox import (
 
 log = logging.getLogger("theus")
 MAX_OUTPUT = 30_000
+SETUP_ATTEMPTS = 3  # sandbox set-ups tried when what it covers changes under it
 MARKER = "THEUS_SHELL_RUN"  # unconfined: marks every process a command started
 UNSANDBOXED_HINT = ("no sandbox on this machine: install bubblewrap, or allow commands to run "
                     "with the user's permissions: --allow-unsandboxed-shell headless, a yes in "
@@ -44,14 +45,19 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
     if not await ctx.approve(request):
         hint = UNSANDBOXED_HINT if unconfined else ctx.denied_hint
         raise ToolError(f"refused: the command was not approved ({hint})")
+    ctx.commands.append(command)
     try:
-        with sandboxed(command, ctx.jail.root, protect=protect) as launch:
-            ctx.commands.append(command)
-            if launch is not None:
+        for attempt in range(SETUP_ATTEMPTS):
+            with sandboxed(command, ctx.jail.root, protect=protect) as launch:
+                if launch is None:
+                    status, text = await _run(["/bin/sh", "-c", command], (), ctx, timeout,
+                                              marker=secrets.token_hex(8))
+                    break
                 status, text = await _run(launch.argv, launch.pass_fds, ctx, timeout)
-            else:
-                status, text = await _run(["/bin/sh", "-c", command], (), ctx, timeout,
-                                          marker=secrets.token_hex(8))
+            # bubblewrap refused to set up before the command ran: something it was to cover
+            # (a socket, a secrets file) vanished after the scan. The command never ran: again.
+            if not (status == 1 and text.startswith("bwrap: ")) or attempt + 1 == SETUP_ATTEMPTS:
+                break
     except TooLarge as exc:
         raise ToolError(f"refused: {exc} (the sandbox could not hide them)") from None
     moved = put_aside_new_protected(ctx.jail.root, launch.before) if launch and protect else []
