@@ -18,7 +18,8 @@ context with a real `context_length_exceeded` 400, a `/props` endpoint. A reply 
 `finish="length"`, be an `empty` 200 stream, or `drop_after` N chunks mid-answer. A `flood`
 (`huge_event`, `endless_line`) is a body far larger than memory should hold, written in pieces.
 `most_in_flight` is the most requests it was answering at once; a reply's `gate` (a
-barrier) holds it until as many requests as the barrier has parties are answered side by side.
+barrier) holds it until as many requests as the barrier has parties are answered side by side;
+its `hold` (an event) until the test sets it.
 
 Structured-output requests (a `response_format`: the facts layer's extraction) are a second
 conversation with the server: they consume `structured` (recorded in `structured_requests`),
@@ -69,6 +70,9 @@ class Reply:
     # A 200 stream of `head`, then `size` bytes of "x", then `tail`, written a MiB at a time.
     flood: tuple[bytes, int, bytes] | None = None
     gate: threading.Barrier | None = None  # waited on (outside the lock) before answering
+    # Waited on before answering: the test sets it once the client has done what it must do
+    # while the answer is pending (a wait that does not hang on the machine's speed).
+    hold: threading.Event | None = None
 
 
 @dataclass
@@ -286,6 +290,8 @@ class ScriptedServer:
             def _reply(self, body: dict[str, Any], reply: Reply) -> None:
                 if reply.gate is not None:
                     reply.gate.wait()
+                if reply.hold is not None:
+                    reply.hold.wait(timeout=120)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.flood is not None:

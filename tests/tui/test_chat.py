@@ -3,6 +3,7 @@ context indicator, slash commands and the status bar."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +236,8 @@ async def test_user_keymap(make_app: MakeApp, theus_home: Path) -> None:
 
 async def test_a_second_request_waits_for_the_running_turn(make_app: MakeApp,
                                                            server: ScriptedServer) -> None:
-    server.add(text("Slow answer.", delay_s=1.0))
+    answer = threading.Event()
+    server.add(text("Slow answer.", hold=answer))
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
@@ -245,6 +247,7 @@ async def test_a_second_request_waits_for_the_running_turn(make_app: MakeApp,
         await wait_for(pilot, lambda: any("a turn is running" in str(n.render())
                                           for n in items(app, Notice)))
         assert app.screen.query_one("#prompt").text == "second"  # kept for later
+        answer.set()
         await wait_for(pilot, lambda: items(app, AssistantReply))
         await app.workers.wait_for_complete()
         await pilot.pause()
