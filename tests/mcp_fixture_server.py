@@ -1,6 +1,6 @@
 """A small MCP server for tests, built with the SDK's `MCPServer` (FastMCP's name in mcp 2).
 
-    python tests/mcp_fixture_server.py MARKER   # touches MARKER when it starts
+    python tests/mcp_fixture_server.py MARKER   # writes its environment to MARKER at start
 
 Tools: `echo(text)`, `wipe()` (a tool a run must not be allowed by an allow-list for `echo`),
 `big()` (more text than a tool result may carry) and `fail()` (an error result).
@@ -8,6 +8,8 @@ Tools: `echo(text)`, `wipe()` (a tool a run must not be allowed by an allow-list
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -43,5 +45,5 @@ def fail() -> str:
 
 
 if __name__ == "__main__":
-    Path(sys.argv[1]).touch()
+    Path(sys.argv[1]).write_text(json.dumps(dict(os.environ)))  # what the server received
     server.run()

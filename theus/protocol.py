@@ -152,6 +152,9 @@ class ApprovalRequest:
     # Why the target is risky (an edit of a file that runs code by itself): "always allow"
     # rules never cover such a request (`theus.permissions`).
     protected: str = ""
+    # An MCP call's server, by the identity of its entry (`ServerConfig.identity`): "always"
+    # rules name it, so a server of the same name elsewhere is asked again.
+    server: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,8 +78,12 @@ class McpServers:
 
             self.hub = McpHub()
         self.hub.connect(servers)
-        return ("starting " + ", ".join(s.name for s in servers)
-                + ": their tools join the chat from the next request")
+        from theus.mcp.report import variables
+
+        return "\n".join([
+            "starting " + ", ".join(s.name for s in servers)
+            + ": their tools join the chat from the next request",
+            *(line for s in servers if variables(s) for line in [f"{s.name}:", *variables(s)])])
 
     def status_word(self) -> str:
         from theus.mcp.report import status_word

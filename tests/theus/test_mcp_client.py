@@ -99,14 +99,15 @@ def test_only_the_servers_a_run_names_start_and_a_failing_one_is_one_warning(
 
 
 def test_always_allowing_an_mcp_tool_allows_that_tool_and_nothing_else(repo: Path) -> None:
-    from theus.permissions import Permissions, Rule
+    from theus.permissions import Permissions, rules_for
     from theus.protocol import ApprovalRequest
 
-    echo = ApprovalRequest("mcp", "call MCP tool fx__echo", '{"text": "hi"}', tool="fx__echo")
-    Permissions(repo).allow(Rule.for_request(echo), "project")
+    echo = ApprovalRequest("mcp", "call MCP tool fx__echo", '{"text": "hi"}', tool="fx__echo",
+                           server="entry-a")
+    Permissions(repo).allow(rules_for(echo), "project")
     kept = Permissions(repo)  # read back from the project's data folder
-    assert kept.allowing(echo) is not None
-    assert kept.allowing(ApprovalRequest("mcp", "call MCP tool fx__wipe", "{}",
-                                         tool="fx__wipe")) is None
-    assert kept.allowing(ApprovalRequest("edit", "edit cart.py", "diff", path="cart.py")) is None
-    assert kept.allowing(ApprovalRequest("shell", "run: ls", "ls")) is None
+    assert kept.allowing(echo)
+    assert not kept.allowing(ApprovalRequest("mcp", "call MCP tool fx__wipe", "{}",
+                                             tool="fx__wipe", server="entry-a"))
+    assert not kept.allowing(ApprovalRequest("edit", "edit cart.py", "diff", path="cart.py"))
+    assert not kept.allowing(ApprovalRequest("shell", "run: ls", "ls"))

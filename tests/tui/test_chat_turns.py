@@ -140,7 +140,8 @@ async def test_always_allow_for_the_session_and_the_project(
         await ask(pilot, "say hi again")
         await wait_for(pilot, lambda: len(app.screen.query(AssistantReply)) == 2)
         await app.workers.wait_for_complete()
-        assert any(n.startswith("allowed (session rule: run `echo hi`)") for n in notices(app))
+        assert any(n.startswith("allowed (session rule: run commands that start with `echo hi`)")
+                   for n in notices(app))
         assert "exit 0" in server.requests[3]["messages"][-1]["content"]  # it did run
         await ask(pilot, "edit it")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
@@ -148,7 +149,7 @@ async def test_always_allow_for_the_session_and_the_project(
         await wait_for(pilot, lambda: len(app.screen.query(AssistantReply)) == 3)
         assert 'item["cost"]' in (repo / "pricing.py").read_text()
         # Kept for later sessions and other apps on this project, in the data folder.
-        assert Permissions(repo).listed() == [("project", Rule("edit"))]
+        assert Permissions(repo).listed() == [("project", Rule("edit", path="pricing.py"))]
         # A file that runs code by itself is asked each time, with no "always" to give.
         await ask(pilot, "add a Makefile")
         modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
@@ -162,8 +163,8 @@ async def test_always_allow_for_the_session_and_the_project(
         await ask(pilot, "/permissions")
         await wait_for(pilot, lambda: any("standing approvals" in n for n in notices(app)))
         listing = next(n for n in notices(app) if "standing approvals" in n)
-        assert "1. session run `echo hi`" in listing
-        assert "2. project edit and write files" in listing
+        assert "1. session run commands that start with `echo hi`" in listing
+        assert "2. project edit and write pricing.py" in listing
         await ask(pilot, "/permissions revoke 2")
         await wait_for(pilot, lambda: any(n.startswith("revoked (project)")
                                           for n in notices(app)))
@@ -220,13 +221,13 @@ async def test_completions_for_files_and_slash_commands(make_app: MakeApp) -> No
 
 def test_an_edit_rule_never_covers_a_file_that_runs_code(repo: Path) -> None:
     permissions = Permissions(repo)
-    permissions.allow(Rule("edit"), "project")
+    permissions.allow([Rule("edit", path="cart.py"), Rule("edit", path="Makefile")], "project")
     plain = ApprovalRequest("edit", "edit cart.py", "diff", path="cart.py")
     risky = ApprovalRequest("edit", "edit Makefile", "diff", path="Makefile",
                             protected="a file that runs code by itself")
-    assert permissions.allowing(plain) == ("project", Rule("edit"))
-    assert permissions.allowing(risky) is None
-    assert Permissions(repo).allowing(ApprovalRequest("shell", "run: ls", "ls")) is None
+    assert permissions.allowing(plain) == [("project", Rule("edit", path="cart.py"))]
+    assert permissions.allowing(risky) == []
+    assert Permissions(repo).allowing(ApprovalRequest("shell", "run: ls", "ls")) == []
 
 
 def test_price_table_rows_and_bad_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from theus.mcp.client import McpCallError, McpHub
+from theus.mcp.config import ServerConfig
 from theus.protocol import ApprovalRequest
 from theus.tools.base import Tool, ToolContext, ToolError
 
@@ -33,14 +34,17 @@ def mcp_tools(hub: McpHub) -> dict[str, Tool]:
     for conn in hub.ready():
         for spec in conn.tools:
             name = tool_name(conn.name, spec.name)
-            tools.setdefault(name, _tool(hub, conn.name, spec, name))
+            tools.setdefault(name, _tool(hub, conn.config, spec, name))
     return tools
 
 
-def _tool(hub: McpHub, server: str, spec: mcp_types.Tool, name: str) -> Tool:
+def _tool(hub: McpHub, config: ServerConfig, spec: mcp_types.Tool, name: str) -> Tool:
+    server = config.name
+
     async def run(args: dict[str, Any], ctx: ToolContext) -> str:
         shown = json.dumps(args, indent=2, ensure_ascii=False)
-        request = ApprovalRequest("mcp", f"call MCP tool {name}", shown, tool=name)
+        request = ApprovalRequest("mcp", f"call MCP tool {name}", shown, tool=name,
+                                  server=config.identity)
         if not await ctx.approve(request):
             raise ToolError(f"refused: the call to the MCP tool {name} was not approved "
                             f"({ctx.denied_hint})")

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from theus.permissions import Rule
+from theus.permissions import asked_each_time, rules_for
 from theus.protocol import ApprovalRequest
 
 if TYPE_CHECKING:  # imported when a request is shown: Syntax loads Pygments
@@ -40,13 +40,14 @@ class ApprovalScreen(ModalScreen[Answer]):
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__()
         self.request = request
+        self.never = asked_each_time(request)  # why no "always" is offered ("" when it is)
 
     def compose(self) -> ComposeResult:
         request = self.request
         # The summary says what it is ("run: make test", "edit cart.py"); no second verb.
         title = request.summary[:1].upper() + request.summary[1:]
-        always = (f"always: {Rule.for_request(request).describe()}" if not request.protected
-                  else "asked each time: no standing approval covers a file that runs code")
+        always = (f"asked each time: {self.never}" if self.never else
+                  "always: " + "; ".join(r.describe() for r in rules_for(request)))
         with Vertical(id="dialog"):
             yield Label(title, id="approval-title", markup=False)
             with VerticalScroll(id="approval-detail"):
@@ -54,7 +55,7 @@ class ApprovalScreen(ModalScreen[Answer]):
             yield Label(always, id="approval-always", markup=False)
             with Horizontal(id="approval-buttons"):
                 yield Button("Approve (y)", variant="success", id="yes")
-                if not request.protected:
+                if not self.never:
                     yield Button("This session (a)", id="session")
                     yield Button("This project (p)", id="project")
                 yield Button("Refuse (n)", variant="error", id="no")
@@ -66,9 +67,9 @@ class ApprovalScreen(ModalScreen[Answer]):
         self.action_answer(event.button.id or "no")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """No "always" for a protected edit (the rule would not cover it anyway)."""
+        """No "always" where no rule could cover the request."""
         if action == "answer" and parameters[:1] in (("session",), ("project",)):
-            return not self.request.protected
+            return not self.never
         return True
 
     def action_answer(self, answer: str) -> None:

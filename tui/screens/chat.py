@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Static, TextArea
 
 from theus import protocol as ev
-from theus.permissions import Rule
+from theus.permissions import rules_for
 from tui import attachments, slash
 from tui.app_handle import theus_app
 from tui.messages import AgentEvent, InjectedTokens, RecallDone, TextBatch
@@ -193,16 +193,16 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         ("always") answers without asking."""
         permissions = theus_app(self).permissions
         standing = await asyncio.to_thread(permissions.allowing, request)
-        if standing is not None:
-            scope, rule = standing
-            self.post_message(AgentEvent(Notice(
-                f"allowed ({scope} rule: {rule.describe()}): {request.summary}")))
+        if standing:
+            rules = "; ".join(f"{scope} rule: {rule.describe()}" for scope, rule in standing)
+            self.post_message(AgentEvent(Notice(f"allowed ({rules}): {request.summary}")))
             return True
         answer = await self.app.push_screen_wait(ApprovalScreen(request))
         if answer == "session" or answer == "project":  # `in` would not narrow the type
-            rule = Rule.for_request(request)
-            await asyncio.to_thread(permissions.allow, rule, answer)
-            note = f"approved, and from now on in this {answer}: {rule.describe()}"
+            added = rules_for(request)
+            await asyncio.to_thread(permissions.allow, added, answer)
+            note = (f"approved, and from now on in this {answer}: "
+                    + "; ".join(rule.describe() for rule in added))
         else:
             note = ("approved: " if answer == "yes" else "refused: ") + request.summary
         self.post_message(AgentEvent(Notice(note)))
@@ -317,7 +317,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             else:
                 self.pick_session()
         elif name == "permissions":
-            await self.add(Notice(self._permissions(arg)))
+            await self.add(Notice(await asyncio.to_thread(self._permissions, arg)))
         elif name == "compact":
             self.compact()
         elif name == "recall":
@@ -396,13 +396,14 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         if verb:
             return "usage: /permissions, or /permissions revoke N"
         listed = permissions.listed()
+        warnings = "".join(f"\nwarning: {w}" for w in permissions.warnings)
         if not listed:
             return ("no standing approvals: answer an approval with a (this session) or p "
-                    "(this project) to add one")
+                    "(this project) to add one" + warnings)
         lines = [f"{i:>2}. {scope:<7} {rule.describe()}" for i, (scope, rule)
                  in enumerate(listed, 1)]
         return ("standing approvals (`/permissions revoke N` drops one):\n" + "\n".join(lines)
-                + f"\nproject rules are kept in {permissions.path}")
+                + f"\nproject rules are kept in {permissions.path}" + warnings)
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def compact(self) -> None:
