@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from knowledge.folding import fold
 from knowledge.frontmatter import shorten
 
 # The first line of every episode built this way (no model call at session end).
 NOTE = "Recorded by Theus as it happened (no model call):"
 MAX_LISTED = 10
+# A request that asks the memory to keep something (compared folded: `knowledge.folding`).
+ASKED_TO_REMEMBER = ("remember", "don't forget", "dont forget", "keep in mind", "make a note",
+                     "take note", "recuerd", "no olvides", "ten en cuenta", "apunta", "anota")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +30,15 @@ class RunSummary:
 
     @property
     def worth_keeping(self) -> bool:
-        """A run that answered nothing leaves no episode."""
-        return bool(self.requests and self.answer.strip())
+        """Whether the run is an episode: it answered, and it changed a file, ran a command or
+        was asked to remember something. A question answered from reading ("where is the
+        login?") stays in its session: trivial runs would crowd real memories out of the
+        block (three of them pushed a fact out)."""
+        if not (self.requests and self.answer.strip()):
+            return False
+        asked = any(phrase in fold(request) for request in self.requests
+                    for phrase in ASKED_TO_REMEMBER)
+        return bool(self.files_changed or self.commands or asked)
 
     @property
     def title(self) -> str:

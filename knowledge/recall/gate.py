@@ -18,8 +18,10 @@ messages in `tests/knowledge/fixtures/gate_messages.tsv`.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Literal
+
+from knowledge.folding import fold
+from knowledge.runs import ASKED_TO_REMEMBER
 
 Decision = Literal["fresh", "extend", "reuse", "skip"]
 EXTEND_WORDS = 6  # a follow-up this short that names something new extends the previous one
@@ -57,7 +59,7 @@ _GLUE = _words("the a an and in for to of on el la los las un una y en de para p
 # Opening a short follow-up that names something new.
 _CONNECTORS = ("and ", "what about ", "also ", "same for ", "now ", "how about ", "y ",
                "que hay de ", "lo mismo para ", "ahora ", "tambien ")
-_REMEMBER = ("remember", "recuerda", "what did we", "que hicimos", "did we decide")
+_REMEMBER = (*ASKED_TO_REMEMBER, "what did we", "que hicimos", "did we decide")
 _CODE_LIKE = re.compile(r"[A-Za-z0-9]+[._/:][A-Za-z0-9]|[a-z][A-Z]|`|\w_\w")
 _WORD = re.compile(r"[a-z']+")
 
@@ -66,7 +68,7 @@ def gate(message: str) -> Decision:
     """What recall to run for `message` (see the module docstring)."""
     if _CODE_LIKE.search(message):  # a path, an identifier, an error text: always a request
         return "fresh"
-    text = _fold(message)
+    text = fold(message)
     if any(phrase in text for phrase in _REMEMBER):
         return "fresh"  # what the memory is for
     words = [w.replace("'", "") for w in _WORD.findall(text)]
@@ -85,8 +87,3 @@ def gate(message: str) -> Decision:
         return "skip" if chat else "reuse"
     return "fresh"
 
-
-def _fold(message: str) -> str:
-    """Lower case without accents: "¿Qué tal?" and "que tal" read alike."""
-    decomposed = unicodedata.normalize("NFKD", message.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))

@@ -116,6 +116,25 @@ def test_a_run_summary_becomes_one_episode_of_what_happened(project: Project) ->
     assert store.record_run(silent, "s-5") is None  # answered nothing: no episode
 
 
+@pytest.mark.parametrize(("requests", "done", "kept"), [
+    (("where is the login handled?",), {"files_read": ("src/login.py",)}, False),
+    (("hello",), {}, False),
+    (("rename it",), {"not_done": ("edit src/login.py: refused",)}, False),
+    (("rename it",), {"files_changed": ("src/login.py",)}, True),
+    (("run the tests",), {"commands": ("pytest -q",)}, True),
+    (("remember that we deploy on Fridays",), {}, True),
+    (("ok", "Recuérdalo para la próxima vez"), {}, True),
+    (("don't forget: staging uses port 8443",), {}, True),
+])
+def test_only_a_run_that_changed_ran_or_was_asked_to_remember_is_an_episode(
+        project: Project, requests: tuple[str, ...], done: dict[str, tuple[str, ...]],
+        kept: bool) -> None:
+    run = RunSummary(requests, "answered it", "answered", **done)
+    assert run.worth_keeping is kept
+    assert (EpisodeStore(project, Clock()).record_run(run, "s-1") is not None) is kept
+    assert len(list(project.paths.episodes.glob("*.md"))) == int(kept)
+
+
 def test_recall_finds_an_episode_by_its_subject(project: Project) -> None:
     store = EpisodeStore(project, Clock())
     login = store.record("compaction", COMPACTION, "s-1", ["src/login.py"])
@@ -194,7 +213,9 @@ def test_kill_switch_stops_all_episode_writing(project: Project,
     monkeypatch.setenv("THEUS_NO_EPISODES", "1")
     store = EpisodeStore(project)
     assert store.record("compaction", COMPACTION, "s-1") is None
-    assert store.record_run(RunSummary(("hi",), "hello", "answered"), "s-2") is None
+    kept = RunSummary(("fix it",), "fixed", "answered", files_changed=("src/login.py",))
+    assert kept.worth_keeping
+    assert store.record_run(kept, "s-2") is None
     assert not project.paths.episodes.exists()
     assert project.counts().get("episode", 0) == 0
     status = status_section(project)

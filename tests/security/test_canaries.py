@@ -170,8 +170,8 @@ def test_no_canary_leaves_or_lands_anywhere(victim: Path, tmp_path: Path) -> Non
         embeddings = {"THEUS_EMBEDDINGS_URL": embed_url, "THEUS_EMBEDDINGS_MODEL": "bag"}
         sinks.theus(victim, home, "index", **embeddings)
         run = sinks.theus(victim, home, "-p", f"Where are our secrets kept? GitHub deploys use the "
-                     f"token {TYPED}.", THEUS_BASE_URL=chat.url, THEUS_MODEL="test-model",
-                     **embeddings)
+                          f"token {TYPED}. Remember where they are.", THEUS_BASE_URL=chat.url,
+                          THEUS_MODEL="test-model", **embeddings)
         sinks.theus(victim, home, "memory", "add", next(
             c.secret for c in CANARIES if c.name == "github-token")
             + " is the release token; the database password is in app/db.py")

@@ -89,7 +89,7 @@ async def test_compaction_summarises_older_turns_into_an_episode(
     agent, rec = make_agent(settings=AgentSettings(context_tokens=1000), session=session,
                             episodes=Episodes())
     server.add(tool("read", {"path": "cart.py"}), text("the cart sums prices " * 200))
-    await agent.run_turn("explain the cart")
+    await agent.run_turn("explain the cart, and remember how it works")
     server.add(text("SUMMARY: user asked about the cart; it sums prices."), text("yes"))
     result = await agent.run_turn("and pricing?")
     assert result.text == "yes"
@@ -106,7 +106,8 @@ async def test_compaction_summarises_older_turns_into_an_episode(
     assert [m["role"] for m in session.messages()] == ["system", "user", "user", "assistant"]
     agent.end_session()
     assert recorded[-1][0] == "session"
-    assert "- explain the cart\n- and pricing?" in recorded[-1][1]  # what was asked and done
+    # What was asked and done.
+    assert "- explain the cart, and remember how it works\n- and pricing?" in recorded[-1][1]
     assert "Last answer: yes" in recorded[-1][1] and recorded[-1][3] == ["cart.py"]
     assert "<system-reminder>" not in recorded[-1][1]
 
@@ -128,8 +129,8 @@ async def test_a_failing_episodes_port_does_not_stop_the_session(
             raise OSError("disk full")
 
     agent, _ = make_agent(episodes=Broken())
-    server.add(text("hi"))
-    assert (await agent.run_turn("hello")).text == "hi"
+    server.add(text("noted"))
+    assert (await agent.run_turn("remember: we deploy on fridays")).text == "noted"
     agent.end_session()  # logged, not raised
     assert calls == ["session"]
     assert any(r.levelname == "WARNING" and "disk full" in r.getMessage()

@@ -120,11 +120,8 @@ def test_edits_and_shell_are_refused_without_flags(server: ScriptedServer, repo:
     assert (repo / "cart.py").read_text() == before and not (repo / "pwned").exists()
     results = [e for e in lines(done.stdout) if e["type"] == "tool_result"]
     assert all(r["is_error"] and "--allow-edits" in r["content"] for r in results)
-    # The episode says what happened: nothing changed, two actions refused.
-    [episode] = episode_texts(repo)
-    assert "Files changed" not in episode and "Commands run" not in episode
-    assert "- edit cart.py: refused" in episode and "- shell touch pwned: refused" in episode
-    assert "Outcome: answered" in episode and "no model was available" not in episode
+    # Nothing changed and nothing ran: the run stays in its session, not as an episode.
+    assert episode_texts(repo) == []
 
 
 def test_an_episode_lists_only_what_really_happened(server: ScriptedServer, repo: Path) -> None:
@@ -258,7 +255,7 @@ def test_each_kill_switch_still_answers(server: ScriptedServer, repo: Path, swit
         assert injection["reason"].startswith("off") and injection["took_ms"] == 0
 
 
-def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
+def test_injects_from_the_indexed_project_and_a_question_leaves_no_episode(
         server: ScriptedServer, repo: Path) -> None:
     from knowledge.paths import ProjectPaths
 
@@ -276,9 +273,14 @@ def test_injects_from_the_indexed_project_and_keeps_a_session_episode(
     reminder, asked = texts_of(server.requests[0]["messages"][1])  # a part each
     assert reminder.startswith("<system-reminder>") and "cart.py" in reminder
     assert reminder.endswith("</system-reminder>") and asked == request
-    episodes = list(ProjectPaths.for_root(repo).episodes.glob("*.md"))
-    assert len(episodes) == 1
-    assert "how does Cart.total use price_of?" in episodes[0].read_text()
+    # A question answered from reading changed nothing: kept in its session, not an episode
+    # that would take a memory's place in later blocks.
+    assert list(ProjectPaths.for_root(repo).episodes.glob("*.md")) == []
+    server.add(text("Noted."))
+    asked = theus(["-p", "remember that price_of rounds half up"], server, repo)
+    assert asked.returncode == 0, asked.stderr
+    [episode] = ProjectPaths.for_root(repo).episodes.glob("*.md")
+    assert "remember that price_of rounds half up" in episode.read_text()
     # One pipeline, one token counter: `theus recall` showed the block that was injected.
     assert recalled["context"] in reminder.replace("\n> ", "\n").replace("> ", "", 1)
     assert recalled["injected_tokens"] == injection["tokens"]
