@@ -54,6 +54,9 @@ MAX_HOT_FILES = 4
 MAX_SYMBOLS_PER_FILE = 3
 MAX_WARM = 8
 MAX_MEMORIES = 5
+# Of those, at most this many episodes: runs pile up faster than memories and facts, and must
+# not push them out of the block.
+MAX_EPISODES = 2
 MAX_ALSO = 12
 INJECT_TOP = 30
 # Detail stops past this many tokens; the "also:" line of further paths still fits after it.
@@ -117,7 +120,7 @@ def build_block(
     if not recall.hits or recall.best_score < threshold or max_lines < 2:
         return ""
     code = [h for h in recall.hits if h.kind not in _TEXT_KINDS]
-    memories = [h for h in recall.hits if h.kind in _TEXT_KINDS][:MAX_MEMORIES]
+    memories = _text_hits(recall.hits)
     lines: list[str] = []
     shown: set[str] = set()
     with graph.lock:  # the watcher may be changing the graph on another thread
@@ -210,6 +213,20 @@ def _also(code: list[Hit], files: list[str], shown: set[str]) -> str:
             break
         line += (" " if line == "also:" else ", ") + name
     return line if names else ""
+
+
+def _text_hits(hits: list[Hit]) -> list[Hit]:
+    """The memories, episodes and entities shown, best first, episodes capped."""
+    picked: list[Hit] = []
+    episodes = 0
+    for hit in hits:
+        if hit.kind not in _TEXT_KINDS or (hit.kind == "episode" and episodes == MAX_EPISODES):
+            continue
+        episodes += hit.kind == "episode"
+        picked.append(hit)
+        if len(picked) == MAX_MEMORIES:
+            break
+    return picked
 
 
 def _memories(hits: list[Hit], graph: GraphReader) -> list[str]:

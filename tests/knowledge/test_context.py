@@ -71,6 +71,22 @@ def test_memories_are_quoted_as_data() -> None:
     ]
 
 
+def test_episodes_never_crowd_memories_out_of_the_block() -> None:
+    graph = Graph()
+    hits = []
+    for i in range(6):  # six runs, each scoring above the one memory
+        key = f"ep:2026-12-0{i + 1}-deploy-{i}"
+        graph.upsert(Node(key=key, kind="episode", label=f"deploy {i}",
+                          data={"text": f"Session: deploy run {i}"}))
+        hits.append(Hit(key, "episode", "", f"deploy {i}", 0, 0.9 - i / 100, "deploy", "HOT"))
+    graph.upsert(Node(key="mem:d", kind="memory", label="deploys",
+                      data={"text": "We deploy on Fridays only."}))
+    hits.append(Hit("mem:d", "memory", "", "deploys", 0, 0.5, "deploy", "HOT"))
+    block = build_block(Recall("deploy", hits, 1.0, 0.9), graph)
+    assert "We deploy on Fridays only." in block
+    assert block.count("- episode:") == 2 and "deploy run 0" in block and "deploy run 1" in block
+
+
 def test_count_tokens_is_a_word_piece_estimate() -> None:
     assert count_tokens("") == 0
     assert count_tokens("hello world") == 2
