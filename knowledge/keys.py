@@ -37,12 +37,15 @@ def path_of(key: str) -> str | None:
     return None
 
 
-def table_key(name: str) -> str:
-    return f"table:{normalize(name)}"
+def table_key(name: str, scope: str = "") -> str:
+    """`scope`: the schema folder a table belongs to when a project has several (a monorepo's
+    `apps/web/prisma`), so same-named models stay apart; "" when it has one."""
+    return f"table:{scope}#{normalize(name)}" if scope else f"table:{normalize(name)}"
 
 
-def column_key(table: str, column: str) -> str:
-    return f"column:{normalize(table)}.{normalize(column)}"
+def column_key(table: str, column: str, scope: str = "") -> str:
+    name = f"{normalize(table)}.{normalize(column)}"
+    return f"column:{scope}#{name}" if scope else f"column:{name}"
 
 
 MEMORY_PREFIX, EPISODE_PREFIX, ENTITY_PREFIX = "mem:", "ep:", "ent:"

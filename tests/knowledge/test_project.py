@@ -162,6 +162,32 @@ def test_schema_discovery_is_order_independent(tmp_path: Path,
     assert snapshot(fresh.graph) == before
 
 
+def test_same_named_models_of_two_sub_projects_stay_apart(tmp_path: Path) -> None:
+    """A monorepo with a Prisma schema per app: each app's User is its own table, and each
+    app's migrations join its own schema's tables."""
+    shop = PRISMA.replace("posts Post[]", "posts Post[]\n  basket String")
+    root = write_tree(tmp_path / "repo", {
+        "apps/blog/prisma/schema.prisma": PRISMA,
+        "apps/blog/prisma/migrations/001/migration.sql": MIGRATION,
+        "apps/shop/prisma/schema.prisma": shop})
+    project = Project(root)
+    project.index()
+    graph = project.graph
+    blog, store = "apps/blog/prisma", "apps/shop/prisma"
+    tables = {n.key: n.path for n in graph.nodes() if n.kind == "table"}
+    assert tables == {f"table:{blog}#user": f"{blog}/schema.prisma",
+                      f"table:{blog}#post": f"{blog}/schema.prisma",
+                      f"table:{store}#user": f"{store}/schema.prisma",
+                      f"table:{store}#post": f"{store}/schema.prisma"}
+    assert f"column:{store}#user.basket" in graph
+    assert f"column:{blog}#user.basket" not in graph
+    assert f"column:{blog}#post.title" in graph  # the blog's migration, on the blog's Post
+    assert f"column:{store}#post.title" not in graph
+    edges = {(e.src, e.dst, e.kind) for e in graph.edges()}
+    assert (f"table:{store}#post", f"table:{store}#user", "references") in edges
+    assert (f"table:{store}#post", f"table:{blog}#user", "references") not in edges
+
+
 def test_references_follow_ambiguity_as_definitions_come_and_go(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {
         "a.py": "def use():\n    return compute_total([])\n",
