@@ -21,7 +21,7 @@ from typing import Any
 
 from knowledge.facts.extraction import Correction, Extraction, Fact, Relation, Speaker
 from knowledge.facts.match import Names, Said
-from knowledge.facts.ontology import ALIAS_OF, Layer, Ontology, as_layer
+from knowledge.facts.ontology import ALIAS_OF, WORLD_TYPES, Layer, Ontology, as_layer
 from knowledge.facts.records import (
     described,
     edge_kind,
@@ -31,7 +31,7 @@ from knowledge.facts.records import (
     supersede,
 )
 from knowledge.graph import RELATION_EDGE, Graph, Node
-from knowledge.keys import entity_key, fold_label, normalize
+from knowledge.keys import ENTITY_PREFIX, entity_key, fold_label, normalize
 from knowledge.redact import MARK, redact
 
 SELF_LABEL = "User"  # the entity first-person subjects ("I", "me", "yo") stand for
@@ -152,6 +152,9 @@ class Turn:
         if is_self:
             label, type_name, layer = SELF_LABEL, type_name or "Person", "PERSONAL"
         key = self.names.find(label)
+        if key is not None and not key.startswith(ENTITY_PREFIX) and (
+                is_self or self._of_the_world(type_name)):
+            key = None  # the user is the user; a person is never a table or a class
         if key is None and entity_key(label) in self.graph:  # an alias two nodes share
             key = entity_key(label)
         if key is not None:
@@ -163,6 +166,14 @@ class Turn:
             self.refuse(label, PHANTOM)
             return None
         return self.create(label, type_name, layer)
+
+    def _of_the_world(self, type_name: str) -> bool:
+        entity_type = self.ontology.resolve_type(type_name) if type_name else None
+        return entity_type is not None and entity_type.name in WORLD_TYPES
+
+    def _self_key(self) -> str | None:
+        key = entity_key(SELF_LABEL)
+        return key if key in self.work or key in self.graph else None
 
     def create(self, label: str, type_name: str, layer: Layer | None) -> str:
         entity_type = self.ontology.resolve_type(type_name)
@@ -279,8 +290,8 @@ class Turn:
         if not self.said.mentions(new) and self.names.find(new) is None:
             self.refuse(new, PHANTOM)  # the new value of a fact is checked like an entity
             return
-        subject = self.names.find(SELF_LABEL if fold_label(correction.subject) in _SELF
-                                  else correction.subject)
+        subject = (self._self_key() if fold_label(correction.subject) in _SELF
+                   else self.names.find(correction.subject))
         pattern = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
         old_key = self.names.find(old)
         matched = False

@@ -57,6 +57,10 @@ BUILTIN_TYPES: tuple[tuple[EntityType, tuple[str, ...]], ...] = tuple(
         ("Rule", "description applies_to technology severity", _P, ("Regla",)),
     )
 )
+# Types whose entities live in the world, never in the code: "Person: User" or "Character:
+# Batman" is never the `User` table or a `Batman` class that happens to share the name.
+WORLD_TYPES = frozenset({"Person", "Character", "Organization", "Place", "Work", "Universe",
+                         "Publisher"})
 BUILTIN_RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("IS_A", ("ES_UN",)),
     ("CREATED_BY", ("CREADO_POR",)),

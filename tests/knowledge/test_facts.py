@@ -225,6 +225,27 @@ def test_first_person_subjects_are_the_user(project: Project) -> None:
     assert [f["text"] for f in user.facts] == ["The user prefers tabs"]
 
 
+def test_a_person_is_never_a_table_or_a_class_of_the_same_name(tmp_path: Path) -> None:
+    """Batman: "I like Batman" in a project with a `User` table and a `Batman` class."""
+    project = indexed_project(tmp_path / "repo", {
+        "prisma/schema.prisma": "model User {\n  id Int @id\n}\n",
+        "src/heroes.py": "class Batman:\n    pass\n"})
+    report = FactsLayer(project, TickingClock()).apply(
+        ex(entities=[("User", "Person", P), ("Batman", "Character", U)],
+           relations=[("User", "Batman", "LIKES")], facts=[("I", "likes Batman", "user")]),
+        "I like Batman", "user")
+    graph = project.graph
+    assert report.refused == []
+    assert graph.get(keys.table_key("user")).facts == []  # the table is not the user
+    assert graph.get(keys.symbol_key("src/heroes.py", "Batman")).facts == []
+    user, batman = graph.get("ent:user"), graph.get("ent:batman")
+    assert user is not None and user.subkind == "Person"
+    assert [f["text"] for f in user.facts] == ["likes Batman"]
+    assert batman is not None and batman.kind == "entity" and batman.subkind == "Character"
+    assert [r["target"] for r in user.data["relations"]] == ["ent:batman"]
+    project.close()
+
+
 # -- 5. incomplete nodes -----------------------------------------------------------------------
 def test_an_entity_of_unknown_type_is_incomplete_until_a_type_comes(project: Project) -> None:
     layer = layer_of(project)
