@@ -1,7 +1,10 @@
 """Mentions: the files and symbols a free text names, as derived-from edges.
 
 Memories and episodes point at what they are about through backticked paths and identifiers
-(`src/app.py`, `Cart.total`, `src/app.py#Cart.total`, `f(x)`, `src/app.py:12`).
+(`src/app.py`, `Cart.total`, `src/app.py#Cart.total`, `f(x)`, `src/app.py:12`), and through
+the same written plainly, as people write them ("rounding lives in billing/invoice.py",
+"see invoice.py", "Cart.total", "redirect_after_login"): a plain token links only to a file or
+symbol that exists, and a bare name only when one file or symbol has it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,11 @@ from knowledge import keys
 from knowledge.graph import Graph
 
 _BACKTICK_RE = re.compile(r"`([^`\n]{2,200})`")
+# Written without backticks: a path (a/b.py), a dotted name (invoice.py, Cart.total), or an
+# identifier only code has (snake_case, CamelCase with an inner capital).
+_PLAIN_RE = re.compile(r"(?<![\w/.`-])(?:[\w.-]+/)+[\w.-]*\w|(?<![\w/.`-])(?:"
+                       r"\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+|[A-Z][a-z0-9]+[A-Z]\w*)"
+                       r"(?![\w/])")
 _LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
 
 
@@ -25,7 +33,8 @@ class Mentions:
 
     def keys_for(self, text: str, files: Iterable[str] = ()) -> list[str]:
         found: list[str] = []
-        for token in [*files, *_BACKTICK_RE.findall(text)]:
+        plain = _PLAIN_RE.findall(_BACKTICK_RE.sub(" ", text))
+        for token in [*files, *_BACKTICK_RE.findall(text), *plain]:
             # `f(x)` names f; `src/app.py:12` names the file
             key = self._resolve(_LINE_SUFFIX.sub("", token.strip().split("(", 1)[0]))
             if key and key not in found:
@@ -61,5 +70,7 @@ class Mentions:
                 short = node.label.rsplit(".", 1)[-1]
                 if short != node.label:
                     names.setdefault(short, []).append(node.key)
+            for node in self.graph.nodes("file"):  # "invoice.py" names the one file so called
+                names.setdefault(node.path.rsplit("/", 1)[-1], []).append(node.key)
             self._by_name = names
         return self._by_name

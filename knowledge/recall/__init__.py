@@ -48,6 +48,7 @@ from knowledge.recall.tokens import (
     terms,
 )
 from knowledge.recall.track import NodeTracker
+from knowledge.recall.traverse import DECAY, EDGE_WEIGHTS, FAN_OUT
 from knowledge.store import StoreGraph
 
 MAX_FILES = 50  # files listed in `Recall.files`
@@ -225,7 +226,9 @@ class Recaller:
                               files_named=files_named)
             files = rank_files(graph, query, signals, self.index.hash_vectors, tuning)
             best = calibrate(files[0].coverage, match.total) if files else 0.0
-            candidates = _file_hits(files, best) + _memory_hits(graph, match, intent)
+            remembered = _memory_hits(graph, match, intent)
+            candidates = (_file_hits(files, best) + remembered
+                          + _noted_files(graph, remembered, {f.path for f in files}))
         candidates.sort(key=lambda h: -h.score)  # stable: files keep their order
         late = False
         # Even with no lexical hit: the semantic layer can answer from nearest neighbours.
@@ -322,6 +325,23 @@ def _memory_hits(graph: GraphReader, match: Match, intent: Intent) -> list[Hit]:
             out.append(Hit(node.key, node.kind, "", node.label, node.line, round(score, 4),
                            why, "HOT"))
     return out
+
+
+def _noted_files(graph: GraphReader, remembered: list[Hit], ranked: set[str]) -> list[Hit]:
+    """The files a recalled memory or episode is about (its derived-from edges) that the
+    request's words did not find: a memory about `billing/invoice.py` brings that file, one
+    hop down from the memory (WARM)."""
+    out: dict[str, Hit] = {}
+    step = DECAY * EDGE_WEIGHTS["derived-from"]
+    for hit in sorted(remembered, key=lambda h: -h.score):
+        if hit.kind not in ("memory", "episode"):
+            continue
+        for dst, kind in graph.neighbours(hit.key, FAN_OUT)[0]:
+            path = keys.path_of(dst) if kind == "derived-from" else None
+            if path and path not in ranked and path not in out:
+                out[path] = Hit(keys.file_key(path), "file", path, path.rpartition("/")[2], 1,
+                                round(hit.score * step, 4), f"noted in {hit.key}", "WARM")
+    return list(out.values())
 
 
 def _expand(graph: GraphReader, candidates: list[Hit], match: Match, limit: int) -> list[Hit]:
