@@ -45,14 +45,19 @@ class Memory:
     recall`): recall starts from the saved scoring index, the embedding model loads at once
     with the saved vectors, and nothing is embedded, watched or bridged in the background
     (`theus index` and the chat app do that). `index_if_missing` indexes a project that never
-    was, before the watcher starts on it (`indexed_now` says so). `watch=False` leaves the
-    watcher to `start_watcher`, for a run that may never need it."""
+    was, before the watcher starts on it (`indexed_now` says so); with `index_wait_s` it waits
+    that long at most, and `index_pending` says the index goes on in the background (a
+    one-shot run answers without the project's context rather than stall on a large
+    repository). `watch=False` leaves the watcher to `start_watcher`, for a run that may never
+    need it."""
 
     def __init__(self, root: Path, *, one_shot: bool = False, index_if_missing: bool = False,
-                 watch: bool = True) -> None:
+                 index_wait_s: float | None = None, watch: bool = True) -> None:
         self.root = Path(root)
         self.one_shot = one_shot
         self._index_if_missing = index_if_missing
+        self._index_wait_s = index_wait_s
+        self.index_pending = False
         self._watch = watch
         self.project: Project | None = None
         self.watcher: Watcher | None = None
@@ -93,7 +98,7 @@ class Memory:
                 self.error = str(exc)
                 return self
             if self._index_if_missing and not self.project.has_index:
-                self._first_index(self.project)
+                self._first_index_within(self.project, self._index_wait_s)
             self._open_semantic(self.project)
             if self._history_server:
                 _start_import("knowledge.vectors.qdrant")
@@ -103,6 +108,18 @@ class Memory:
                 self._open_episodes(self.project)
             self._open_bridge(self.project)
             return self
+
+    def _first_index_within(self, project: Project, wait_s: float | None) -> None:
+        if wait_s is None:
+            self._first_index(project)
+            return
+        # A daemon: a run that ends first leaves it unsaved (the store commits whole, so
+        # nothing is half-written), and the next run indexes again.
+        indexing = threading.Thread(target=self._first_index, args=(project,), daemon=True,
+                                    name="theus-first-index")
+        indexing.start()
+        indexing.join(wait_s)
+        self.index_pending = indexing.is_alive()
 
     def _first_index(self, project: Project) -> None:
         from knowledge.store import StoreError
@@ -414,7 +431,7 @@ def _stop_quietly(name: str, stop: Callable[[float | None], None],
 
 
 def open_memory(root: Path, *, one_shot: bool = False, index_if_missing: bool = False,
-                watch: bool = True) -> Memory:
+                index_wait_s: float | None = None, watch: bool = True) -> Memory:
     """Open the project's memory (see `Memory`)."""
     return Memory(root, one_shot=one_shot, index_if_missing=index_if_missing,
-                  watch=watch).open()
+                  index_wait_s=index_wait_s, watch=watch).open()

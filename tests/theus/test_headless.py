@@ -71,7 +71,7 @@ def test_text_output_is_only_the_answer_and_the_prompt_can_come_from_stdin(
     done = theus(["-p"], server, repo, stdin="what does the cart do?")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Cart.total sums prices.\n"
-    assert server.requests[0]["messages"][-1]["content"] == "what does the cart do?"
+    assert texts_of(server.requests[0]["messages"][-1])[-1] == "what does the cart do?"
 
 
 def test_json_result_object(server: ScriptedServer, repo: Path) -> None:
@@ -287,6 +287,47 @@ def test_injects_from_the_indexed_project_and_a_question_leaves_no_episode(
     # The injection's outcome is counted for `theus status`, in another process.
     status = json.loads(theus(["status", "--json"], None, repo).stdout)
     assert status["recall"]["injected"] == 1 and status["recall"]["failed"] == 0
+
+
+def test_the_first_run_on_a_project_never_indexed_injects_its_files(
+        server: ScriptedServer, repo: Path) -> None:
+    from knowledge.paths import ProjectPaths
+
+    assert not ProjectPaths.for_root(repo).store.exists()
+    server.add(text("It sums price_of over items."))
+    done = theus(["-p", "how does Cart.total use price_of?", "--output-format", "stream-json"],
+                 server, repo)
+    assert done.returncode == 0, done.stderr
+    injection = next(e for e in lines(done.stdout) if e["type"] == "injection")
+    assert injection["attached"], injection
+    reminder, _ = texts_of(server.requests[0]["messages"][1])
+    assert "cart.py" in reminder
+    assert ProjectPaths.for_root(repo).store.exists()  # indexed once, for later runs too
+
+
+def test_a_first_index_past_its_bound_is_said_and_the_run_goes_on(
+        server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from tests.theus.conftest import model_settings
+    from theus.agent import setup
+    from theus.protocol import Error, Event
+
+    monkeypatch.setattr(setup, "FIRST_INDEX_WAIT_S", 0.0)  # any project takes longer
+    events: list[Event] = []
+    runtime = setup.start_headless(repo, model_settings(server.url), None,
+                                   "how does Cart.total use price_of?", sink=events.append)
+    said = [e.message for e in events if isinstance(e, Error)]
+    assert len(said) == 1 and "never indexed" in said[0] and "theus index" in said[0]
+    server.add(text("answered anyway"))
+
+    async def turn() -> str:
+        try:
+            return (await runtime.agent.run_turn("how does Cart.total use price_of?")).text
+        finally:
+            await runtime.close()
+
+    assert asyncio.run(turn()) == "answered anyway"
 
 
 def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Path) -> None:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 # How long a one-shot run's first request waits for the graph to load, before its deadline.
 ONE_SHOT_GRAPH_WAIT_S = 3.0
+# How long `theus -p` on a project never indexed waits for its first index (requests, 1.4 s;
+# a 1,900-file repository, ~18 s): past it, the run answers without the project's context.
+FIRST_INDEX_WAIT_S = 10.0
 
 
 @dataclass
@@ -110,7 +113,12 @@ def start_headless(root: Path, model_settings: ModelSettings, session: Session |
     from a worker thread). `mcp`'s servers, started before, come up while the memory opens;
     the first request waits for them (bounded: each has its start-up deadline), and each that
     failed is one warning."""
-    memory = open_memory(root, one_shot=True, watch=False)
+    memory = open_memory(root, one_shot=True, index_if_missing=True,
+                         index_wait_s=FIRST_INDEX_WAIT_S, watch=False)
+    if memory.index_pending:
+        sink(Error(f"this project was never indexed and its first index takes longer than "
+                   f"{FIRST_INDEX_WAIT_S:.0f} s: this run goes on without the project's "
+                   "context; run `theus index` once so later runs have it"))
     if mcp is not None:
         mcp.wait_ready()
         for warning in mcp.warnings():
