@@ -66,6 +66,35 @@ def test_serves_an_unindexed_project_and_stops_on_ctrl_c(tmp_path: Path, theus_h
             proc.wait()
 
 
+def test_the_standalone_dashboard_follows_edits(tmp_path: Path, theus_home: Path) -> None:
+    """As the app's dashboard does: a file added while it serves shows up without a restart."""
+    root = write_tree(tmp_path / "repo", {"app.py": "def main():\n    return 1\n"})
+    proc = start([str(root), "--port", "0"], theus_home)
+    try:
+        base, token = read_url(proc).split("/dashboard?token=")
+
+        def files() -> object:
+            counts = get(f"{base}/api/status?token={token}")["counts"]
+            return counts.get("file") if isinstance(counts, dict) else None
+
+        def until(wanted: int) -> object:
+            deadline = time.monotonic() + 30
+            while (found := files()) != wanted and time.monotonic() < deadline:
+                time.sleep(0.1)
+            return found
+
+        assert until(1) == 1
+        # Written while the watcher may still be starting: its first scan catches up.
+        (root / "billing.py").write_text("def invoice_total(lines):\n    return sum(lines)\n")
+        assert until(2) == 2
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_bad_arguments_are_one_line_errors(tmp_path: Path, theus_home: Path) -> None:
     for args, expected in (
         ([str(tmp_path), "--port", "70000"], "--port must be between 0 and 65535"),

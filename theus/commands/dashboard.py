@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from knowledge.dashboard import start_dashboard
     from knowledge.project import Project
     from knowledge.status import gather
+    from knowledge.watch import Watcher, maybe_start
 
     root = command_root(args)
     if args.port is not None and not 0 <= args.port <= 65535:
@@ -55,10 +56,18 @@ def run(args: argparse.Namespace) -> int:
                     raise UsageError(
                         f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}"
                     ) from None
-        if not project.has_index:
-            # Serve at once; the page fills in as the first index lands.
-            threading.Thread(target=project.index, name="theus-index", daemon=True).start()
+        watching: list[Watcher | None] = []
+
+        def follow() -> None:
+            """The first index if there is none, then the watcher: the page follows edits,
+            commits and branch switches as the app's dashboard does."""
+            if not project.has_index:
+                project.index()
+            watching.append(maybe_start(project))
+
+        if not project.has_index:  # serve at once; the page fills in as the index lands
             out("No index yet: indexing in the background, the page updates as it goes.\n")
+        threading.Thread(target=follow, name="theus-follow", daemon=True).start()
         if args.unsafe_host is not None:
             err(f"theus: warning: listening on {host}; anyone who can reach it "
                 "and has the link can read this project's graph\n")
@@ -68,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
         stop()
+        for watcher in watching:
+            if watcher is not None:
+                watcher.stop()
     finally:
         project.close()
     return 0
