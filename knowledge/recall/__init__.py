@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from knowledge import keys
-from knowledge.graph import Graph, GraphReader
+from knowledge.graph import RELATION_EDGE, Graph, GraphReader
 from knowledge.recall import kinds, saved
 from knowledge.recall.content import ContentIndex, FrozenContentIndex
 from knowledge.recall.history import FrozenHistoryIndex, HistoryIndex
@@ -227,6 +227,7 @@ class Recaller:
             files = rank_files(graph, query, signals, self.index.hash_vectors, tuning)
             best = calibrate(files[0].coverage, match.total) if files else 0.0
             remembered = _memory_hits(graph, match, intent)
+            remembered += _related_entities(graph, remembered)
             candidates = (_file_hits(files, best) + remembered
                           + _noted_files(graph, remembered, {f.path for f in files}))
         candidates.sort(key=lambda h: -h.score)  # stable: files keep their order
@@ -324,6 +325,35 @@ def _memory_hits(graph: GraphReader, match: Match, intent: Intent) -> list[Hit]:
                 score, why = min(1.0, score * PERSONAL_BOOST), why + "; what you said"
             out.append(Hit(node.key, node.kind, "", node.label, node.line, round(score, 4),
                            why, "HOT"))
+    return out
+
+
+def _related_entities(graph: GraphReader, remembered: list[Hit]) -> list[Hit]:
+    """Acervo's neighbourhood of the entities the request names: what the conversation
+    related them to, one hop WARM, two hops COLD, scored down by `DECAY` a hop (Supabase ->
+    the project that uses it -> Next.js, beside it)."""
+    frontier = {h.key: h.score for h in remembered if h.kind == "entity"}
+    seen = {h.key for h in remembered}
+    out: list[Hit] = []
+    for layer in ("WARM", "COLD"):
+        reached: dict[str, tuple[float, str, str]] = {}
+        for key, score in sorted(frontier.items(), key=lambda kv: -kv[1]):
+            outgoing, incoming, _ = graph.neighbours(key, FAN_OUT)
+            for other, kind in (*outgoing, *incoming):
+                if (not kind.startswith(RELATION_EDGE) or other in seen
+                        or not other.startswith(keys.ENTITY_PREFIX)):
+                    continue
+                if score * DECAY > reached.get(other, (0.0, "", ""))[0]:
+                    reached[other] = (score * DECAY, key, kind.removeprefix(RELATION_EDGE))
+        frontier = {}
+        for key, (score, source, relation) in reached.items():
+            node = graph.get(key)
+            if node is None:
+                continue
+            seen.add(key)
+            frontier[key] = score
+            out.append(Hit(key, "entity", "", node.label, node.line, round(score, 4),
+                           f"{relation} {source}", layer))
     return out
 
 

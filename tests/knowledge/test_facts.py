@@ -324,6 +324,29 @@ def test_recall_finds_an_entity_by_its_current_facts(project: Project) -> None:
     assert hits and hits[0].key == "ent:ledgerly" and hits[0].kind == "entity"
 
 
+def test_an_entity_brings_its_neighbourhood_warm_then_cold(project: Project) -> None:
+    """Acervo's BFS over what the conversation related: Supabase and the project that says it
+    uses it (HOT: the request's words) -> the project's other framework (WARM) -> what that is
+    built on (COLD), and into the block within its memory lines."""
+    from knowledge.context import build_block
+
+    layer_of(project).apply(ex(
+        entities=[("Ledgerly", "Project", P), ("Supabase", "Technology", U),
+                  ("Next.js", "Technology", U), ("React", "Technology", U)],
+        relations=[("Ledgerly", "Supabase", "USES_TECHNOLOGY"),
+                   ("Ledgerly", "Next.js", "USES_TECHNOLOGY"),
+                   ("Next.js", "React", "BUILT_ON")]),
+        "Ledgerly uses Supabase and Next.js; Next.js is built on React", "user")
+    recall = Recaller(project.graph, project.root).recall("how do we set up supabase auth?")
+    layers = {h.key: h.layer for h in recall.hits if h.kind == "entity"}
+    assert layers == {"ent:supabase": "HOT", "ent:ledgerly": "HOT", "ent:nextjs": "WARM",
+                      "ent:react": "COLD"}
+    scores = {h.key: h.score for h in recall.hits}
+    assert scores["ent:ledgerly"] > scores["ent:nextjs"] > scores["ent:react"] > 0
+    block = build_block(recall, project.graph, threshold=0.0)
+    assert "Next.js" in block and "React" in block
+
+
 # -- 8. ontology -------------------------------------------------------------------------------
 def test_ontology_aliases_auto_registration_and_restart(project: Project) -> None:
     ontology = Ontology.of(project)
