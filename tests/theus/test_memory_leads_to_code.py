@@ -11,7 +11,8 @@ import pytest
 
 from knowledge import keys
 from knowledge.mentions import Mentions
-from tests.conftest import indexed_project, write_tree
+from tests.conftest import indexed_project, texts_of, write_tree
+from tests.scripted_server import ScriptedServer, text
 from tests.theus.test_headless import index, theus
 
 FILES = {
@@ -61,3 +62,18 @@ def test_a_recalled_memory_brings_the_file_it_is_about(tmp_path: Path) -> None:
     brought = next(r for r in recalled["results"] if r["path"] == "billing/invoice.py")
     assert brought["why"].startswith("noted in mem:") and brought["layer"] == "WARM"
     assert "billing/invoice.py" in recalled["context"]
+
+
+def test_a_memory_added_by_one_process_is_in_the_next_runs_first_request(
+        tmp_path: Path, server: ScriptedServer) -> None:
+    """No source file touched between them: the saved scoring index takes the memory in."""
+    root = write_tree(tmp_path / "repo", FILES)
+    index(root)
+    assert theus(["recall", "--json", "ship an order"], None, root).returncode == 0  # saved
+    added = theus(["memory", "add", "Orders ship from the Lisbon warehouse on Tuesdays"],
+                  None, root)
+    assert added.returncode == 0, added.stderr
+    server.add(text("On Tuesdays."))
+    done = theus(["-p", "when do orders ship from the warehouse?"], server, root)
+    assert done.returncode == 0, done.stderr
+    assert "Lisbon warehouse on Tuesdays" in texts_of(server.requests[0]["messages"][-1])[0]
