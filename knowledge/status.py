@@ -68,6 +68,14 @@ def _episodes(project: Project, live: Memory | None) -> dict[str, Any]:
     return episodes.status_section(project, live.episodes if live else None)
 
 
+def _instructions(project: Project, live: Memory | None) -> dict[str, Any]:
+    from knowledge.instructions import read_instructions
+
+    found = read_instructions(project.root)
+    return {"files": list(found.files), "bytes": len(found.text.encode()),
+            "cut": list(found.cut)}
+
+
 def _history(project: Project, live: Memory | None) -> dict[str, Any]:
     from knowledge.run_history.layer import status_section
 
@@ -83,6 +91,7 @@ SECTIONS: dict[str, Section] = {
     "memory": _memory,
     "episodes": _episodes,
     "history": _history,
+    "instructions": _instructions,
 }
 
 

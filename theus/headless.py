@@ -292,7 +292,8 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         printer.line({"type": "system", "subtype": "init", "session_id": session.id,
                       "model": settings.model, "cwd": str(root), "tools": sorted(agent.tools),
                       "permissionMode": _permission_mode(allow),
-                      "allowed": sorted(kind for kind, on in allow.items() if on)})
+                      "allowed": sorted(kind for kind, on in allow.items() if on),
+                      "instructions": list(agent.instructions.files)})
     turn = asyncio.current_task()
     if turn is not None:  # nobody reads the answer any more: stop working on it
         printer.on_gone = turn.cancel
