@@ -81,6 +81,30 @@ def _command_named(words: Sequence[str]) -> str | None:
     return None if "-h" in before or "--help" in before else found.command  # the top's help
 
 
+def _opening_request(words: list[str]) -> tuple[list[str], list[str]]:
+    """`theus "where are the tests"` opens the app with that first request, as `claude` and
+    `codex` do: the first word that is neither a flag, a flag's value nor a command, and the
+    words after it up to the next flag (as after -p), split off. -p, or a command's name
+    first, leaves the words as they are."""
+    if _headless(words):
+        return words, []
+    takes = {option: action.nargs
+             for action in _with_top_level_flags(_Probe(add_help=False))._actions
+             for option in action.option_strings}
+    at = 0
+    while at < len(words):
+        word = words[at]
+        if not word.startswith("-"):
+            break
+        nargs = takes.get(word, 0)
+        at += 2 if nargs is None or (nargs == "?" and at + 1 < len(words)
+                                      and not words[at + 1].startswith("-")) else 1
+    if at >= len(words) or words[at] in COMMANDS:
+        return words, []
+    end = next((i for i in range(at, len(words)) if words[i].startswith("-")), len(words))
+    return words[:at] + words[end:], words[at:end]
+
+
 def _headless(words: Sequence[str]) -> bool:
     return any(word in ("-p", "--print") for word in words)
 
@@ -118,10 +142,23 @@ def _with_top_level_flags(parser: Parser) -> Parser:
                         help="headless: allow this MCP tool (SERVER__* for all of a server's; "
                         "repeatable); only the servers named are started")
     parser.add_argument("--model", default=None, help="model name (overrides THEUS_MODEL)")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version and exit")
     parser.add_argument("--path", default=".",
                         help="project folder, for the app, -p and every command (also after "
                         "the command); default: the current folder")
     return parser
+
+
+class _Version(argparse.Action):
+    """`--version`: read from the installed package's metadata when asked, not at start."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"theus {version('theus')}\n")
+        raise SystemExit(0)
 
 
 def run() -> NoReturn:
@@ -132,9 +169,11 @@ def run() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
+    words, request = _opening_request(words)
     parser = build_parser(words)
     parser.headless = _headless(words)
     args = parser.parse_args(words)
+    args.request = request
     if args.command and args.prompt is not None:  # `theus -p --max-turns 2 status`
         parser.error(ONE_PIECE)
     printable_last_resort()  # a command's warnings (file names, server errors) on stderr

@@ -82,7 +82,7 @@ class TheusApp(App[int]):
     def __init__(self, root: Path, model_settings: ModelSettings | None, *,
                  resume: list[Message] | None = None,
                  session: Any = None, agent_settings: AgentSettings | None = None,
-                 pick_session: bool = False,
+                 pick_session: bool = False, first_request: str = "",
                  end_process: Callable[[int], NoReturn] | None = None) -> None:
         super().__init__()
         # Given (a real run, not a test): quitting restores the terminal and ends the process
@@ -97,6 +97,7 @@ class TheusApp(App[int]):
         self.resume = resume
         self.resume_session = session
         self.pick_session = pick_session  # `theus -r` with no id: the chat opens the picker
+        self.first_request = first_request  # `theus "prompt"`: the chat sends it at once
         self.chat: ChatScreen | None = None  # set when the chat screen mounts
         self.permissions = Permissions(root)
         self._last_interrupt = -QUIT_WINDOW_S
@@ -416,7 +417,9 @@ def run_app(args: argparse.Namespace) -> NoReturn:
             raise UsageError("no earlier session in this project to continue (drop -c)")
         messages = session.messages()
     app = TheusApp(root, load_model_settings(getattr(args, "model", None)), resume=messages,
-                   session=session, pick_session=pick, end_process=exit_now)
+                   session=session, pick_session=pick,
+                   first_request=" ".join(getattr(args, "request", None) or ()),
+                   end_process=exit_now)
     app.run()
     # Everything durable was closed on unmount: only buffers are left to flush.
     exit_now(app.return_code or 0)

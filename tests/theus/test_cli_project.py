@@ -13,6 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from knowledge.paths import ProjectPaths
 from tests.conftest import write_tree
 
@@ -101,3 +103,28 @@ def test_a_second_watch_names_the_running_watchers_pid(tmp_path: Path) -> None:
     finally:
         first.send_signal(signal.SIGINT)
         first.wait(30)
+
+
+@pytest.mark.parametrize(("words", "kept", "opening"), [
+    (["where", "are", "the", "tests"], [], ["where", "are", "the", "tests"]),
+    (["--model", "fix", "fix", "it"], ["--model", "fix"], ["fix", "it"]),
+    (["fix", "it", "--model", "m"], ["--model", "m"], ["fix", "it"]),
+    (["--max-turns=3", "go"], ["--max-turns=3"], ["go"]),
+    (["-r", "abc"], ["-r", "abc"], []),  # a session id, not a request
+    (["status"], ["status"], []),
+    (["index", "--path", "."], ["index", "--path", "."], []),
+    (["-p", "where", "are", "they"], ["-p", "where", "are", "they"], []),
+])
+def test_words_that_are_no_command_open_the_app_with_that_request(
+        words: list[str], kept: list[str], opening: list[str]) -> None:
+    from entrypoint.cli import _opening_request
+
+    assert _opening_request(words) == (kept, opening)
+
+
+def test_version_is_printed_by_a_real_process() -> None:
+    from importlib.metadata import version
+
+    done = subprocess.run([sys.executable, "-m", "entrypoint", "--version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == f"theus {version('theus')}\n"

@@ -69,9 +69,9 @@ MakeApp = Callable[..., TheusApp]
 
 @pytest.fixture
 def make_app(repo: Path, server: ScriptedServer) -> MakeApp:
-    def make(*, model: bool = True) -> TheusApp:
+    def make(*, model: bool = True, first_request: str = "") -> TheusApp:
         settings = model_settings(server.url) if model else None
-        return TheusApp(repo, settings, agent_settings=SETTINGS)
+        return TheusApp(repo, settings, agent_settings=SETTINGS, first_request=first_request)
 
     return make
 

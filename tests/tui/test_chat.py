@@ -234,6 +234,20 @@ async def test_user_keymap(make_app: MakeApp, theus_home: Path) -> None:
         await wait_for(pilot, lambda: app.current_mode == "graph")
 
 
+async def test_an_opening_request_is_sent_at_start(make_app: MakeApp,
+                                                   server: ScriptedServer) -> None:
+    """`theus "where are the tests"`: the app opens with that request sent, as claude does."""
+    server.add(text("In tests/."))
+    app = make_app(first_request="where are the tests")
+    async with app.run_test(size=(110, 36)) as pilot:
+        await wait_for(pilot, lambda: items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        assert [texts_of(m)[-1] for m in server.requests[0]["messages"] if m["role"] == "user"
+                ] == ["where are the tests"]
+        assert items(app, AssistantReply)[0].text == "In tests/."
+        assert app.first_request == ""  # sent once, not again on the next mount
+
+
 async def test_a_second_request_waits_for_the_running_turn(make_app: MakeApp,
                                                            server: ScriptedServer) -> None:
     answer = threading.Event()

@@ -94,6 +94,9 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         if app.pick_session:
             app.pick_session = False
             self.pick_session()
+        elif app.first_request:  # `theus "where are the tests"`: sent as if typed
+            prompt.post_message(PromptInput.Submitted(prompt, app.first_request))
+            app.first_request = ""
 
     async def show_history(self, session_id: str, messages: list[Any]) -> None:
         """A resumed conversation on screen as it was, then a line saying which it is."""
