@@ -240,11 +240,10 @@ async def test_an_opening_request_is_sent_at_start(make_app: MakeApp,
     server.add(text("In tests/."))
     app = make_app(first_request="where are the tests")
     async with app.run_test(size=(110, 36)) as pilot:
-        await wait_for(pilot, lambda: items(app, AssistantReply))
-        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: [r.text for r in items(app, AssistantReply)]
+                       == ["In tests/."])
         assert [texts_of(m)[-1] for m in server.requests[0]["messages"] if m["role"] == "user"
                 ] == ["where are the tests"]
-        assert items(app, AssistantReply)[0].text == "In tests/."
         assert app.first_request == ""  # sent once, not again on the next mount
 
 
@@ -262,10 +261,9 @@ async def test_a_second_request_waits_for_the_running_turn(make_app: MakeApp,
                                           for n in items(app, Notice)))
         assert app.screen.query_one("#prompt").text == "second"  # kept for later
         answer.set()
-        await wait_for(pilot, lambda: items(app, AssistantReply))
+        await wait_for(pilot, lambda: [r.text for r in items(app, AssistantReply)]
+                       == ["Slow answer."])
         await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert items(app, AssistantReply)[0].text == "Slow answer."
         assert len(server.requests) == 1
 
 

@@ -55,7 +55,27 @@ async def test_busy_line_counts_streamed_tokens_and_escape_stops(
         await pilot.press("escape")
         await wait_for(pilot, lambda: not app.screen.busy)
         assert not busy.display
-        assert any("stopped" in n for n in notices(app))
+        assert [n for n in notices(app) if "stopped" in n or "cancelled" in n] == [
+            "stopped: the request was cancelled"]  # one line, not two
+        # The next request is a turn of its own, not merged into the cancelled one.
+        server.add(text("Sums the lines."))
+        await ask(pilot, "and the tax?")
+        await wait_for(pilot, lambda: len(server.requests) == 2)
+        await app.workers.wait_for_complete()
+        users = [m for m in server.requests[-1]["messages"] if m["role"] == "user"]
+        assert texts_of(users[-1])[-1] == "and the tax?"
+        assert texts_of(users[-2])[-1] == "how is the total made"
+        assert "cancelled this request" in server.requests[-1]["messages"][-2]["content"]
+
+
+async def test_an_empty_reply_is_shown_as_such(make_app: MakeApp, server: ScriptedServer
+                                               ) -> None:
+    server.add(text(""))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "anything?")
+        await wait_for(pilot, lambda: "the model answered with an empty reply" in notices(app))
 
 
 async def test_status_bar_shows_background_embedding_progress(make_app: MakeApp) -> None:

@@ -69,6 +69,7 @@ SYSTEM_PROMPT = (
 INSTRUCTIONS_HEAD = ("\n\n# Project instructions\n\nThe user's and the project's own "
                      "conventions for coding agents; follow them.\n\n")
 SUBAGENT_MAX_TURNS = 25
+CANCELLED_NOTE = "[stopped: the user cancelled this request before it was answered]"
 # Subagents that run side by side (the task calls of one answer); the others wait their turn.
 SUBAGENTS_AT_ONCE = 4
 # How a run's last turn ended, in its episode.
@@ -259,6 +260,10 @@ class Agent:
             # The user stopped the turn (Esc in the chat app): answer every pending tool call
             # so the conversation stays valid for the next request, then let it unwind.
             self._answer_pending("cancelled by the user before it finished")
+            if self.messages and self.messages[-1].get("role") == "user":
+                # Stopped before any answer: said in the conversation, so the next request is
+                # a turn of its own (two user messages in a row are merged on the wire).
+                self._append(_assistant(CANCELLED_NOTE, [], self.clock()))
             self._finish("", turn, steps, "cancelled", "cancelled")
             raise
 

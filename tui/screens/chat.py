@@ -148,6 +148,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
     async def run_turn(self, text: str) -> None:
         busy = self.query_one(BusyIndicator)
         busy.start()
+        started = False
         try:
             request = text
             if attachments.mentions(text):
@@ -157,9 +158,11 @@ with; approvals offer "always" for this session or this project (`/permissions` 
                     await self.add(Notice(item.describe(), error=bool(item.error)))
             agent = self._agent()
             await theus_app(self).mcp.ready(agent)  # the MCP tools that are up by now
+            started = True
             await agent.run_turn(request)
         except asyncio.CancelledError:
-            self.post_message(AgentEvent(ev.Error("stopped", fatal=True)))
+            if not started:  # else the agent's own "cancelled" end says it, once
+                self.post_message(AgentEvent(ev.Error("stopped", fatal=True)))
             raise
         finally:
             busy.stop()
@@ -257,8 +260,13 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             if isinstance(event, ev.TurnFinished):
                 if self.agent is not None:
                     theus_app(self).show_usage(self.agent.usage)
-                if event.stop not in ("end", "error"):
-                    await self.add(Notice(f"turn ended: {event.stop}"))
+                if event.stop == "cancelled":
+                    await self.add(Notice("stopped: the request was cancelled"))
+                elif event.stop != "error":
+                    if event.stop != "end":
+                        await self.add(Notice(f"turn ended: {event.stop}"))
+                    elif not event.text.strip():
+                        await self.add(Notice("the model answered with an empty reply"))
         elif isinstance(event, ev.InjectionInfo):
             self.post_message(InjectedTokens(event.tokens if event.block else 0, event.took_ms))
             await self.add(InjectionView(event.tokens, event.took_ms, event.block, event.reason,
