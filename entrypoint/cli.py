@@ -167,6 +167,11 @@ def run() -> NoReturn:
     exit_now(main())
 
 
+def _on_a_terminal() -> bool:
+    """Whether the app can draw and read keys: it reads stdin and draws on stderr (Textual)."""
+    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.__stderr__))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     words, request = _opening_request(words)
@@ -187,6 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from theus.commands.common import project_root
 
         project_root(args.path)
+        if not _on_a_terminal():
+            raise UsageError("the chat app needs a terminal (a script or pipe has none); "
+                             "for one request without it use theus -p \"...\"")
         from tui.app import run_app
 
         run_app(args)

@@ -48,7 +48,8 @@ def test_plain_output_is_one_summary_line(tmp_path: Path) -> None:
 
 def test_bad_path_and_bad_flag_are_one_line_and_exit_2(tmp_path: Path) -> None:
     for args in (("index", str(tmp_path / "missing")), ("index", "--bogus"),
-                 ("status", "--nope"), ("frobnicate",)):
+                 ("status", "--nope"),
+                 ("frobnicate",)):  # a first request for the app, which needs a terminal
         out = theus(*args, cwd=tmp_path)
         assert out.returncode == 2, args
         assert out.stdout == ""
