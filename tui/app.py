@@ -7,7 +7,9 @@ bridge start in a thread worker and every layer fails open.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -110,6 +112,7 @@ class TheusApp(App[int]):
         self.status_bars: set[StatusBar] = set()
         self._agents: list[Any] = []
         self._closed_agents: list[Any] = []
+        self._resume_hint = ""
         self._memory_closing: threading.Thread | None = None
         self._dashboard: tuple[str, Callable[[], None]] | None = None
         self._graph_version = -1
@@ -331,8 +334,25 @@ class TheusApp(App[int]):
             if self._driver is not None:
                 _restore_terminal(self._driver)
             await self._finish_closing()
+            self._say_how_to_resume()
             self._end_process(self.return_code or 0)
         await super().action_quit()
+
+    def resume_hint(self) -> str:
+        """How to go on with the last conversation that asked anything ("" when none did)."""
+        for agent in reversed(self._closed_agents):
+            session = getattr(agent, "session", None)
+            if session is not None and any(m.get("role") == "user" for m in agent.messages):
+                return f"Resume this session with: theus -r {session.id}\n"
+        return ""
+
+    def _say_how_to_resume(self) -> None:
+        hint, terminal = self._resume_hint, sys.__stdout__  # Textual may still hold sys.stdout
+        self._resume_hint = ""  # said once
+        if hint and terminal is not None:
+            with contextlib.suppress(OSError, ValueError):  # a closed terminal: nothing to say
+                terminal.write(hint)
+                terminal.flush()
 
     def _start_closing(self) -> None:
         """End every session (its episode), then stop the memory on a thread. Once."""
@@ -341,6 +361,7 @@ class TheusApp(App[int]):
         for agent in list(self._agents):
             self.end_agent(agent)
             self._closed_agents.append(agent)
+        self._resume_hint = self.resume_hint()  # said once the terminal is given back
         if self._dashboard is not None:
             self._dashboard[1]()
         self.mcp.close()
@@ -421,6 +442,7 @@ def run_app(args: argparse.Namespace) -> NoReturn:
                    first_request=" ".join(getattr(args, "request", None) or ()),
                    end_process=exit_now)
     app.run()
+    app._say_how_to_resume()  # quit by another way than action_quit (an error, a signal)
     # Everything durable was closed on unmount: only buffers are left to flush.
     exit_now(app.return_code or 0)
 

@@ -31,7 +31,8 @@ def test_resume_picker_shows_the_earlier_conversation(terminal: Terminal,  # noq
         session.append({"type": "message", "message": message})
     with ScriptedServer([text(NEW_ANSWER)]) as server:
         env = app_env(theus_home, server.url)
-        command = shlex.join([*_theus(), "--path", str(repo), "-r"])
+        # The pane outlives the app for a moment, to show what it printed on the way out.
+        command = shlex.join([*_theus(), "--path", str(repo), "-r"]) + "; sleep 60"
         subprocess.run([terminal.tmux, "-L", terminal.socket, "new-session", "-d", "-s",
                         "theus", "-x", "120", "-y", "36", command], env=env, check=True,
                        timeout=30)
@@ -47,4 +48,7 @@ def test_resume_picker_shows_the_earlier_conversation(terminal: Terminal,  # noq
         assert EARLIER_ANSWER in sent  # the model got the history too
         terminal.run("send-keys", "-t", "theus", "C-c")
         terminal.run("send-keys", "-t", "theus", "C-c")  # twice within 2 s: quit
+        # As claude and codex do: how to come back, on the terminal the app gave back.
+        terminal.wait_for(f"Resume this session with: theus -r {session.id}")
+        terminal.run("kill-session", "-t", "theus")
         terminal.wait_gone()
