@@ -77,7 +77,7 @@ class NoRecall:
 
     graph = None
 
-    def recall(self, query: str, top: int = 10) -> Any:
+    def recall(self, query: str, top: int = 10, **options: Any) -> Any:
         raise RuntimeError("no memory in this test")
 
 

@@ -69,11 +69,15 @@ async def test_an_overflow_compacts_and_retries_once(server: ScriptedServer,
 async def test_tool_schemas_count_towards_the_context(server: ScriptedServer,
                                                       make_agent: MakeAgent) -> None:
     agent, rec = make_agent()
-    schemas = len(json.dumps([t.schema() for t in agent.tools.values()])) // 4
-    # The messages alone are well under 80% of this context; with the schemas they are not.
-    agent, rec = make_agent(settings=AgentSettings(context_tokens=int(schemas * 1.1)))
+    # By the agent's own estimate (and its server's learned ratio), not a guess of it: a
+    # context the schemas alone fill to the compaction ratio, whatever the prompt's length.
+    schemas = agent.model.estimate_tokens([], [t.schema() for t in agent.tools.values()])
+    settings = AgentSettings()
+    context = int(schemas / settings.compact_ratio) + 1
+    agent, rec = make_agent(settings=AgentSettings(context_tokens=context))
     agent.messages += [{"role": "user", "content": "an earlier request"},
                        {"role": "assistant", "content": "an earlier answer"}]
+    assert agent.model.estimate_tokens(agent.messages) < context * settings.compact_ratio / 2
     server.add(text("SUMMARY: an earlier exchange."), text("done"))
     result = await agent.run_turn("next")
     assert result.text == "done" and rec.of(Compacted)
