@@ -141,6 +141,23 @@ def _with_top_level_flags(parser: Parser) -> Parser:
                         metavar="SERVER__TOOL",
                         help="headless: allow this MCP tool (SERVER__* for all of a server's; "
                         "repeatable); only the servers named are started")
+    # Claude Code's names for the same decisions (theus.tool_rules), so its scripts run as
+    # they are; the --allow-* flags stay.
+    parser.add_argument("--allowedTools", "--allowed-tools", dest="allowed_tools",
+                        nargs="+", action="extend", default=None, metavar="RULE",
+                        help="headless: approve these tools or rules, as in Claude Code "
+                        "(Bash, Bash(git diff:*), Edit(src/**), mcp__SERVER__TOOL)")
+    parser.add_argument("--disallowedTools", "--disallowed-tools", dest="disallowed_tools",
+                        nargs="+", action="extend", default=None, metavar="RULE",
+                        help="headless: take these tools away (Task, Bash) or refuse what "
+                        "these rules match (Bash(rm:*), Edit(.env))")
+    parser.add_argument("--permission-mode", default=None,
+                        choices=("default", "acceptEdits", "plan", "bypassPermissions"),
+                        help="headless: acceptEdits approves edits, bypassPermissions edits "
+                        "and commands, plan leaves only the tools that read")
+    parser.add_argument("--verbose", action="store_true",
+                        help="accepted for Claude Code's scripts (stream-json already has "
+                        "every event)")
     parser.add_argument("--model", default=None, help="model name (overrides THEUS_MODEL)")
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="print the version and exit")

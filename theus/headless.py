@@ -17,6 +17,7 @@ import select
 import sys
 import time
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from theus.protocol import (
     ToolCallStarted,
     Usage,
 )
+from theus.tool_rules import ToolRules
 
 if TYPE_CHECKING:
     from theus.mcp.allow import Allowance
@@ -73,7 +75,8 @@ class Printer:
             payload.setdefault("session_id", self.session_id)
         self.write(escape_controls(json.dumps(payload, ensure_ascii=False, default=str)) + "\n")
 
-    def deny(self, request: ApprovalRequest, flag: str | None = None) -> None:
+    def deny(self, request: ApprovalRequest, flag: str | None = None,
+             reason: str | None = None) -> None:
         """An edit or command the run's permissions refused, for `permission_denials`. It
         belongs to the latest tool call still running: the conversation's own call (or, for a
         subagent's, the call that started the subagent)."""
@@ -84,7 +87,8 @@ class Printer:
             "tool_name": call.name if call else request.kind,
             "tool_use_id": call.id if call else None,
             "tool_input": call.arguments if call else where,
-            "reason": f"{request.summary}: needs {flag or FLAG_FOR[request.kind]}"})
+            "reason": f"{request.summary}: "
+                      f"{reason or 'needs ' + (flag or FLAG_FOR[request.kind])}"})
 
     def write(self, text: str) -> None:
         if self.gone:
@@ -234,7 +238,8 @@ def run_headless(args: argparse.Namespace) -> int:
         max_turns = getattr(args, "max_turns", None)
         if max_turns is not None and max_turns < 1:
             raise UsageError("--max-turns must be at least 1")
-        _mcp_allowance(args)
+        rules = _tool_rules(args)
+        _mcp_allowance(args, rules)
         settings = load_model_settings(getattr(args, "model", None))
         if settings is None:
             raise UsageError(MISSING_MODEL_HELP)
@@ -246,7 +251,8 @@ def run_headless(args: argparse.Namespace) -> int:
                                         num_turns=0, usage=Usage(), started=started,
                                         error=str(exc)))
         return 2
-    return asyncio.run(_run(args, root, prompt, settings, session, messages, printer, started))
+    return asyncio.run(_run(args, root, prompt, settings, session, messages, printer, started,
+                            rules))
 
 
 def _open_session(root: Path, args: argparse.Namespace, model: str) -> tuple[Any, list[Any]]:
@@ -263,15 +269,21 @@ def _open_session(root: Path, args: argparse.Namespace, model: str) -> tuple[Any
 
 
 async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any, session: Any,
-               messages: list[Any], printer: Printer, started: float) -> int:
+               messages: list[Any], printer: Printer, started: float,
+               rules: ToolRules) -> int:
     from theus.agent.setup import start_headless
 
-    allow = {"edit": bool(args.allow_edits), "shell": bool(args.allow_shell)}
-    mcp_allowed, hub = _start_mcp(args, root)
+    allow = {"edit": bool(args.allow_edits) or "edit" in rules.kinds,
+             "shell": bool(args.allow_shell) or "shell" in rules.kinds}
+    mcp_allowed, hub = _start_mcp(args, root, rules)
 
     async def approve(request: ApprovalRequest) -> bool:
-        ok = (mcp_allowed.allows(request.tool or "") if request.kind == "mcp"
-              else allow[request.kind])
+        verdict = rules.verdict(request)
+        if verdict is False:
+            printer.deny(request, reason=f"refused by {_given(args)}")
+            return False
+        ok = verdict or (mcp_allowed.allows(request.tool or "") if request.kind == "mcp"
+                         else allow[request.kind])
         unconfined = request.kind == "shell" and bool(request.protected)  # no sandbox here
         if ok and unconfined and not getattr(args, "allow_unsandboxed_shell", False):
             ok = False
@@ -288,10 +300,13 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         allow_config_edits=bool(getattr(args, "allow_config_edits", False)),
         denied_hint=HEADLESS_DENIED, mcp=hub)
     agent = runtime.agent
+    for name in list(agent.tools):  # subagents get their tools from this set
+        if name in rules.removed or any(fnmatchcase(name, n) for n in rules.mcp_denied):
+            del agent.tools[name]
     if printer.fmt == "stream-json":
         printer.line({"type": "system", "subtype": "init", "session_id": session.id,
                       "model": settings.model, "cwd": str(root), "tools": sorted(agent.tools),
-                      "permissionMode": _permission_mode(allow),
+                      "permissionMode": _permission_mode(allow, rules.mode),
                       "allowed": sorted(kind for kind, on in allow.items() if on),
                       "instructions": list(agent.instructions.files)})
     turn = asyncio.current_task()
@@ -331,28 +346,56 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     return 0 if subtype == "success" else 1
 
 
-def _start_mcp(args: argparse.Namespace, root: Path) -> tuple[Allowance, McpHub | None]:
+def _start_mcp(args: argparse.Namespace, root: Path, rules: ToolRules
+               ) -> tuple[Allowance, McpHub | None]:
     """The run's MCP allowance, and the hub of the servers it names (None when it names
     none: nothing is started). Started now, so the servers come up while the memory opens."""
     from theus.mcp.client import start_hub
 
-    allowed = _mcp_allowance(args)
+    allowed = _mcp_allowance(args, rules)
     return allowed, start_hub(root, allowed.starts) if allowed.any else None
 
 
-def _mcp_allowance(args: argparse.Namespace) -> Allowance:
+def _mcp_allowance(args: argparse.Namespace, rules: ToolRules) -> Allowance:
+    """`--allow-mcp`, `--allow-mcp-tool` and the `mcp__` rules of `--allowedTools`."""
     from theus.mcp.allow import Allowance
 
     try:
         return Allowance.parse(bool(getattr(args, "allow_mcp", False)),
-                               getattr(args, "allow_mcp_tool", None))
+                               (getattr(args, "allow_mcp_tool", None) or [])
+                               + rules.mcp_allowed)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
-def _permission_mode(allow: dict[str, bool]) -> str:
+def _tool_rules(args: argparse.Namespace) -> ToolRules:
+    try:
+        rules = ToolRules.parse(getattr(args, "allowed_tools", None),
+                                getattr(args, "disallowed_tools", None),
+                                getattr(args, "permission_mode", None))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if rules.mode == "plan" and (getattr(args, "allow_edits", False)
+                                 or getattr(args, "allow_shell", False)):
+        raise UsageError("--permission-mode plan changes nothing: drop --allow-edits and "
+                         "--allow-shell, or choose another mode")
+    return rules
+
+
+def _given(args: argparse.Namespace) -> str:
+    """The run's Claude Code rule flags as given, for a refusal's reason."""
+    parts = [f"--disallowedTools {' '.join(args.disallowed_tools)}"
+             if getattr(args, "disallowed_tools", None) else "",
+             f"--permission-mode {args.permission_mode}"
+             if getattr(args, "permission_mode", None) else ""]
+    return "; ".join(p for p in parts if p) or "none"
+
+
+def _permission_mode(allow: dict[str, bool], mode: str) -> str:
     """Claude Code's name for what the flags allow: both is `bypassPermissions` (Theus still
     refuses protected paths and sandboxes the shell where it can), edits alone `acceptEdits`."""
+    if mode == "plan":
+        return mode
     if allow["edit"] and allow["shell"]:
         return "bypassPermissions"
     return "acceptEdits" if allow["edit"] else "default"
