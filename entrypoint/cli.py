@@ -155,6 +155,8 @@ def _with_top_level_flags(parser: Parser) -> Parser:
                         choices=("default", "acceptEdits", "plan", "bypassPermissions"),
                         help="headless: acceptEdits approves edits, bypassPermissions edits "
                         "and commands, plan leaves only the tools that read")
+    parser.add_argument("--append-system-prompt", default=None, metavar="TEXT",
+                        help="headless: add TEXT to the end of this run's system prompt")
     parser.add_argument("--verbose", action="store_true",
                         help="accepted for Claude Code's scripts (stream-json already has "
                         "every event)")

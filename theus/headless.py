@@ -300,6 +300,11 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
         allow_config_edits=bool(getattr(args, "allow_config_edits", False)),
         denied_hint=HEADLESS_DENIED, mcp=hub)
     agent = runtime.agent
+    extra = getattr(args, "append_system_prompt", None)
+    if extra and agent.messages and agent.messages[0].get("role") == "system":
+        # This run's wire only, as in Claude Code: the session keeps the prompt it began with.
+        agent.messages[0] = {**agent.messages[0],
+                             "content": f"{agent.messages[0]['content']}\n\n{extra}"}
     for name in list(agent.tools):  # subagents get their tools from this set
         if name in rules.removed or any(fnmatchcase(name, n) for n in rules.mcp_denied):
             del agent.tools[name]

@@ -144,3 +144,14 @@ def test_a_bad_rule_is_one_line_and_exit_2(server: ScriptedServer, repo: Path) -
         assert done.returncode == 2 and done.stdout == ""
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert server.requests == []
+
+
+def test_append_system_prompt_is_this_runs_only(server: ScriptedServer, repo: Path) -> None:
+    server.add(text("oui"), text("yes"))
+    done = theus(["-p", "q", "--append-system-prompt", "Answer in French."], server, repo)
+    assert done.returncode == 0, done.stderr
+    system = server.requests[0]["messages"][0]
+    assert system["role"] == "system" and system["content"].endswith("\n\nAnswer in French.")
+    done = theus(["-p", "again", "-c"], server, repo)  # the session began without it
+    assert done.returncode == 0, done.stderr
+    assert "French" not in server.requests[1]["messages"][0]["content"]
