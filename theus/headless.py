@@ -280,7 +280,8 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     async def approve(request: ApprovalRequest) -> bool:
         verdict = rules.verdict(request)
         if verdict is False:
-            printer.deny(request, reason=f"refused by {_given(args)}")
+            request.reason = f"refused by {_given(args)}"
+            printer.deny(request, reason=request.reason)
             return False
         ok = verdict or (mcp_allowed.allows(request.tool or "") if request.kind == "mcp"
                          else allow[request.kind])

@@ -155,6 +155,9 @@ class ApprovalRequest:
     # An MCP call's server, by the identity of its entry (`ServerConfig.identity`): "always"
     # rules name it, so a server of the same name elsewhere is asked again.
     server: str = ""
+    # Set by whoever refused it, before answering: why, or what to do instead. The model is
+    # told this instead of the run's general hint (`ToolContext.refusal`).
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,11 @@ COMMANDS: dict[str, str] = {
     "permissions": "standing approvals; `/permissions revoke N` drops one",
     "dashboard": "show the graph in the browser (prints its local address)",
     "mcp": "MCP servers, their state and tools; `/mcp trust` starts this project's",
+    "status": "model, session, instructions files and the memory layers' state",
+    "cost": "this conversation's tokens (sent, received, injected, extraction) and cost",
+    "exit": "quit the app (as ctrl+q; /quit too)",
 }
+ALIASES = {"quit": "exit"}
 
 
 def parse(text: str) -> tuple[str, str] | None:
@@ -24,7 +28,8 @@ def parse(text: str) -> tuple[str, str] | None:
     if not text.startswith("/") or text.startswith("//"):
         return None
     name, _, rest = text[1:].partition(" ")
-    return name.strip().lower(), rest.strip()
+    name = name.strip().lower()
+    return ALIASES.get(name, name), rest.strip()
 
 
 def suggest(name: str) -> list[str]:

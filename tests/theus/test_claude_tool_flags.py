@@ -136,6 +136,9 @@ def test_disallowed_rule_refuses_what_the_mode_would_run(server: ScriptedServer,
     assert (repo / "made.txt").exists() and "class Basket" in (repo / "cart.py").read_text()
     [denial] = json.loads(done.stdout)["permission_denials"]
     assert "refused by --disallowedTools Bash(rm:*)" in denial["reason"]
+    # The model is told which rule, not to ask for a flag the run already has.
+    told = server.requests[1]["messages"][-1]["content"]
+    assert "not approved (refused by --disallowedTools Bash(rm:*)" in told, told
 
 
 def test_a_bad_rule_is_one_line_and_exit_2(server: ScriptedServer, repo: Path) -> None:

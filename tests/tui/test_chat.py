@@ -174,6 +174,51 @@ async def test_slash_commands(make_app: MakeApp, server: ScriptedServer) -> None
         assert server.requests == []  # no slash command reached the model
 
 
+async def test_a_refusal_tells_the_model_what_to_do_instead(
+        make_app: MakeApp, server: ScriptedServer, repo: Path) -> None:
+    server.add(tool("shell", {"command": "touch ran.txt"}), text("Using make."))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "make a file")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("t")
+        # The letters that answer the dialog are text here: "yes" approves nothing.
+        await pilot.press(*"yes, use  make instead", "enter")
+        await wait_for(pilot, lambda: items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        assert not (repo / "ran.txt").exists()
+        told = server.requests[-1]["messages"][-1]["content"]
+        assert "not approved (the user declined and said: yes, use make instead)" in told
+
+
+async def test_status_cost_and_exit(make_app: MakeApp, server: ScriptedServer) -> None:
+    server.add(text("It sums prices."))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "/cost")
+        await wait_for(pilot, lambda: items(app, Notice))
+        assert "no tokens spent yet" in str(items(app, Notice)[-1].render())
+        await ask(pilot, "what does the cart do?")
+        await wait_for(pilot, lambda: "It sums prices." in " ".join(
+            r.source for r in items(app, AssistantReply)))
+        await ask(pilot, "/cost")
+        await wait_for(pilot, lambda: len(items(app, Notice)) == 2)
+        cost = str(items(app, Notice)[-1].render())
+        assert cost.startswith("1 model calls: ") and app.screen.agent.usage.prompt_tokens > 0
+        assert f"{app.screen.agent.usage.prompt_tokens:,} tokens sent" in cost
+        await ask(pilot, "/status")
+        await wait_for(pilot, lambda: len(items(app, Notice)) == 3)
+        status = str(items(app, Notice)[-1].render())
+        assert "model: test-model" in status, status
+        assert f"session: {app.screen.agent.session.id}" in status
+        assert "index: " in status and "instructions" in status
+        await ask(pilot, "/quit")
+        await wait_for(pilot, lambda: not app.is_running)
+    assert len(server.requests) == 1  # none of them reached the model
+
+
 async def test_history_walks_back(make_app: MakeApp, server: ScriptedServer) -> None:
     app = make_app(model=False)
     async with app.run_test(size=(110, 36)) as pilot:

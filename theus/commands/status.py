@@ -39,11 +39,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report)
     else:
-        _print(report)
+        _print(sections(report))
     return 0
 
 
-def _print(report: dict[str, Any]) -> None:
+def _print(report: dict[str, list[tuple[str, str]]]) -> None:
     from rich.table import Table
 
     table = Table(show_header=False, box=None, pad_edge=False)
@@ -51,6 +51,17 @@ def _print(report: dict[str, Any]) -> None:
     table.add_column()
     for section, values in report.items():
         table.add_row(f"[bold]{section}[/]", "")
+        for key, value in values:
+            table.add_row(f"  {key}", value)
+    console().print(table)
+
+
+def sections(report: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """Each section of `report` as (key, value as one line of text) rows, for `theus status`
+    and the app's `/status`."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for section, values in report.items():
+        rows = out.setdefault(section, [])
         for key, value in values.items():
             if section == "index" and key in COUNTED:
                 continue
@@ -58,8 +69,8 @@ def _print(report: dict[str, Any]) -> None:
                 value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
             elif isinstance(value, list):
                 value = ", ".join(map(str, value)) or "none"
-            table.add_row(f"  {key}", "—" if value is None else str(value))
-    console().print(table)
+            rows.append((key, "—" if value is None else str(value)))
+    return out
 
 
 def _moved(value: Any, old: str, new: str) -> Any:

@@ -47,7 +47,7 @@ def _tool(hub: McpHub, config: ServerConfig, spec: mcp_types.Tool, name: str) ->
                                   server=config.identity)
         if not await ctx.approve(request):
             raise ToolError(f"refused: the call to the MCP tool {name} was not approved "
-                            f"({ctx.denied_hint})")
+                            f"({ctx.refusal(request)})")
         try:
             result = await hub.call(server, spec.name, args)
         except McpCallError as exc:

@@ -42,6 +42,11 @@ class ToolContext:
     commands: list[str] = field(default_factory=list)  # commands that ran
     warned: set[str] = field(default_factory=set)  # warnings already given this session
 
+    def refusal(self, request: ApprovalRequest) -> str:
+        """What the model is told about a refused `request`: the refuser's reason, else the
+        run's hint (which flag would allow it, or that the user declined)."""
+        return request.reason or self.denied_hint
+
 
 @dataclass(frozen=True, slots=True)
 class Tool:

@@ -216,9 +216,9 @@ async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> 
         old.splitlines(keepends=True), new.splitlines(keepends=True),
         fromfile=f"a/{rel}", tofile=f"b/{rel}"))
     summary = f"{verb} {rel}" + (f" (warning: {reason})" if reason else "")
-    if not await ctx.approve(ApprovalRequest("edit", summary, diff, path=rel,
-                                             protected=reason)):
-        raise ToolError(f"refused: {verb} {rel} was not approved ({ctx.denied_hint})")
+    request = ApprovalRequest("edit", summary, diff, path=rel, protected=reason)
+    if not await ctx.approve(request):
+        raise ToolError(f"refused: {verb} {rel} was not approved ({ctx.refusal(request)})")
     await in_thread(_write, ctx.jail, path, new)
     ctx.files_changed.add(rel)
     added = sum(1 for line in diff.splitlines() if line.startswith("+") and

@@ -43,7 +43,7 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
     unconfined = "" if sandbox_available() or is_off("sandbox") else NO_SANDBOX
     request = ApprovalRequest("shell", f"run: {command[:80]}", command, protected=unconfined)
     if not await ctx.approve(request):
-        hint = UNSANDBOXED_HINT if unconfined else ctx.denied_hint
+        hint = request.reason or (UNSANDBOXED_HINT if unconfined else ctx.denied_hint)
         raise ToolError(f"refused: the command was not approved ({hint})")
     ctx.commands.append(command)
     try:

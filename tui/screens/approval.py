@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 from theus.permissions import asked_each_time, rules_for
 from theus.protocol import ApprovalRequest
@@ -24,8 +24,9 @@ ANSWERS: dict[str, Answer] = {"yes": "yes", "session": "session", "project": "pr
 
 class ApprovalScreen(ModalScreen[Answer]):
     CSS_PATH = "approval.tcss"
-    HELP = ("Approve once (y), always in this session (a), always in this project (p), or "
-            "refuse (n / Escape). `/permissions` lists and revokes the standing ones.")
+    HELP = ("Approve once (y), always in this session (a), always in this project (p), "
+            "refuse (n / Escape), or refuse and tell the agent what to do instead (t, then "
+            "Enter). `/permissions` lists and revokes the standing ones.")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer('yes')", "Approve", id="approval.yes",
                 tooltip="Let the agent make this change or run this command, this once"),
@@ -35,6 +36,8 @@ class ApprovalScreen(ModalScreen[Answer]):
                 tooltip="Allow this from now on in this project (kept; see /permissions)"),
         Binding("n,escape", "answer('no')", "Refuse", id="approval.no",
                 tooltip="Refuse; the agent is told you declined"),
+        Binding("t", "tell", "Refuse and tell", id="approval.tell",
+                tooltip="Refuse, and write what the agent should do instead"),
     ]
 
     def __init__(self, request: ApprovalRequest) -> None:
@@ -59,12 +62,25 @@ class ApprovalScreen(ModalScreen[Answer]):
                     yield Button("This session (a)", id="session")
                     yield Button("This project (p)", id="project")
                 yield Button("Refuse (n)", variant="error", id="no")
+            yield Input(placeholder="what to do instead (Enter refuses and tells the agent)",
+                        id="approval-reason")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.action_answer(event.button.id or "no")
+
+    def action_tell(self) -> None:
+        reason = self.query_one("#approval-reason", Input)
+        reason.display = True
+        reason.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        said = " ".join(event.value.split())
+        if said:
+            self.request.reason = f"the user declined and said: {said}"
+        self.action_answer("no")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """No "always" where no rule could cover the request."""

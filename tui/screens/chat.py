@@ -349,6 +349,12 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             self.show_mcp(arg)
         elif name == "dashboard":
             self.open_dashboard()
+        elif name == "status":
+            await self.add(Notice(await asyncio.to_thread(self._status)))
+        elif name == "cost":
+            await self.add(Notice(self._cost()))
+        elif name == "exit":
+            await app.action_quit()
         else:
             await self.add(Notice(f"unknown command /{name}; try "
                                   + ", ".join("/" + c for c in slash.suggest(name)),
@@ -393,6 +399,41 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         await self._end_session()
         app.resume_session, app.resume = session, messages
         await self.show_history(session.id, messages)
+
+    def _status(self) -> str:
+        """`/status`: what `theus status` shows, with this app's model and session."""
+        from knowledge.status import gather
+        from theus.commands.status import sections
+
+        app = theus_app(self)
+        settings = app.model_settings
+        lines = [f"model: {settings.model} ({settings.source})" if settings
+                 else "model: none configured (see /help)",
+                 f"session: {self.agent.session.id}" if self.agent and self.agent.session
+                 else "session: none yet (the first request starts one)",
+                 f"project: {app.engine.root}"]
+        report = gather(app.engine.load(), app.engine.memory)
+        for section, rows in sections(report).items():
+            lines.append(f"{section}: " + "; ".join(f"{k} {v}" for k, v in rows))
+        return "\n".join(lines)
+
+    def _cost(self) -> str:
+        """`/cost`: the conversation's tokens, as the status bar counts them, and a price
+        where the price table has the model."""
+        from theus.pricing import cost_usd
+
+        if self.agent is None:
+            return "no tokens spent yet in this conversation"
+        usage = self.agent.usage
+        settings = theus_app(self).model_settings
+        cost = cost_usd(settings.model if settings else "", usage.prompt_tokens,
+                        usage.completion_tokens)
+        return (f"{usage.model_calls} model calls: {usage.prompt_tokens:,} tokens sent "
+                f"({usage.injected_tokens:,} of them recalled context), "
+                f"{usage.completion_tokens:,} received; fact extraction "
+                f"{usage.extraction_tokens:,}; "
+                + (f"${cost:.4f}" if cost is not None else
+                   "no price for this model (THEUS_PRICES or prices.json)"))
 
     def _permissions(self, arg: str) -> str:
         """`/permissions`: the standing approvals; `/permissions revoke N` drops one."""
