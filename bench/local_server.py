@@ -104,8 +104,9 @@ def turns(args: argparse.Namespace) -> None:
             env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
         walls.append(time.monotonic() - start)
         events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        calls = [f"{e['name']}({json.dumps(e['input'])})" for e in events
-                 if e["type"] == "tool_use"]
+        calls = [f"{b['name']}({json.dumps(b['input'])})" for e in events
+                 if e["type"] == "assistant" for b in e["message"]["content"]
+                 if b["type"] == "tool_use"]
         result = events[-1] if events else {}
         print(f"run {run + 1}: exit {done.returncode}, {walls[-1]:.1f}s, "
               f"{result.get('num_turns')} model steps, tool calls {calls}, "

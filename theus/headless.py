@@ -16,6 +16,7 @@ import logging
 import select
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -34,6 +35,7 @@ from theus.protocol import (
     MicrocompactCleared,
     SubagentFinished,
     SubagentStarted,
+    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
     Usage,
@@ -67,12 +69,15 @@ class Printer:
         self.gone = False
         self.on_gone: Callable[[], object] | None = None
         self.session_id: str | None = None  # on every stream-json event, once known
+        self.model = ""  # in each assistant message, once known
         self.running: dict[str, ToolCallStarted] = {}  # tool calls started, not yet finished
         self.denials: list[dict[str, Any]] = []
 
     def line(self, payload: dict[str, Any]) -> None:
         if self.session_id is not None:
             payload.setdefault("session_id", self.session_id)
+        if self.fmt == "stream-json":  # Claude Code's: every message has its own id
+            payload.setdefault("uuid", str(uuid.uuid4()))
         self.write(escape_controls(json.dumps(payload, ensure_ascii=False, default=str)) + "\n")
 
     def deny(self, request: ApprovalRequest, flag: str | None = None,
@@ -113,39 +118,63 @@ class Printer:
                            f"{printable(event.message)}\n")
         if self.fmt != "stream-json":
             return
-        payload = _event_json(event)
+        payload = _event_json(event, self.model)
         if payload is not None:
             self.line(payload)
 
 
-def _event_json(event: Event) -> dict[str, Any] | None:
+def _event_json(event: Event, model: str = "") -> dict[str, Any] | None:
+    """Claude Code's stream-json shapes: the model's messages as `assistant` messages of
+    content blocks (text, tool_use), tool results as `user` messages of tool_result blocks,
+    and Theus's own events as `system` events with their own subtype. Theus's extra fields
+    ride inside (a tool_result block's `name` and `took_ms`)."""
     if isinstance(event, AssistantMessage):
-        return {"type": "assistant", "text": event.text,
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                               for c in event.tool_calls]}
-    if isinstance(event, ToolCallStarted):
-        return {"type": "tool_use", "id": event.id, "name": event.name, "input": event.arguments}
+        content: list[dict[str, Any]] = [{"type": "text", "text": event.text}] if event.text else []
+        content += [_tool_use(call) for call in event.tool_calls]
+        return {"type": "assistant", "parent_tool_use_id": None, "message": {
+            "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant",
+            "model": model, "content": content, "stop_sequence": None,
+            "stop_reason": "tool_use" if event.tool_calls else "end_turn"}}
     if isinstance(event, ToolCallFinished):
-        return {"type": "tool_result", "id": event.id, "name": event.name,
-                "content": event.result, "is_error": event.is_error}
+        return {"type": "user", "parent_tool_use_id": None, "message": {
+            "role": "user", "content": [{
+                "type": "tool_result", "tool_use_id": event.id, "content": event.result,
+                "is_error": event.is_error, "name": event.name,
+                "took_ms": round(event.took_ms, 2)}]}}
+    own = _theus_event(event)
+    return {"type": "system", **own} if own is not None else None
+
+
+def _tool_use(call: ToolCall) -> dict[str, Any]:
+    """A tool_use block; arguments that are not a JSON object stay as sent, in `raw_input`."""
+    try:
+        given = json.loads(call.arguments or "{}")
+    except ValueError:
+        given = None
+    block = {"type": "tool_use", "id": call.id, "name": call.name,
+             "input": given if isinstance(given, dict) else {}}
+    return block if isinstance(given, dict) else {**block, "raw_input": call.arguments}
+
+
+def _theus_event(event: Event) -> dict[str, Any] | None:
     if isinstance(event, InjectionInfo):
-        return {"type": "injection", "tokens": event.tokens, "took_ms": round(event.took_ms, 2),
-                "dropped": event.dropped, "best_score": round(event.best_score, 3),
-                "attached": bool(event.block), "reason": event.reason,
-                "examples": event.examples}
+        return {"subtype": "injection", "tokens": event.tokens,
+                "took_ms": round(event.took_ms, 2), "dropped": event.dropped,
+                "best_score": round(event.best_score, 3), "attached": bool(event.block),
+                "reason": event.reason, "examples": event.examples}
     if isinstance(event, MicrocompactCleared):
-        return {"type": "microcompact", "cleared": event.cleared, "kept": event.kept,
+        return {"subtype": "microcompact", "cleared": event.cleared, "kept": event.kept,
                 "tokens_saved": event.tokens_saved}
     if isinstance(event, Compacted):
-        return {"type": "compaction", "messages_replaced": event.messages_replaced,
+        return {"subtype": "compaction", "messages_replaced": event.messages_replaced,
                 "tokens_before": event.tokens_before, "tokens_after": event.tokens_after}
     if isinstance(event, SubagentStarted):
-        return {"type": "subagent_start", "id": event.id, "description": event.description,
+        return {"subtype": "subagent_start", "id": event.id, "description": event.description,
                 "fork": event.fork, "seeded_tokens": event.seeded_tokens}
     if isinstance(event, SubagentFinished):
-        return {"type": "subagent_end", "id": event.id, "is_error": event.is_error}
+        return {"subtype": "subagent_end", "id": event.id, "is_error": event.is_error}
     if isinstance(event, Error):
-        return {"type": "error", "message": event.message, "fatal": event.fatal}
+        return {"subtype": "error", "message": event.message, "fatal": event.fatal}
     return None
 
 
@@ -294,7 +323,7 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
             printer.deny(request, UNSANDBOXED_FLAG if unconfined else None)
         return ok
 
-    printer.session_id = session.id
+    printer.session_id, printer.model = session.id, settings.model
     runtime = await asyncio.to_thread(
         start_headless, root, settings, session, prompt, sink=printer, approver=approve,
         messages=messages, max_turns=args.max_turns,
@@ -312,7 +341,11 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     if printer.fmt == "stream-json":
         printer.line({"type": "system", "subtype": "init", "session_id": session.id,
                       "model": settings.model, "cwd": str(root), "tools": sorted(agent.tools),
+                      "mcp_servers": [{"name": c.name, "status": "connected" if
+                                       c.state == "ready" else c.state}
+                                      for c in (hub.connections.values() if hub else ())],
                       "permissionMode": _permission_mode(allow, rules.mode),
+                      "apiKeySource": "none", "slash_commands": [],
                       "allowed": sorted(kind for kind, on in allow.items() if on),
                       "instructions": list(agent.instructions.files)})
     turn = asyncio.current_task()

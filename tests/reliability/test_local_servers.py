@@ -46,5 +46,6 @@ def test_a_llama_cpp_like_server_runs_a_tool_turn(tmp_path: Path, fmt: str) -> N
     assert result["usage"]["estimated"] is True and result["usage"]["prompt_tokens"] > 0
     if fmt == "stream-json":
         events = [json.loads(line) for line in lines]
-        notices = [e["message"] for e in events if e["type"] == "error" and not e["fatal"]]
+        notices = [e["message"] for e in events
+                   if e.get("subtype") == "error" and not e["fatal"]]
         assert any(n.startswith("answer cut at") for n in notices)

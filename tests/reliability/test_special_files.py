@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import write_tree
 from tests.scripted_server import ScriptedServer, text, tool
-from tests.theus.test_headless import lines, theus
+from tests.theus.test_headless import blocks, lines, theus
 from theus.tools import files
 from theus.tools.base import ToolContext, ToolError
 from theus.tools.jail import Jail
@@ -89,7 +89,7 @@ def test_a_headless_run_over_fifos_ends_with_its_answer(project: Path) -> None:
                      THEUS_TURN_DEADLINE="45", THEUS_NO_FACTS="1")
     assert done.returncode == 0, done.stderr
     events = lines(done.stdout)
-    results = [e["content"] for e in events if e["type"] == "tool_result"]
+    results = [b["content"] for b in blocks(done.stdout, "tool_result")]
     assert results == [
         "error: pipe: a named pipe (FIFO), not a regular file; the file tools open regular "
         "files only",

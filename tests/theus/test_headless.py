@@ -49,6 +49,18 @@ def lines(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines()]
 
 
+def blocks(out: str, kind: str) -> list[dict[str, Any]]:
+    """The content blocks of `kind` (text, tool_use, tool_result) in a stream-json run's
+    assistant and user messages, as Claude Code's readers take them."""
+    return [block for event in lines(out) if event["type"] in ("assistant", "user")
+            for block in event["message"]["content"] if block["type"] == kind]
+
+
+def system(out: str, subtype: str) -> list[dict[str, Any]]:
+    """Theus's own events of a stream-json run (`{"type": "system", "subtype": ...}`)."""
+    return [e for e in lines(out) if e["type"] == "system" and e["subtype"] == subtype]
+
+
 def episode_texts(root: Path) -> list[str]:
     from knowledge.paths import ProjectPaths
 
@@ -118,7 +130,7 @@ def test_edits_and_shell_are_refused_without_flags(server: ScriptedServer, repo:
     done = theus(["-p", "rename", "--output-format", "stream-json"], server, repo)
     assert done.returncode == 0
     assert (repo / "cart.py").read_text() == before and not (repo / "pwned").exists()
-    results = [e for e in lines(done.stdout) if e["type"] == "tool_result"]
+    results = blocks(done.stdout, "tool_result")
     assert all(r["is_error"] and "--allow-edits" in r["content"] for r in results)
     # Nothing changed and nothing ran: the run stays in its session, not as an episode.
     assert episode_texts(repo) == []
@@ -181,7 +193,7 @@ def test_protected_paths_are_refused_even_with_allow_edits(
     assert done.returncode == 0
     for rel in (".git/hooks/post-checkout", ".env.local", ".vscode/tasks.json"):
         assert not (repo / rel).exists()
-    results = [e for e in lines(done.stdout) if e["type"] == "tool_result"]
+    results = blocks(done.stdout, "tool_result")
     assert len(results) == 3 and all("do not write there" in r["content"] for r in results)
 
 
@@ -250,7 +262,7 @@ def test_each_kill_switch_still_answers(server: ScriptedServer, repo: Path, swit
     done = theus(["-p", "where is Cart.total?", "--output-format", "stream-json"], server, repo,
                  **{switch: "1"})
     assert done.returncode == 0 and lines(done.stdout)[-1]["result"] == "ok"
-    injection = next(e for e in lines(done.stdout) if e["type"] == "injection")
+    injection = system(done.stdout, "injection")[0]
     if switch == "THEUS_NO_KNOWLEDGE_INJECT":
         assert injection["reason"].startswith("off") and injection["took_ms"] == 0
 
@@ -267,7 +279,7 @@ def test_injects_from_the_indexed_project_and_a_question_leaves_no_episode(
                  server, repo, THEUS_NO_WATCH="0")
     assert done.returncode == 0, done.stderr
     events = lines(done.stdout)
-    injection = next(e for e in events if e["type"] == "injection")
+    injection = next(e for e in events if e.get("subtype") == "injection")
     assert injection["attached"] and injection["tokens"] > 0
     assert events[-1]["injected_tokens"] == injection["tokens"]
     reminder, asked = texts_of(server.requests[0]["messages"][1])  # a part each
@@ -298,7 +310,7 @@ def test_the_first_run_on_a_project_never_indexed_injects_its_files(
     done = theus(["-p", "how does Cart.total use price_of?", "--output-format", "stream-json"],
                  server, repo)
     assert done.returncode == 0, done.stderr
-    injection = next(e for e in lines(done.stdout) if e["type"] == "injection")
+    injection = system(done.stdout, "injection")[0]
     assert injection["attached"], injection
     reminder, _ = texts_of(server.requests[0]["messages"][1])
     assert "cart.py" in reminder

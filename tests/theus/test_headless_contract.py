@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.scripted_server import ScriptedServer, text, tool
-from tests.theus.test_headless import lines, theus
+from tests.theus.test_headless import blocks, lines, theus
 
 CLAUDE_USAGE = ("input_tokens", "output_tokens", "cache_read_input_tokens",
                 "cache_creation_input_tokens")
@@ -77,7 +77,7 @@ def test_stream_json_init_session_ids_and_permission_denials(
     assert {"read", "edit", "shell"} <= set(init["tools"])
     assert init["permissionMode"] == "default" and init["cwd"] == str(repo.resolve())
     assert all(e["session_id"] == init["session_id"] for e in events)
-    use = next(e for e in events if e["type"] == "tool_use")
+    use = blocks(done.stdout, "tool_use")[0]
     [denial] = result["permission_denials"]
     assert denial["tool_name"] == "shell" and denial["tool_use_id"] == use["id"]
     assert denial["tool_input"] == {"command": "touch pwned"}
@@ -86,3 +86,70 @@ def test_stream_json_init_session_ids_and_permission_denials(
     # No price table, no cache report: null, never a guess.
     assert result["total_cost_usd"] is None
     assert result["usage"]["cache_read_input_tokens"] is None
+
+
+# A stream as Claude Code's documentation shows it (Agent SDK message types: system init,
+# assistant and user messages of content blocks, result), kept in the repository.
+CLAUDE_STREAM = Path(__file__).parent.parent / "fixtures" / "claude_code_stream.jsonl"
+# Documented as null where the server reports no cache figures.
+NULLABLE = {"cache_creation_input_tokens", "cache_read_input_tokens"}
+# Each tool's own arguments (Claude Code's Read takes file_path, Theus's read path): an object.
+OPAQUE = {"input"}
+
+
+def _kind(value: Any) -> str:
+    return {bool: "bool", int: "number", float: "number", str: "string", list: "array",
+            dict: "object", type(None): "null"}[type(value)]
+
+
+def missing(theirs: Any, ours: Any, where: str = "") -> list[str]:
+    """Where `ours` lacks a field of `theirs` or has it as another JSON type (content blocks
+    are matched by their `type`, other lists by their first item)."""
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        found = []
+        for key, value in theirs.items():
+            if key not in ours:
+                found.append(f"{where}.{key}")
+            elif key in OPAQUE:
+                found += [] if _kind(ours[key]) == _kind(value) else [f"{where}.{key}"]
+            elif not (key in NULLABLE and ours[key] is None):
+                found += missing(value, ours[key], f"{where}.{key}")
+        return found
+    if isinstance(theirs, list) and isinstance(ours, list):
+        if theirs and isinstance(theirs[0], dict) and "type" in theirs[0]:
+            found = []
+            for block in theirs:
+                same = [b for b in ours if b.get("type") == block["type"]]
+                found += (missing(block, same[0], f"{where}[{block['type']}]") if same
+                          else [f"{where}[{block['type']}]"])
+            return found
+        return missing(theirs[0], ours[0], f"{where}[0]") if theirs and ours else []
+    if theirs is None:  # Claude Code's null (parent_tool_use_id, stop_sequence): null or text
+        return [] if ours is None or isinstance(ours, str) else [f"{where}: {_kind(ours)}"]
+    return [] if _kind(theirs) == _kind(ours) else [
+        f"{where}: {_kind(ours)}, not {_kind(theirs)}"]
+
+
+def test_the_stream_has_claude_codes_event_shapes(server: ScriptedServer, repo: Path,
+                                                  tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"test-model": {"input": 1.0, "output": 2.0}}))
+    server.add(tool("read", {"path": "cart.py"}, text="I'll read the file first."),
+               text("The cart holds items."))
+    done = theus(["-p", "what does the cart hold?", "--output-format", "stream-json",
+                  "--verbose"], server, repo, THEUS_PRICES=str(prices))
+    assert done.returncode == 0, done.stderr
+    ours = lines(done.stdout)
+    for theirs in map(json.loads, CLAUDE_STREAM.read_text().splitlines()):
+        key = (theirs["type"], theirs.get("subtype"),
+               tuple(b["type"] for b in theirs.get("message", {}).get("content", [])))
+        same = [e for e in ours if (e["type"], e.get("subtype"), tuple(
+            b["type"] for b in e.get("message", {}).get("content", []))) == key]
+        assert same, f"no {key} event in {[e['type'] for e in ours]}"
+        assert missing(theirs, same[0]) == [], key
+    # What a `jq '.message.content[]'` pipeline written for claude -p reads.
+    said = [b for e in ours if e["type"] == "assistant" for b in e["message"]["content"]]
+    assert [b.get("text") or b["name"] for b in said] == [
+        "I'll read the file first.", "read", "The cart holds items."]
+    [result] = blocks(done.stdout, "tool_result")
+    assert result["tool_use_id"] == said[1]["id"] and "class Cart" in result["content"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.conftest import closed_port, texts_of
 from tests.scripted_server import ScriptedServer, text
-from tests.theus.test_headless import index, lines, theus
+from tests.theus.test_headless import index, system, theus
 
 ASKED = "add a --verbose flag to the cart's export command"
 LIKE_IT = "add a --quiet flag to the cart's export command"
@@ -46,7 +46,7 @@ def test_a_finished_run_is_an_example_for_a_similar_later_one_and_never_for_itse
     server.add(text("Added --verbose."))
     done = theus(["-p", ASKED, "--output-format", "stream-json"], server, repo, **EMBEDDING)
     assert done.returncode == 0, done.stderr
-    (injection,) = [e for e in lines(done.stdout) if e["type"] == "injection"]
+    (injection,) = system(done.stdout, "injection")
     assert injection["examples"] == 1
     reminder = _reminder(server, 1)
     assert "Similar past runs in this project" in reminder and LIKE_IT in reminder

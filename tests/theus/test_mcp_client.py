@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.scripted_server import ScriptedServer, text, tool
-from tests.theus.test_headless import lines, theus
+from tests.theus.test_headless import blocks, lines, theus
 
 FIXTURE = Path(__file__).parents[1] / "mcp_fixture_server.py"
 
@@ -27,7 +27,7 @@ def tool_names(request: dict[str, Any]) -> set[str]:
 
 
 def results(out: str) -> dict[str, dict[str, Any]]:
-    return {e["name"]: e for e in lines(out) if e["type"] == "tool_result"}
+    return {e["name"]: e for e in blocks(out, "tool_result")}
 
 
 def test_an_allowed_tool_runs_and_any_other_is_refused_with_the_flag_to_use(
