@@ -117,6 +117,9 @@ def _with_top_level_flags(parser: Parser) -> Parser:
                         "piped stdin is added to it) and exit")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"),
                         default="text", help="headless output format (default: text)")
+    parser.add_argument("--input-format", choices=("text", "stream-json"), default="text",
+                        help="headless: stream-json reads Claude Code's user messages from "
+                        "stdin, one per line, each a turn (with --output-format stream-json)")
     parser.add_argument("--max-turns", type=int, default=None, metavar="N",
                         help="headless: stop after N model turns")
     resume = parser.add_mutually_exclusive_group()

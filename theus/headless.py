@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,6 +219,23 @@ def _spent(meter: Meter | None) -> dict[str, int | None]:
             "cache_read_input_tokens": meter.cache_read_tokens}
 
 
+def _first_request(args: argparse.Namespace, fmt: str) -> str:
+    """The words after -p (with piped stdin); with `--input-format stream-json`, the words
+    or else the first message on stdin."""
+    if not _stream_input(args):
+        return _read_prompt(args.prompt, sys.stdin)
+    if fmt != "stream-json":
+        raise UsageError("--input-format stream-json needs --output-format stream-json")
+    words = " ".join(w for w in args.prompt if w != "-").strip()
+    try:
+        first = words or StreamRequests(sys.stdin).next()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not first:
+        raise UsageError("--input-format stream-json: stdin closed before any user message")
+    return first
+
+
 def _read_prompt(words: list[str], stdin: Any) -> str:
     """The words after -p, then what is piped on stdin (a terminal is never read). `-p` alone
     (or `-p -`) takes the whole prompt from stdin, however long it takes to come."""
@@ -263,7 +281,7 @@ def run_headless(args: argparse.Namespace) -> int:
     _setup_logging()
     try:
         root = project_root(getattr(args, "path", "."))
-        prompt = _read_prompt(args.prompt, sys.stdin)
+        prompt = _first_request(args, fmt)
         max_turns = getattr(args, "max_turns", None)
         if max_turns is not None and max_turns < 1:
             raise UsageError("--max-turns must be at least 1")
@@ -351,38 +369,113 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
     turn = asyncio.current_task()
     if turn is not None:  # nobody reads the answer any more: stop working on it
         printer.on_gone = turn.cancel
+    requests = StreamRequests(sys.stdin) if _stream_input(args) else None
+    outcome = _Outcome("", "cancelled", "interrupted")
+    try:
+        while True:
+            outcome = await _answer(agent, prompt, printer)
+            if requests is None or outcome.stop == "cancelled" or printer.gone:
+                break
+            # The reader waits for each turn's result before it sends the next request.
+            code = _report(outcome, agent, session, settings, printer, started)
+            try:
+                following = await asyncio.to_thread(requests.next)
+            except ValueError as exc:
+                printer.line({"type": "system", "subtype": "error", "message": str(exc),
+                              "fatal": True})
+                sys.stderr.write(f"theus: {exc}\n")
+                return 1
+            if following is None:  # stdin closed: the conversation is over
+                return code
+            prompt = following
+    finally:
+        await runtime.close(interrupted=outcome.stop == "cancelled")
+    # The result waits for extraction: its tokens count in usage.
+    return _report(outcome, agent, session, settings, printer, started)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    text: str
+    stop: str
+    error: str | None = None
     incomplete: str | None = None
+
+
+async def _answer(agent: Any, prompt: str, printer: Printer) -> _Outcome:
     try:
         result = await agent.run_turn(prompt)
-        text, stop, error = result.text, result.stop, result.error
-        incomplete = result.incomplete
-        if printer.fmt == "text" and stop == "end":  # at once: extraction may still run
-            printer.write(printable(text).rstrip("\n") + "\n")
     except asyncio.CancelledError:  # Ctrl-C: still end with a result event (exit 130)
-        text, stop, error = "", "cancelled", "interrupted"
+        return _Outcome("", "cancelled", "interrupted")
     except Exception as exc:  # a bug must still end with a result event and exit 1
         log.exception("the run failed")
-        text, stop, error = "", "error", f"internal error: {exc!r}"
-    finally:
-        await runtime.close(interrupted=stop == "cancelled")
+        return _Outcome("", "error", f"internal error: {exc!r}")
+    if printer.fmt == "text" and result.stop == "end":  # at once: extraction may still run
+        printer.write(printable(result.text).rstrip("\n") + "\n")
+    return _Outcome(result.text, result.stop, result.error, result.incomplete)
+
+
+def _report(outcome: _Outcome, agent: Any, session: Any, settings: Any, printer: Printer,
+            started: float) -> int:
+    """Print a turn's result (json, stream-json) and give the exit code it means."""
     subtype = {"end": "success", "max_turns": "error_max_turns",
-               "cancelled": "error_interrupted"}.get(stop, "error_during_execution")
-    payload = result_payload(subtype=subtype, text=text, session_id=session.id,
+               "cancelled": "error_interrupted"}.get(outcome.stop, "error_during_execution")
+    payload = result_payload(subtype=subtype, text=outcome.text, session_id=session.id,
                              num_turns=agent.num_turns, usage=agent.usage, started=started,
-                             error=error, meter=agent.model.meter, model=settings.model,
-                             denials=printer.denials)
-    if incomplete:  # "answer cut at N tokens", a dropped connection (stderr said it too)
-        payload["incomplete"] = incomplete
+                             error=outcome.error, meter=agent.model.meter,
+                             model=settings.model, denials=printer.denials)
+    if outcome.incomplete:  # "answer cut at N tokens", a dropped connection (stderr said it)
+        payload["incomplete"] = outcome.incomplete
     if agent.usage_estimated:  # the server reported no usage: these counts are ours
         payload["usage"]["estimated"] = True
-    if printer.fmt != "text":  # the result waits for extraction: its tokens count in usage
+    if printer.fmt != "text":
         printer.line(payload)
     if printer.gone:  # the reader stopped (`| head`): a quiet exit 0, as `git log | head`
         return 0
-    if stop == "cancelled":
+    if outcome.stop == "cancelled":
         sys.stderr.write("theus: interrupted\n")
         return 130
     return 0 if subtype == "success" else 1
+
+
+class StreamRequests:
+    """`--input-format stream-json`: Claude Code's user messages, one JSON object per line on
+    stdin (`{"type": "user", "message": {"role": "user", "content": "..." or [text
+    blocks]}}`); blank lines are skipped."""
+
+    def __init__(self, stdin: Any) -> None:
+        self.stdin = stdin
+
+    def next(self) -> str | None:
+        """The next request's text; None when stdin is closed. Raises ValueError (one line)
+        for a line that is not a user message."""
+        while True:
+            line = self.stdin.readline()
+            if not line:
+                return None
+            if line.strip():
+                return user_text(line)
+
+
+def user_text(line: str) -> str:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        raise ValueError(f"--input-format stream-json: not JSON: {line.strip()[:80]!r}") from None
+    message = event.get("message") if isinstance(event, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        content = "\n\n".join(b.get("text", "") for b in content
+                               if isinstance(b, dict) and b.get("type") == "text")
+    if event.get("type") != "user" or not isinstance(content, str) or not content.strip():
+        raise ValueError("--input-format stream-json reads lines like {\"type\": \"user\", "
+                         "\"message\": {\"role\": \"user\", \"content\": \"...\"}}, not "
+                         f"{line.strip()[:80]!r}")
+    return content
+
+
+def _stream_input(args: argparse.Namespace) -> bool:
+    return getattr(args, "input_format", "text") == "stream-json"
 
 
 def _start_mcp(args: argparse.Namespace, root: Path, rules: ToolRules

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.test_headless import blocks, lines, theus
 
@@ -153,3 +154,34 @@ def test_the_stream_has_claude_codes_event_shapes(server: ScriptedServer, repo: 
         "I'll read the file first.", "read", "The cart holds items."]
     [result] = blocks(done.stdout, "tool_result")
     assert result["tool_use_id"] == said[1]["id"] and "class Cart" in result["content"]
+
+
+def test_stream_json_input_is_a_conversation_one_result_per_turn(server: ScriptedServer,
+                                                                 repo: Path) -> None:
+    server.add(text("It holds items."), text("In cents."))
+    said = [{"type": "user", "message": {"role": "user", "content": "what is in the cart?"}},
+            {"type": "user", "message": {"role": "user", "content": [
+                {"type": "text", "text": "and the prices?"}]}}]
+    done = theus(["-p", "--input-format", "stream-json", "--output-format", "stream-json",
+                  "--verbose"], server, repo, stdin="".join(json.dumps(m) + "\n" for m in said))
+    assert done.returncode == 0, done.stderr
+    results = [e for e in lines(done.stdout) if e["type"] == "result"]
+    assert [r["result"] for r in results] == ["It holds items.", "In cents."]
+    assert len({r["session_id"] for r in results}) == 1
+    second = [texts_of(m) for m in server.requests[1]["messages"][1:]]
+    assert [t[-1] for t in second] == ["what is in the cart?", "It holds items.",
+                                       "and the prices?"]
+
+
+def test_stream_json_input_refuses_what_it_cannot_read(server: ScriptedServer,
+                                                       repo: Path) -> None:
+    server.add(text("It holds items."))
+    stream = ["--input-format", "stream-json", "--output-format", "stream-json"]
+    good = json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}})
+    done = theus(["-p", *stream], server, repo, stdin=good + "\nnot json\n")
+    assert done.returncode == 1 and "not JSON: 'not json'" in done.stderr
+    assert [e["type"] for e in lines(done.stdout)][-1] == "system"  # the error, after a result
+    for args, stdin in ((["-p", *stream], ""), (["-p", "--input-format", "stream-json"], good)):
+        done = theus(args, server, repo, stdin=stdin)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert len(server.requests) == 1
