@@ -14,7 +14,7 @@ from theus.printable import printable_last_resort
 # Each name is a module in theus.commands exposing `register(subparsers)`.
 COMMANDS = (
     "index", "status", "recall", "watch", "dashboard", "episodes", "memory", "facts", "sessions",
-    "login", "mcp", "history", "doctor",
+    "login", "mcp", "history", "doctor", "init",
 )
 ONE_PIECE = ("the prompt goes in one piece after -p: put the flags before -p or after the "
              "whole prompt, or quote it")

@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "MCP servers, their state and tools; `/mcp trust` starts this project's",
     "status": "model, session, instructions files and the memory layers' state",
     "cost": "this conversation's tokens (sent, received, injected, extraction) and cost",
+    "init": "draft an AGENTS.md from the index, shown for approval before it is written",
     "exit": "quit the app (as ctrl+q; /quit too)",
 }
 ALIASES = {"quit": "exit"}

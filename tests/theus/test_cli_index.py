@@ -60,3 +60,20 @@ def test_help_everywhere(tmp_path: Path) -> None:
     for args in (("--help",), ("index", "--help"), ("status", "--help")):
         out = theus(*args, cwd=tmp_path)
         assert out.returncode == 0 and "usage:" in out.stdout
+
+
+def test_init_writes_an_agents_file_naming_the_real_test_command(tmp_path: Path) -> None:
+    repo = write_tree(tmp_path / "repo", {"go.mod": "module svc\n",
+                                          "main.go": "package main\nfunc main() {}\n"})
+    assert theus("index", cwd=repo).returncode == 0
+    out = theus("init", cwd=repo)  # no terminal to ask on, no --yes: shown, not written
+    assert out.returncode == 1 and not (repo / "AGENTS.md").exists()
+    assert "- test: `go test ./...`" in out.stdout and "pass --yes" in out.stderr
+    out = theus("init", "--yes", cwd=repo)
+    assert out.returncode == 0, out.stderr
+    written = (repo / "AGENTS.md").read_text()
+    assert "- test: `go test ./...`" in written and "Languages: go (1 file)." in written
+    (repo / "AGENTS.md").write_text("mine\n")
+    out = theus("init", "--yes", cwd=repo)  # never replaced
+    assert out.returncode == 1 and (repo / "AGENTS.md").read_text() == "mine\n"
+    assert len(out.stderr.strip().splitlines()) == 1

@@ -192,6 +192,26 @@ async def test_a_refusal_tells_the_model_what_to_do_instead(
         assert "not approved (the user declined and said: yes, use make instead)" in told
 
 
+async def test_init_drafts_agents_md_for_approval(make_app: MakeApp, server: ScriptedServer,
+                                                  repo: Path) -> None:
+    (repo / "Makefile").write_text("test:\n\tpython -m pytest\n")
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "/init")
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
+                               and app.screen)
+        assert "+- test: `make test`" in modal.request.detail
+        assert not modal.query("#session")  # no "always" for an instructions file
+        await pilot.press("y")
+        await wait_for(pilot, lambda: (repo / "AGENTS.md").exists())
+        assert "- test: `make test`" in (repo / "AGENTS.md").read_text()
+        await ask(pilot, "/init")
+        await wait_for(pilot, lambda: "already exists" in " ".join(
+            str(n.render()) for n in items(app, Notice)))
+    assert server.requests == []
+
+
 async def test_status_cost_and_exit(make_app: MakeApp, server: ScriptedServer) -> None:
     server.add(text("It sums prices."))
     app = make_app()

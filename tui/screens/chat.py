@@ -355,6 +355,8 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             await self.add(Notice(self._cost()))
         elif name == "exit":
             await app.action_quit()
+        elif name == "init":
+            self.init_agents_file()
         else:
             await self.add(Notice(f"unknown command /{name}; try "
                                   + ", ".join("/" + c for c in slash.suggest(name)),
@@ -371,6 +373,37 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         app.permissions.forget_session()
         app.reset_usage()
         await self.log_view.remove_children()
+
+    @work(group="init", exclusive=True, exit_on_error=False)
+    async def init_agents_file(self) -> None:
+        """`/init`: an AGENTS.md drafted from the index, shown as a new file to approve."""
+        import difflib
+
+        from knowledge import atomic
+        from knowledge.agents_draft import FILE_NAME, draft
+
+        engine = theus_app(self).engine
+        target = engine.root / FILE_NAME
+        if target.exists():
+            await self.add(Notice(f"{FILE_NAME} already exists: nothing written (theus init "
+                                  "--print shows a draft to compare)"))
+            return
+        project = await asyncio.to_thread(engine.load)
+        files = [node.path for node in project.graph.nodes("file") if node.path]
+        text = await asyncio.to_thread(draft, engine.root, files)
+        diff = "".join(difflib.unified_diff([], text.splitlines(keepends=True),
+                                            fromfile="/dev/null", tofile=f"b/{FILE_NAME}"))
+        request = ev.ApprovalRequest("edit", f"write {FILE_NAME} (drafted from the index)", diff,
+                                     path=FILE_NAME, protected="instructions every agent follows")
+        if await self.app.push_screen_wait(ApprovalScreen(request)) == "no":
+            await self.add(Notice(f"{FILE_NAME} not written"))
+            return
+        try:
+            await asyncio.to_thread(atomic.write_text, target, text)
+        except OSError as exc:
+            await self.add(Notice(f"cannot write {target}: {exc.strerror or exc}", error=True))
+            return
+        await self.add(Notice(f"wrote {FILE_NAME}: the next conversation follows it"))
 
     @work(group="session-picker", exit_on_error=False)
     async def pick_session(self) -> None:
