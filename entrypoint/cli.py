@@ -158,6 +158,10 @@ def _with_top_level_flags(parser: Parser) -> Parser:
                         choices=("default", "acceptEdits", "plan", "bypassPermissions"),
                         help="headless: acceptEdits approves edits, bypassPermissions edits "
                         "and commands, plan leaves only the tools that read")
+    parser.add_argument("--mcp-config", nargs="+", action="extend", default=None,
+                        metavar="FILE", help="headless: MCP servers from these JSON files "
+                        "(.mcp.json's format), with your own file's standing; they start "
+                        "when allowed (--allow-mcp, --allow-mcp-tool, mcp__ rules)")
     parser.add_argument("--append-system-prompt", default=None, metavar="TEXT",
                         help="headless: add TEXT to the end of this run's system prompt")
     parser.add_argument("--verbose", action="store_true",

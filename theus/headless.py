@@ -287,6 +287,10 @@ def run_headless(args: argparse.Namespace) -> int:
             raise UsageError("--max-turns must be at least 1")
         rules = _tool_rules(args)
         _mcp_allowance(args, rules)
+        for given in getattr(args, "mcp_config", None) or ():
+            if not Path(given).is_file():
+                raise UsageError(f"--mcp-config {given}: no such file (give a JSON file "
+                                 'like .mcp.json: {"mcpServers": {...}})')
         settings = load_model_settings(getattr(args, "model", None))
         if settings is None:
             raise UsageError(MISSING_MODEL_HELP)
@@ -485,7 +489,8 @@ def _start_mcp(args: argparse.Namespace, root: Path, rules: ToolRules
     from theus.mcp.client import start_hub
 
     allowed = _mcp_allowance(args, rules)
-    return allowed, start_hub(root, allowed.starts) if allowed.any else None
+    given = tuple(Path(p) for p in getattr(args, "mcp_config", None) or ())
+    return allowed, start_hub(root, allowed.starts, given) if allowed.any else None
 
 
 def _mcp_allowance(args: argparse.Namespace, rules: ToolRules) -> Allowance:

@@ -111,3 +111,20 @@ def test_always_allowing_an_mcp_tool_allows_that_tool_and_nothing_else(repo: Pat
                                              tool="fx__wipe", server="entry-a"))
     assert not kept.allowing(ApprovalRequest("edit", "edit cart.py", "diff", path="cart.py"))
     assert not kept.allowing(ApprovalRequest("shell", "run: ls", "ls"))
+
+
+def test_mcp_config_given_on_the_command_line_as_claude_code_takes_it(
+        server: ScriptedServer, repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "fx.started"
+    given = tmp_path / "servers.json"
+    given.write_text(json.dumps({"mcpServers": {"fx": {
+        "command": sys.executable, "args": [str(FIXTURE), str(marker)]}}}))
+    server.add(tool("fx__echo", {"text": "hi"}), text("done"))
+    done = theus(["-p", "echo", "--mcp-config", str(given), "--allowedTools", "mcp__fx__echo",
+                  "--output-format", "stream-json"], server, repo)
+    assert done.returncode == 0, done.stderr
+    assert results(done.stdout)["fx__echo"]["content"] == "echo: hi"
+    assert lines(done.stdout)[0]["mcp_servers"] == [{"name": "fx", "status": "connected"}]
+    done = theus(["-p", "echo", "--mcp-config", str(tmp_path / "missing.json")], server, repo)
+    assert done.returncode == 2 and "--mcp-config" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and len(server.requests) == 2

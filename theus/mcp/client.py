@@ -272,12 +272,14 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def start_hub(root: Path, wanted: Callable[[ServerConfig], bool]) -> McpHub | None:
-    """Connect the configured servers `wanted` picks (in the background); None when nothing
-    is configured. Configuration warnings are kept for status either way."""
+def start_hub(root: Path, wanted: Callable[[ServerConfig], bool],
+              given: tuple[Path, ...] = ()) -> McpHub | None:
+    """Connect the configured servers `wanted` picks (in the background), `given` config
+    files first; None when nothing is configured. Configuration warnings are kept for status
+    either way."""
     from theus.mcp.config import load
 
-    configured = load(root)
+    configured = load(root, given)
     if not configured.servers and not configured.warnings:
         return None
     from theus.config import _float_env

@@ -72,13 +72,19 @@ def user_file() -> Path:
     return config_home() / USER_FILE
 
 
-def load(root: Path) -> Configured:
-    """Every configured server (the user's, then the project's not named like one of the
-    user's), and warnings."""
+def load(root: Path, given: tuple[Path, ...] = ()) -> Configured:
+    """Every configured server (the files `given` on the command line, then the user's not
+    named like one of those, then the project's not named like any of the user's), and
+    warnings. A given file is the user's own choice: it has the user file's standing."""
     warnings: list[str] = []
     user = _entries(user_file(), warnings)
     allowed = _allowed_variables(user, warnings)
-    servers = _servers(user, "user", None, warnings)
+    servers: list[ServerConfig] = []
+    for path in given:
+        servers += [s for s in _servers(_entries(path, warnings), "user", None, warnings)
+                    if s.name not in {t.name for t in servers}]
+    named = {s.name for s in servers}
+    servers += [s for s in _servers(user, "user", None, warnings) if s.name not in named]
     mine = {s.name for s in servers}
     project = root / PROJECT_FILE
     for server in _servers(_entries(project, warnings), "project", allowed, warnings):
