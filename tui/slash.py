@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {
     "status": "model, session, instructions files and the memory layers' state",
     "cost": "this conversation's tokens (sent, received, injected, extraction) and cost",
     "init": "draft an AGENTS.md from the index, shown for approval before it is written",
+    "diff": "what this conversation's edits and writes changed",
+    "undo": "put back the files the last turn that changed any had changed",
     "exit": "quit the app (as ctrl+q; /quit too)",
 }
 ALIASES = {"quit": "exit"}

@@ -158,3 +158,24 @@ def test_append_system_prompt_is_this_runs_only(server: ScriptedServer, repo: Pa
     done = theus(["-p", "again", "-c"], server, repo)  # the session began without it
     assert done.returncode == 0, done.stderr
     assert "French" not in server.requests[1]["messages"][0]["content"]
+
+
+def test_a_headless_runs_edits_can_be_undone_from_its_session(server: ScriptedServer,
+                                                              repo: Path) -> None:
+    from theus.checkpoints import Checkpoints
+    from theus.sessions import SessionStore
+    from theus.tools.files import put_back
+    from theus.tools.jail import Jail
+
+    before = (repo / "cart.py").read_bytes()
+    server.add(tool("edit", {"path": "cart.py", "old_string": "class Cart",
+                             "new_string": "class Basket"}), text("done"))
+    done = theus(["-p", "rename", "--permission-mode", "acceptEdits"], server, repo)
+    assert done.returncode == 0, done.stderr
+    assert (repo / "cart.py").read_bytes() != before
+    session = SessionStore(repo).last()  # what `theus -c` then /undo in the app goes on with
+    assert session is not None
+    checkpoints = Checkpoints.of(session)
+    jail = Jail(repo)
+    assert checkpoints.undo(lambda rel, data: put_back(jail, rel, data)) == ["cart.py"]
+    assert (repo / "cart.py").read_bytes() == before

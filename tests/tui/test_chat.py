@@ -212,6 +212,39 @@ async def test_init_drafts_agents_md_for_approval(make_app: MakeApp, server: Scr
     assert server.requests == []
 
 
+async def test_undo_puts_back_the_last_turns_files_byte_for_byte(
+        make_app: MakeApp, server: ScriptedServer, repo: Path) -> None:
+    original = "class Cart:  # prix en €\r\n    items = []\r\n".encode()
+    (repo / "cart.py").write_bytes(original)
+    server.add(tool("edit", {"path": "cart.py", "old_string": "class Cart",
+                             "new_string": "class Basket"}),
+               tool("write", {"path": "notes/new.txt", "content": "made\n"}), text("Done."))
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "/undo")
+        await wait_for(pilot, lambda: items(app, Notice))
+        assert "nothing to undo" in str(items(app, Notice)[-1].render())
+        await ask(pilot, "rename it and take a note")
+        for _ in range(2):
+            await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await pilot.press("y")
+        await wait_for(pilot, lambda: "Done." in " ".join(
+            r.source for r in items(app, AssistantReply)))
+        await app.workers.wait_for_complete()
+        assert b"class Basket" in (repo / "cart.py").read_bytes()
+        await ask(pilot, "/diff")
+        await wait_for(pilot, lambda: "+class Basket" in str(items(app, Notice)[-1].render()))
+        assert "+++ b/notes/new.txt" in str(items(app, Notice)[-1].render())
+        await ask(pilot, "/undo")
+        await wait_for(pilot, lambda: "put back" in str(items(app, Notice)[-1].render()))
+        assert "cart.py, notes/new.txt" in str(items(app, Notice)[-1].render())
+        assert (repo / "cart.py").read_bytes() == original
+        assert not (repo / "notes" / "new.txt").exists()
+        await ask(pilot, "/diff")
+        await wait_for(pilot, lambda: "no changes" in str(items(app, Notice)[-1].render()))
+
+
 async def test_status_cost_and_exit(make_app: MakeApp, server: ScriptedServer) -> None:
     server.add(text("It sums prices."))
     app = make_app()

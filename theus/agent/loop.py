@@ -27,6 +27,7 @@ from knowledge.runs import RunSummary
 from theus.agent import compaction, microcompact
 from theus.agent.facts import FactExtractor, FactsSource
 from theus.agent.injection import Injector, reminder
+from theus.checkpoints import Checkpoints
 from theus.config import AgentSettings
 from theus.model import Completion, ModelClient, ModelError
 from theus.protocol import (
@@ -174,10 +175,13 @@ class Agent:
         self._not_done: list[str] = []
         self._last_stop = "end"
         self._turn_began = _Tally()
+        # Files before each turn's edits, beside the transcript: /undo and /diff.
+        self.checkpoints = Checkpoints.of(session) if session is not None else None
         self.context = ToolContext(
             jail=Jail(self.root), approve=self._approve, refuse_protected=refuse_protected,
             allow_config_edits=allow_config_edits, denied_hint=denied_hint,
-            recall=self._recall_lines, spawn=self._spawn)
+            recall=self._recall_lines, spawn=self._spawn,
+            checkpoint=self.checkpoints.save if self.checkpoints is not None else None)
         self.messages: list[Message] = messages if messages is not None else []
         # AGENTS.md and the like; a resumed session keeps the prompt it began with.
         self.instructions = read_instructions(self.root)
@@ -201,6 +205,8 @@ class Agent:
         incomplete: str | None = None
         deadline = time.monotonic() + self.settings.turn_deadline_s
         self._budget = self._parent_budget or CallBudget(self.max_turns)
+        if self.checkpoints is not None:
+            self.checkpoints.next_turn()
         self._request = user_text
         self._turn_began = _Tally.of(self.context, self._not_done)
         try:
@@ -524,6 +530,7 @@ class Agent:
             denied_hint=self.context.denied_hint, messages=messages, inject_requests=False,
             history=self.history, budget=self._budget,
             parent_session=self.session.id if self.session else self._parent_session)
+        child.context.checkpoint = self.context.checkpoint  # its edits undo with the turn's
         if not fork:
             # A fresh child has none of the context the parent paid for: prime it with a recall
             # on the task description. A fork inherits the parent's (and its injection).

@@ -34,6 +34,8 @@ class ToolContext:
     # Said to the model when an approval is refused, e.g. which flag would allow it.
     denied_hint: str = "the user declined"
     recall: RecallFn | None = None
+    # Keeps a file as it was before an edit or write (`theus.checkpoints`; None: not kept).
+    checkpoint: Callable[[str, bytes | None], None] | None = None
     spawn: SpawnFn | None = None
     shell_timeout_s: float = 120.0
     # What happened, for the session's episode (`knowledge.runs.RunSummary`).

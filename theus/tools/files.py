@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from theus.tools.base import (
     string_arg,
 )
 from theus.tools.jail import Jail, JailError, protected_reason
+
+log = logging.getLogger(__name__)
 
 MAX_READ_BYTES = 2_000_000
 MAX_LINE_CHARS = 2000
@@ -219,6 +222,8 @@ async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> 
     request = ApprovalRequest("edit", summary, diff, path=rel, protected=reason)
     if not await ctx.approve(request):
         raise ToolError(f"refused: {verb} {rel} was not approved ({ctx.refusal(request)})")
+    if ctx.checkpoint is not None:
+        await in_thread(_keep, ctx.checkpoint, resolved, rel)
     await in_thread(_write, ctx.jail, path, new)
     ctx.files_changed.add(rel)
     added = sum(1 for line in diff.splitlines() if line.startswith("+") and
@@ -228,11 +233,33 @@ async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> 
     return f"{verb} {rel}: +{added} -{removed} lines"
 
 
-def _write(jail: Jail, path: str, content: str) -> None:
+def _write(jail: Jail, path: str, content: str | bytes) -> None:
     fd, _ = jail.open_write(path)
     with os.fdopen(fd, "wb") as handle:
         handle.truncate(0)
-        handle.write(content.encode("utf-8"))
+        handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+
+
+def _keep(checkpoint: Callable[[str, bytes | None], None], resolved: Path, rel: str) -> None:
+    """The file as it is before this change, for /undo; a checkpoint that cannot be kept
+    costs the undo of this file, not the edit."""
+    try:
+        checkpoint(rel, resolved.read_bytes() if resolved.exists() else None)
+    except OSError as exc:
+        log.warning("no checkpoint of %s (so /undo cannot put it back): %s", rel, exc)
+
+
+def put_back(jail: Jail, rel: str, data: bytes | None) -> None:
+    """Restore `rel` to `data` through the jail (None: remove the file a turn created)."""
+    if data is None:
+        jail.resolve(rel).unlink(missing_ok=True)
+    else:
+        _write(jail, rel, data)
+
+
+def current_bytes(jail: Jail, rel: str) -> bytes | None:
+    resolved = jail.resolve(rel)
+    return resolved.read_bytes() if resolved.is_file() else None
 
 
 async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:

@@ -357,6 +357,10 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             await app.action_quit()
         elif name == "init":
             self.init_agents_file()
+        elif name == "undo":
+            await self.add(Notice(await asyncio.to_thread(self._undo)))
+        elif name == "diff":
+            await self.add(Notice(await asyncio.to_thread(self._diff)))
         else:
             await self.add(Notice(f"unknown command /{name}; try "
                                   + ", ".join("/" + c for c in slash.suggest(name)),
@@ -449,6 +453,37 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         for section, rows in sections(report).items():
             lines.append(f"{section}: " + "; ".join(f"{k} {v}" for k, v in rows))
         return "\n".join(lines)
+
+    def _undo(self) -> str:
+        """`/undo`: the files the last turn's edits and writes changed, put back."""
+        from theus.tools.files import put_back
+
+        if self.agent is None or self.agent.checkpoints is None:
+            return "nothing to undo in this conversation"
+        if self.workers_running():
+            return "a turn is running: stop it (Esc) before /undo"
+        jail = self.agent.context.jail
+        try:
+            files = self.agent.checkpoints.undo(lambda rel, data: put_back(jail, rel, data))
+        except OSError as exc:
+            return f"undo failed part way: {exc} (/diff shows where the files are)"
+        if not files:
+            return "nothing to undo: no edit or write of this conversation is left"
+        return ("put back as before the last turn that changed files: " + ", ".join(files)
+                + " (changes made by shell commands are not undone)")
+
+    def _diff(self) -> str:
+        """`/diff`: what this conversation's edits and writes changed, file by file."""
+        from theus.tools.files import current_bytes
+
+        if self.agent is None or self.agent.checkpoints is None:
+            return "no changes in this conversation"
+        jail = self.agent.context.jail
+        return (self.agent.checkpoints.diff(lambda rel: current_bytes(jail, rel))
+                or "no changes in this conversation (by the edit and write tools)")
+
+    def workers_running(self) -> bool:
+        return any(w.group == "agent" and w.is_running for w in self.workers)
 
     def _cost(self) -> str:
         """`/cost`: the conversation's tokens, as the status bar counts them, and a price
