@@ -164,6 +164,9 @@ def _with_top_level_flags(parser: Parser) -> Parser:
                         "when allowed (--allow-mcp, --allow-mcp-tool, mcp__ rules)")
     parser.add_argument("--append-system-prompt", default=None, metavar="TEXT",
                         help="headless: add TEXT to the end of this run's system prompt")
+    parser.add_argument("--dangerously-skip-permissions", action="store_true",
+                        help="headless: as --permission-mode bypassPermissions (Claude Code's "
+                        "name; protected files stay refused, the shell sandboxed)")
     parser.add_argument("--verbose", action="store_true",
                         help="accepted for Claude Code's scripts (stream-json already has "
                         "every event)")

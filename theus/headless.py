@@ -507,9 +507,14 @@ def _mcp_allowance(args: argparse.Namespace, rules: ToolRules) -> Allowance:
 
 def _tool_rules(args: argparse.Namespace) -> ToolRules:
     try:
+        mode = getattr(args, "permission_mode", None)
+        if getattr(args, "dangerously_skip_permissions", False):
+            if mode not in (None, "bypassPermissions"):
+                raise ValueError(f"--dangerously-skip-permissions is --permission-mode "
+                                 f"bypassPermissions, not {mode}: give one of them")
+            mode = "bypassPermissions"
         rules = ToolRules.parse(getattr(args, "allowed_tools", None),
-                                getattr(args, "disallowed_tools", None),
-                                getattr(args, "permission_mode", None))
+                                getattr(args, "disallowed_tools", None), mode)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if rules.mode == "plan" and (getattr(args, "allow_edits", False)

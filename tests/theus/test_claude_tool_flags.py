@@ -129,7 +129,7 @@ def test_disallowed_rule_refuses_what_the_mode_would_run(server: ScriptedServer,
                tool("shell", {"command": "touch made.txt"}),
                tool("edit", {"path": "cart.py", "old_string": "class Cart",
                              "new_string": "class Basket"}), text("done"))
-    done = theus(["-p", "go", UNSANDBOXED, "--permission-mode", "bypassPermissions",
+    done = theus(["-p", "go", UNSANDBOXED, "--dangerously-skip-permissions",
                   "--disallowedTools", "Bash(rm:*)", "--output-format", "json"], server, repo)
     assert done.returncode == 0, done.stderr
     # The mode approved the other command and the edit.
@@ -142,7 +142,8 @@ def test_disallowed_rule_refuses_what_the_mode_would_run(server: ScriptedServer,
 
 
 def test_a_bad_rule_is_one_line_and_exit_2(server: ScriptedServer, repo: Path) -> None:
-    for args in (["--allowedTools", "Bsh"], ["--permission-mode", "plan", "--allow-edits"]):
+    for args in (["--allowedTools", "Bsh"], ["--permission-mode", "plan", "--allow-edits"],
+                 ["--permission-mode", "plan", "--dangerously-skip-permissions"]):
         done = theus(["-p", "q", *args], server, repo)
         assert done.returncode == 2 and done.stdout == ""
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
