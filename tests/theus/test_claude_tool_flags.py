@@ -180,3 +180,12 @@ def test_a_headless_runs_edits_can_be_undone_from_its_session(server: ScriptedSe
     jail = Jail(repo)
     assert checkpoints.undo(lambda rel, data: put_back(jail, rel, data)) == ["cart.py"]
     assert (repo / "cart.py").read_bytes() == before
+
+
+def test_max_turns_2_with_a_subagent_is_2_model_calls(server: ScriptedServer,
+                                                      repo: Path) -> None:
+    server.add(tool("task", {"description": "look", "prompt": "list the files"}, repeat=True))
+    done = theus(["-p", "delegate", "--max-turns", "2", "--output-format", "json"], server, repo,
+                 THEUS_NO_FACTS="1")
+    assert done.returncode == 1 and json.loads(done.stdout)["subtype"] == "error_max_turns"
+    assert len(server.requests) == 2  # the request's call and its subagent's, nothing more
