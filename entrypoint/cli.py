@@ -154,10 +154,10 @@ def _with_top_level_flags(parser: Parser) -> Parser:
                         nargs="+", action="extend", default=None, metavar="RULE",
                         help="headless: take these tools away (Task, Bash) or refuse what "
                         "these rules match (Bash(rm:*), Edit(.env))")
-    parser.add_argument("--permission-mode", default=None,
-                        choices=("default", "acceptEdits", "plan", "bypassPermissions"),
-                        help="headless: acceptEdits approves edits, bypassPermissions edits "
-                        "and commands, plan leaves only the tools that read")
+    parser.add_argument("--permission-mode", default=None, metavar="MODE",
+                        help="headless: default, acceptEdits (approves edits), "
+                        "bypassPermissions (edits and commands) or plan (only the tools "
+                        "that read)")
     parser.add_argument("--mcp-config", nargs="+", action="extend", default=None,
                         metavar="FILE", help="headless: MCP servers from these JSON files "
                         "(.mcp.json's format), with your own file's standing; they start "

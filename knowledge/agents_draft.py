@@ -13,9 +13,12 @@ import re
 import tomllib
 from collections import Counter
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowledge.index.languages import by_suffix
+
+if TYPE_CHECKING:
+    from knowledge.project import Project
 
 FILE_NAME = "AGENTS.md"
 TOP_FOLDERS = 8
@@ -23,6 +26,11 @@ TOP_FOLDERS = 8
 _NODE_RUNNERS = (("pnpm-lock.yaml", "pnpm"), ("yarn.lock", "yarn"), ("bun.lockb", "bun"))
 _MAKE_TARGET = re.compile(r"^(test|check|lint|build|fmt|format)\s*:", re.MULTILINE)
 _PY_TOOLS = {"ruff": "ruff check .", "mypy": "mypy", "black": "black --check ."}
+
+
+def draft_from(project: Project) -> str:
+    """The draft for an indexed project (`theus init`, `/init`)."""
+    return draft(project.root, [node.path for node in project.graph.nodes("file") if node.path])
 
 
 def draft(root: Path, files: list[str]) -> str:

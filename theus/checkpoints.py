@@ -39,13 +39,12 @@ class Checkpoints:
         index = _index(turn)
         if rel in index:
             return
+        turn.mkdir(parents=True, exist_ok=True)
         blob = None
         if before is not None:
             blob = hashlib.sha256(rel.encode()).hexdigest()[:24]
-            turn.mkdir(parents=True, exist_ok=True)
             atomic.write_bytes(turn / blob, before, 0o600)
         index[rel] = blob
-        turn.mkdir(parents=True, exist_ok=True)
         atomic.write_text(turn / INDEX, json.dumps(index), 0o600)
 
     def undo(self, put: Callable[[str, bytes | None], None]) -> list[str]:

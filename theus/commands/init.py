@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from knowledge import atomic
-    from knowledge.agents_draft import FILE_NAME, draft
+    from knowledge.agents_draft import FILE_NAME, draft_from
 
     root = command_root(args)
     target = root / FILE_NAME
@@ -30,8 +30,7 @@ def run(args: argparse.Namespace) -> int:
                          "shows a draft to compare)\n")
         return 1
     with looking_at(root) as project:
-        files = [node.path for node in project.graph.nodes("file") if node.path]
-    text = draft(root, files)
+        text = draft_from(project)
     sys.stdout.write(text)
     if args.only_print:
         return 0

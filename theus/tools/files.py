@@ -244,7 +244,7 @@ def _keep(checkpoint: Callable[[str, bytes | None], None], resolved: Path, rel: 
     """The file as it is before this change, for /undo; a checkpoint that cannot be kept
     costs the undo of this file, not the edit."""
     try:
-        checkpoint(rel, resolved.read_bytes() if resolved.exists() else None)
+        checkpoint(rel, _bytes_of(resolved))
     except OSError as exc:
         log.warning("no checkpoint of %s (so /undo cannot put it back): %s", rel, exc)
 
@@ -258,7 +258,11 @@ def put_back(jail: Jail, rel: str, data: bytes | None) -> None:
 
 
 def current_bytes(jail: Jail, rel: str) -> bytes | None:
-    resolved = jail.resolve(rel)
+    return _bytes_of(jail.resolve(rel))
+
+
+def _bytes_of(resolved: Path) -> bytes | None:
+    """The file's bytes; None when there is no file there."""
     return resolved.read_bytes() if resolved.is_file() else None
 
 

@@ -384,7 +384,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         import difflib
 
         from knowledge import atomic
-        from knowledge.agents_draft import FILE_NAME, draft
+        from knowledge.agents_draft import FILE_NAME, draft_from
 
         engine = theus_app(self).engine
         target = engine.root / FILE_NAME
@@ -392,9 +392,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             await self.add(Notice(f"{FILE_NAME} already exists: nothing written (theus init "
                                   "--print shows a draft to compare)"))
             return
-        project = await asyncio.to_thread(engine.load)
-        files = [node.path for node in project.graph.nodes("file") if node.path]
-        text = await asyncio.to_thread(draft, engine.root, files)
+        text = await asyncio.to_thread(lambda: draft_from(engine.load()))
         diff = "".join(difflib.unified_diff([], text.splitlines(keepends=True),
                                             fromfile="/dev/null", tofile=f"b/{FILE_NAME}"))
         request = ev.ApprovalRequest("edit", f"write {FILE_NAME} (drafted from the index)", diff,
@@ -460,7 +458,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
 
         if self.agent is None or self.agent.checkpoints is None:
             return "nothing to undo in this conversation"
-        if self.workers_running():
+        if self.busy:
             return "a turn is running: stop it (Esc) before /undo"
         jail = self.agent.context.jail
         try:
@@ -481,9 +479,6 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         jail = self.agent.context.jail
         return (self.agent.checkpoints.diff(lambda rel: current_bytes(jail, rel))
                 or "no changes in this conversation (by the edit and write tools)")
-
-    def workers_running(self) -> bool:
-        return any(w.group == "agent" and w.is_running for w in self.workers)
 
     def _cost(self) -> str:
         """`/cost`: the conversation's tokens, as the status bar counts them, and a price
