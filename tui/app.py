@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from textual import on, work
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -152,7 +152,11 @@ class TheusApp(App[int]):
         """The watcher or the memory bridge changed the graph: refresh what is on screen."""
         if message.line != "graph":
             self.refresh_status()
-        follow = getattr(self.screen, "graph_changed", None)
+        try:
+            screen = self.screen
+        except ScreenStackError:  # between two modes' screens: the next one reads it fresh
+            return
+        follow = getattr(screen, "graph_changed", None)
         if follow is not None:
             follow()
 
