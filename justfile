@@ -12,9 +12,10 @@ setup:
 test *args: setup
     {{py}} -m pytest {{args}}
 
-# Lint: ruff, the import contracts (pyproject.toml) and the type checker.
+# Lint: ruff (rules and format), the import contracts (pyproject.toml) and the type checker.
 lint: setup
     {{venv}}/bin/ruff check .
+    {{venv}}/bin/ruff format --check .
     {{venv}}/bin/lint-imports
     {{py}} -m mypy
 

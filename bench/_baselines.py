@@ -42,7 +42,8 @@ def code_files(git_dir: Path, base: str) -> list[str]:
     """Every code file at `base` (tests included; `universe` takes them out per request)."""
     names = git(git_dir, "ls-tree", "-r", "--name-only", base).splitlines()
     return sorted(
-        p for p in names
+        p
+        for p in names
         if Path(p).suffix in SOURCE_SUFFIXES and not p.endswith(DECLARATION_SUFFIXES)
     )
 
@@ -108,7 +109,7 @@ class Embeddings:
         found = self.cache.get_many(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in found))
         for at in range(0, len(missing), 256):  # put as we go: an interrupted run keeps them
-            part = missing[at:at + 256]
+            part = missing[at : at + 256]
             start = time.perf_counter()
             rows = self.embedder.embed(part)
             self.seconds += time.perf_counter() - start

@@ -63,7 +63,10 @@ class Task:
 
 def git(git_dir: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True,
+        ["git", f"--git-dir={git_dir}", *args],
+        check=True,
+        capture_output=True,
+        text=True,
         errors="replace",
     ).stdout
 
@@ -102,7 +105,8 @@ def clean_body(body: str) -> str:
     and "Update path" lines removed; words and issue references kept."""
     body = _DEPENDABOT.sub("", _FENCE.sub("", _HTML_COMMENT.sub("", body)))
     kept = [
-        line.rstrip() for line in body.splitlines()
+        line.rstrip()
+        for line in body.splitlines()
         if not (_TRAILER.match(line) or _CHECKBOX.match(line) or _UPDATE_LINE.match(line))
     ]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
@@ -116,8 +120,9 @@ def pick_base(git_dir: Path, back: int) -> str:
 
 def mine(git_dir: Path, base: str, name: str, limit: int) -> list[Task]:
     at_base = set(git(git_dir, "ls-tree", "-r", "--name-only", base).split("\n"))
-    log = git(git_dir, "log", "--no-merges", "--reverse",
-              "--format=%H%x00%s%x00%b%x1e", f"{base}..HEAD")
+    log = git(
+        git_dir, "log", "--no-merges", "--reverse", "--format=%H%x00%s%x00%b%x1e", f"{base}..HEAD"
+    )
     tasks: list[Task] = []
     for record in log.split("\x1e"):
         commit, _, rest = record.strip("\n").partition("\0")
@@ -143,8 +148,8 @@ def checkout(git_dir: Path, commit: str) -> Path:
     in a temporary folder the caller deletes. Only what HEAD reaches is history: the later
     commits the tasks come from are objects in the mirror, never reachable from HEAD."""
     out = Path(tempfile.mkdtemp(prefix="theus-bench-"))
-    subprocess.run(["git", "clone", "--quiet", "--shared", "--no-checkout", str(git_dir),
-                    str(out)], check=True)
-    subprocess.run(["git", "-C", str(out), "checkout", "--quiet", "--detach", commit],
-                   check=True)
+    subprocess.run(
+        ["git", "clone", "--quiet", "--shared", "--no-checkout", str(git_dir), str(out)], check=True
+    )
+    subprocess.run(["git", "-C", str(out), "checkout", "--quiet", "--detach", commit], check=True)
     return out

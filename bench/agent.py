@@ -38,18 +38,28 @@ from theus.config import AgentSettings, ModelSettings
 from theus.model import ModelClient
 from theus.protocol import InjectionInfo
 
-MODES = {"baseline": (False, False), "+inject": (True, False), "+microcompact": (False, True),
-         "both": (True, True)}
+MODES = {
+    "baseline": (False, False),
+    "+inject": (True, False),
+    "+microcompact": (False, True),
+    "both": (True, True),
+}
 
 
 def pick_targets(project: Project, turns: int) -> list[tuple[str, str, int]]:
     """(label, path, line) of symbols spread over the repository, deterministically."""
-    symbols = sorted((n for n in project.graph.nodes("symbol")
-                      if n.path and n.line and "." in n.label and len(n.label) > 8),
-                     key=lambda n: n.key)
+    symbols = sorted(
+        (
+            n
+            for n in project.graph.nodes("symbol")
+            if n.path and n.line and "." in n.label and len(n.label) > 8
+        ),
+        key=lambda n: n.key,
+    )
     if not symbols:
-        symbols = sorted((n for n in project.graph.nodes("symbol") if n.path and n.line),
-                         key=lambda n: n.key)
+        symbols = sorted(
+            (n for n in project.graph.nodes("symbol") if n.path and n.line), key=lambda n: n.key
+        )
     if not symbols:
         raise SystemExit("no symbols indexed in this repository")
     step = max(1, len(symbols) // turns)
@@ -75,7 +85,7 @@ class Policy:
         content = messages[last_user]["content"]
         asked = next(r for r in self.by_request if content.endswith(r))
         label, path, line = self.by_request[asked]
-        done = [m for m in messages[last_user + 1:] if m["role"] == "tool"]
+        done = [m for m in messages[last_user + 1 :] if m["role"] == "tool"]
         injected = content[: -len(asked)]
         knows = "<system-reminder>" in injected and path in injected
         if not done:
@@ -84,28 +94,41 @@ class Policy:
             return tool("grep", {"pattern": label.split(".")[-1]})
         if len(done) == 1 and not knows:
             return tool("read", {"path": path})
-        return text(f"{label} is defined in {path} around line {line}. It is called from the "
-                    "places listed above; the main logic is in its body. " * 2)
+        return text(
+            f"{label} is defined in {path} around line {line}. It is called from the "
+            "places listed above; the main logic is in its body. " * 2
+        )
 
 
 def request(target: tuple[str, str, int]) -> str:
     return f"How does {target[0]} work, and what calls it?"
 
 
-async def run_mode(root: Path, recaller: Recaller, targets: list[tuple[str, str, int]],
-                   inject: bool, microcompact: bool, idle_before: int
-                   ) -> tuple[list[int], list[float]]:
+async def run_mode(
+    root: Path,
+    recaller: Recaller,
+    targets: list[tuple[str, str, int]],
+    inject: bool,
+    microcompact: bool,
+    idle_before: int,
+) -> tuple[list[int], list[float]]:
     with ScriptedServer([Policy(targets)], models=["bench"]) as server:
         server.script[0] = _repeat(server.script[0])
-        settings = AgentSettings(inject=inject,
-                                 microcompact_after_s=3600 if microcompact else float("inf"))
+        settings = AgentSettings(
+            inject=inject, microcompact_after_s=3600 if microcompact else float("inf")
+        )
         clock = [1_000_000.0]
         events: list[Any] = []
         model = ModelClient(ModelSettings(server.url, "k", "bench", "bench", retry_base_s=0.01))
-        agent = Agent(model, root, sink=events.append,
-                      settings=settings,
-                      injector=Injector(settings, lambda: recaller),
-                      clock=lambda: clock[0], approver=_deny)
+        agent = Agent(
+            model,
+            root,
+            sink=events.append,
+            settings=settings,
+            injector=Injector(settings, lambda: recaller),
+            clock=lambda: clock[0],
+            approver=_deny,
+        )
         per_turn: list[int] = []
         for number, target in enumerate(targets, start=1):
             clock[0] += (61 * 60) if number == idle_before else 120
@@ -143,8 +166,9 @@ def main() -> int:
     parser.add_argument("path")
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--idle-before", type=int, default=5,
-                        help="the turn before which 61 minutes pass")
+    parser.add_argument(
+        "--idle-before", type=int, default=5, help="the turn before which 61 minutes pass"
+    )
     args = parser.parse_args()
     root = Path(args.path).resolve()
     os.environ["THEUS_HOME"] = tempfile.mkdtemp(prefix="theus-bench-")
@@ -152,8 +176,10 @@ def main() -> int:
     start = time.perf_counter()
     project = Project(root)
     report = project.index()
-    print(f"indexed {root.name}: {project.counts()} in {time.perf_counter() - start:.1f}s "
-          f"({len(report.changed) if hasattr(report, 'changed') else '?'} files)")
+    print(
+        f"indexed {root.name}: {project.counts()} in {time.perf_counter() - start:.1f}s "
+        f"({len(report.changed) if hasattr(report, 'changed') else '?'} files)"
+    )
     recaller = make_recaller(project)
     recaller.warm()
     targets = pick_targets(project, args.turns)
@@ -162,12 +188,15 @@ def main() -> int:
     latencies: list[float] = []
     for _ in range(args.runs):
         for mode, (inject, micro) in MODES.items():
-            per_turn, took = asyncio.run(run_mode(root, recaller, targets, inject, micro,
-                                                  args.idle_before))
+            per_turn, took = asyncio.run(
+                run_mode(root, recaller, targets, inject, micro, args.idle_before)
+            )
             tables[mode].append(per_turn)
             latencies += took if inject else []
-    medians = {m: [int(statistics.median(run[i] for run in runs)) for i in range(len(targets))]
-               for m, runs in tables.items()}
+    medians = {
+        m: [int(statistics.median(run[i] for run in runs)) for i in range(len(targets))]
+        for m, runs in tables.items()
+    }
     print("tokens sent per turn (median of runs; all model calls of the turn)")
     print("turn  " + "".join(f"{m:>15}" for m in MODES) + "   request")
     for i, target in enumerate(targets):
@@ -176,13 +205,19 @@ def main() -> int:
     totals = {m: sum(v) for m, v in medians.items()}
     print("total " + "".join(f"{totals[m]:>15}" for m in MODES))
     base = totals["baseline"]
-    print("vs baseline " + "  ".join(f"{m}: {100 * (totals[m] - base) / base:+.1f}%"
-                                     for m in MODES if m != "baseline"))
+    print(
+        "vs baseline "
+        + "  ".join(
+            f"{m}: {100 * (totals[m] - base) / base:+.1f}%" for m in MODES if m != "baseline"
+        )
+    )
     if latencies:
-        print(f"\ninjection latency over {len(latencies)} requests: "
-              f"p50 {percentile(latencies, 0.5):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms"
-              f" (deadline 150 ms; dropped: "
-              f"{sum(1 for t in latencies if t >= 150)})")
+        print(
+            f"\ninjection latency over {len(latencies)} requests: "
+            f"p50 {percentile(latencies, 0.5):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms"
+            f" (deadline 150 ms; dropped: "
+            f"{sum(1 for t in latencies if t >= 150)})"
+        )
     project.close()
     return 0
 

@@ -66,8 +66,11 @@ T = TypeVar("T")
 def base_env(home: Path) -> dict[str, str]:
     # PYTHONDONTWRITEBYTECODE too: an installed Theus has its bytecode (pip compiles it), so
     # the warm-up run writes it here instead of every run compiling the sources again.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("THEUS_", "OPENAI_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("THEUS_", "OPENAI_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env["THEUS_HOME"] = str(home)
     return env
 
@@ -83,8 +86,9 @@ def timed(run: Callable[[], T | None], runs: int) -> list[T]:
 
 def wall(argv: list[str], env: dict[str, str]) -> float | None:
     start = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300
+    )
     took = time.perf_counter() - start
     if done.returncode != 0:
         print(f"    exit {done.returncode}: {done.stderr.strip()[-200:]}")
@@ -103,9 +107,14 @@ def headless(root: Path, env: dict[str, str]) -> tuple[float, float] | None:
     with ScriptedServer([answer]) as server:
         run_env = {**env, "THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model"}
         start = time.perf_counter()
-        done = subprocess.run([*CLI, "--path", str(root), "-p", "where is the total computed"],
-                              env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [*CLI, "--path", str(root), "-p", "where is the total computed"],
+            env=run_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
         ended = time.perf_counter()
     if done.returncode != 0 or not arrived:
         print(f"    -p exit {done.returncode}: {done.stderr.strip()[-200:]}")
@@ -137,10 +146,14 @@ def sdk_floor(env: dict[str, str]) -> float | None:
 
     with ScriptedServer([answer]) as server:
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", SDK_FLOOR],
-                              env={**env, "THEUS_BASE_URL": server.url},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", SDK_FLOOR],
+            env={**env, "THEUS_BASE_URL": server.url},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     if done.returncode != 0 or not arrived:
         print(f"    sdk floor exit {done.returncode}: {done.stderr.strip()[-200:]}")
         return None
@@ -197,27 +210,41 @@ def report(name: str, figures: list[float], target_ms: float | None = None) -> N
         print(f"  {name:18s} no figures")
         return
     median, low = statistics.median(figures) * 1000, min(figures) * 1000
-    aim = f"   target <= {target_ms:.0f} ms: {'met' if median <= target_ms else 'NOT met'}" \
-        if target_ms is not None else ""
+    aim = (
+        f"   target <= {target_ms:.0f} ms: {'met' if median <= target_ms else 'NOT met'}"
+        if target_ms is not None
+        else ""
+    )
     print(f"  {name:18s} median {median:7.0f} ms   min {low:7.0f} ms   ({len(figures)} runs){aim}")
 
 
-def bench_project(root: Path, runs: int, query: str, with_app: bool,
-                  keep: Path | None) -> None:
+def bench_project(root: Path, runs: int, query: str, with_app: bool, keep: Path | None) -> None:
     home = keep or Path(tempfile.mkdtemp(prefix="theus-bench-cli-"))
     try:
         env = base_env(home)
         start = time.perf_counter()
-        index = subprocess.run([*CLI, "--path", str(root), "index"], env=env,
-                               capture_output=True, text=True, timeout=7200)
+        index = subprocess.run(
+            [*CLI, "--path", str(root), "index"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=7200,
+        )
         if index.returncode != 0:
             print(f"# {root}: theus index failed: {index.stderr.strip()[-300:]}")
             return
-        counts = subprocess.run([*CLI, "--path", str(root), "status", "--json"], env=env,
-                                capture_output=True, text=True, timeout=300).stdout
+        counts = subprocess.run(
+            [*CLI, "--path", str(root), "status", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        ).stdout
         nodes = _nodes(counts)
-        print(f"# {root}: {nodes} nodes, indexed with embeddings in "
-              f"{time.perf_counter() - start:.0f} s; {runs} runs each")
+        print(
+            f"# {root}: {nodes} nodes, indexed with embeddings in "
+            f"{time.perf_counter() - start:.0f} s; {runs} runs each"
+        )
         recall = [*CLI, "--path", str(root), "recall", "--json", query]
         no_emb = {**env, "THEUS_NO_EMBEDDINGS": "1"}
         report("recall", timed(lambda: wall(recall, no_emb), runs), 300)
@@ -246,10 +273,13 @@ def bench_changes(root: Path, runs: int, query: str) -> None:
         clone = scratch / root.name
         git = ["git", "-C", str(clone), "-c", "user.name=bench", "-c", "user.email=b@b"]
         subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True, timeout=600)
-        tracked = subprocess.run([*git, "ls-files"], capture_output=True, text=True,
-                                 check=True).stdout.split("\n")
-        code = sorted((p for p in tracked if p.endswith(CODE_SUFFIXES)),
-                      key=lambda p: ((clone / p).stat().st_size, p))
+        tracked = subprocess.run(
+            [*git, "ls-files"], capture_output=True, text=True, check=True
+        ).stdout.split("\n")
+        code = sorted(
+            (p for p in tracked if p.endswith(CODE_SUFFIXES)),
+            key=lambda p: ((clone / p).stat().st_size, p),
+        )
         if not code:
             print(f"# {root}: no code file to edit; change rows skipped")
             return
@@ -262,9 +292,11 @@ def bench_changes(root: Path, runs: int, query: str) -> None:
         start = time.perf_counter()
         if wall(index, env) is None:
             return
-        print(f"# {root} (scratch clone): indexed --no-embed in "
-              f"{time.perf_counter() - start:.0f} s; edits {edited.relative_to(clone)}; "
-              f"{runs} runs each, in turn")
+        print(
+            f"# {root} (scratch clone): indexed --no-embed in "
+            f"{time.perf_counter() - start:.0f} s; edits {edited.relative_to(clone)}; "
+            f"{runs} runs each, in turn"
+        )
         rows: dict[str, list[float]] = {}
 
         def timed_row(name: str, argv: list[str]) -> None:
@@ -279,8 +311,7 @@ def bench_changes(root: Path, runs: int, query: str) -> None:
                 fh.write(f"\n# bench edit {n}\n")
             timed_row("index after edit", index)
             timed_row("recall", recall)
-            subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"bench {n}"],
-                           check=True)
+            subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"bench {n}"], check=True)
             timed_row("after commit", recall)
             if side.returncode == 0:
                 subprocess.run([*git, "stash", "-q"], check=True)
@@ -290,14 +321,20 @@ def bench_changes(root: Path, runs: int, query: str) -> None:
                 subprocess.run([*git, "stash", "pop", "-q"], check=True)
                 timed_row("after switch", recall)
                 wall(index, env)  # the files are as indexed again: settle their times
-        for name, base in (("index unchanged", None), ("index after edit", "index unchanged"),
-                           ("recall", None), ("after commit", "recall"),
-                           ("after switch", "recall")):
+        for name, base in (
+            ("index unchanged", None),
+            ("index after edit", "index unchanged"),
+            ("recall", None),
+            ("after commit", "recall"),
+            ("after switch", "recall"),
+        ):
             report(name, rows.get(name, []))
             if base is not None and rows.get(name) and rows.get(base):
                 ratio = statistics.median(rows[name]) / statistics.median(rows[base])
-                print(f"  {'':18s} {ratio:.2f}x {base}   target <= 1.5x: "
-                      f"{'met' if ratio <= 1.5 else 'NOT met'}")
+                print(
+                    f"  {'':18s} {ratio:.2f}x {base}   target <= 1.5x: "
+                    f"{'met' if ratio <= 1.5 else 'NOT met'}"
+                )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -318,10 +355,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--query", default="where is the retry deadline of a model request")
     parser.add_argument("--no-app", action="store_true", help="leave the chat app out")
-    parser.add_argument("--home", type=Path, default=None,
-                        help="THEUS_HOME to use and keep (indexes and embeddings reused)")
-    parser.add_argument("--changes-only", action="store_true",
-                        help="only the rows after an edit, a commit, a branch switch")
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="THEUS_HOME to use and keep (indexes and embeddings reused)",
+    )
+    parser.add_argument(
+        "--changes-only",
+        action="store_true",
+        help="only the rows after an edit, a commit, a branch switch",
+    )
     args = parser.parse_args()
     for root in [*args.paths, REPO]:
         if not args.changes_only:

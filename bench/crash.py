@@ -38,37 +38,61 @@ OPERATIONS = ("index", "watch", "memory", "headless")
 
 def env_for(home: Path, server_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-    env.update({"THEUS_HOME": str(home), "THEUS_NO_EMBEDDINGS": "1",
-                "THEUS_BASE_URL": server_url, "THEUS_MODEL": "test-model",
-                "THEUS_RETRY_BASE": "0.01"})
+    env.update(
+        {
+            "THEUS_HOME": str(home),
+            "THEUS_NO_EMBEDDINGS": "1",
+            "THEUS_BASE_URL": server_url,
+            "THEUS_MODEL": "test-model",
+            "THEUS_RETRY_BASE": "0.01",
+        }
+    )
     return env
 
 
 def theus(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
-                          env={**env, "THEUS_NO_WATCH": "1"}, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoint", "--path", str(root), *args],
+        env={**env, "THEUS_NO_WATCH": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def write_project(root: Path, rng: random.Random, files: int = 300) -> None:
     for i in range(files):
         path = root / f"pkg/m{i}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(f"def f{i}_{j}_{rng.randrange(1000)}(x):\n    return x\n\n"
-                                for j in range(30)))
+        path.write_text(
+            "".join(f"def f{i}_{j}_{rng.randrange(1000)}(x):\n    return x\n\n" for j in range(30))
+        )
 
 
 def start(op: str, root: Path, env: dict[str, str], trial: int) -> subprocess.Popen[bytes]:
-    args = {"index": ["index"], "watch": ["watch"],
-            "memory": ["memory", "add", f"memory number {trial}"],
-            "headless": ["-p", "read pkg/m1.py and answer"]}[op]
+    args = {
+        "index": ["index"],
+        "watch": ["watch"],
+        "memory": ["memory", "add", f"memory number {trial}"],
+        "headless": ["-p", "read pkg/m1.py and answer"],
+    }[op]
     run_env = {**env, "THEUS_NO_WATCH": "0" if op == "watch" else "1"}
-    return subprocess.Popen([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
-                            env=run_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "entrypoint", "--path", str(root), *args],
+        env=run_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
 
 
-def trial(rng: random.Random, root: Path, env: dict[str, str], n: int,
-          acknowledged: set[str], lost: set[str]) -> dict[str, int]:
+def trial(
+    rng: random.Random,
+    root: Path,
+    env: dict[str, str],
+    n: int,
+    acknowledged: set[str],
+    lost: set[str],
+) -> dict[str, int]:
     op = rng.choice(OPERATIONS)
     if op in ("index", "watch"):  # something to do while it dies
         for i in rng.sample(range(300), 20):
@@ -101,8 +125,12 @@ def trial(rng: random.Random, root: Path, env: dict[str, str], n: int,
     texts = {m["text"] for m in json.loads(listed.stdout)} if listed.returncode == 0 else set()
     missing = acknowledged - texts - lost
     lost |= missing
-    return {"op": OPERATIONS.index(op), "failed": int(failed),
-            "lost": len(missing) + index_lost, "orphans": len(orphans)}
+    return {
+        "op": OPERATIONS.index(op),
+        "failed": int(failed),
+        "lost": len(missing) + index_lost,
+        "orphans": len(orphans),
+    }
 
 
 def main() -> int:
@@ -130,13 +158,14 @@ def main() -> int:
                 totals.update(result)
                 if (n + 1) % 50 == 0:
                     spent = time.monotonic() - start_time
-                    print(f"  {n + 1} trials: {dict(totals)} ({spent:.0f}s)",
-                          flush=True)
+                    print(f"  {n + 1} trials: {dict(totals)} ({spent:.0f}s)", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{args.trials} kill -9 trials ({dict(kills)}): failed reloads {totals['failed']}, "
-          f"acknowledged writes lost {totals['lost']} (of {len(acknowledged)} acknowledged), "
-          f"processes left behind {totals['orphans']}")
+    print(
+        f"{args.trials} kill -9 trials ({dict(kills)}): failed reloads {totals['failed']}, "
+        f"acknowledged writes lost {totals['lost']} (of {len(acknowledged)} acknowledged), "
+        f"processes left behind {totals['orphans']}"
+    )
     return 0
 
 

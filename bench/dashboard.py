@@ -26,8 +26,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.e2e.ch
 from knowledge.dashboard import Dashboard
 from knowledge.graph import Edge, Graph, Node
 
-WORDS = ("order", "cart", "user", "billing", "invoice", "auth", "session", "cache", "router",
-         "store", "event", "queue", "report", "search", "index", "price", "tax", "ship")
+WORDS = (
+    "order",
+    "cart",
+    "user",
+    "billing",
+    "invoice",
+    "auth",
+    "session",
+    "cache",
+    "router",
+    "store",
+    "event",
+    "queue",
+    "report",
+    "search",
+    "index",
+    "price",
+    "tax",
+    "ship",
+)
 
 
 def generated(n: int, seed: int = 7) -> Graph:
@@ -47,30 +65,77 @@ def generated(n: int, seed: int = 7) -> Graph:
         folder = rnd.choice(folders)
         path = f"{folder}/{rnd.choice(WORDS)}_{len(files)}.py".lstrip("/")
         fkey = f"file:{path}"
-        nodes.append((Node(fkey, "file", path.rsplit("/", 1)[-1], path=path, subkind="python",
-                           summary=f"The {rnd.choice(WORDS)} module."), path))
+        nodes.append(
+            (
+                Node(
+                    fkey,
+                    "file",
+                    path.rsplit("/", 1)[-1],
+                    path=path,
+                    subkind="python",
+                    summary=f"The {rnd.choice(WORDS)} module.",
+                ),
+                path,
+            )
+        )
         files.append(path)
         count += 1
         for c in range(rnd.randint(0, 3)):
             cls = f"{rnd.choice(WORDS).title()}{c}"
             ckey = f"sym:{path}#{cls}"
-            nodes.append((Node(ckey, "symbol", cls, path=path, line=10 * c + 1, subkind="class",
-                               signature=f"class {cls}"), path))
+            nodes.append(
+                (
+                    Node(
+                        ckey,
+                        "symbol",
+                        cls,
+                        path=path,
+                        line=10 * c + 1,
+                        subkind="class",
+                        signature=f"class {cls}",
+                    ),
+                    path,
+                )
+            )
             edges += [Edge(fkey, ckey, "defines"), Edge(fkey, ckey, "contains")]
             symbols.append(ckey)
             count += 1
             for m in range(rnd.randint(1, 6)):
                 name = f"{cls}.{rnd.choice(WORDS)}_{m}"
                 mkey = f"sym:{path}#{name}"
-                nodes.append((Node(mkey, "symbol", name, path=path, line=10 * c + m + 2,
-                                   subkind="method", signature=f"def {name}(self)"), path))
+                nodes.append(
+                    (
+                        Node(
+                            mkey,
+                            "symbol",
+                            name,
+                            path=path,
+                            line=10 * c + m + 2,
+                            subkind="method",
+                            signature=f"def {name}(self)",
+                        ),
+                        path,
+                    )
+                )
                 edges += [Edge(fkey, mkey, "defines"), Edge(ckey, mkey, "contains")]
                 count += 1
         for f in range(rnd.randint(0, 4)):
             name = f"{rnd.choice(WORDS)}_{f}"
             skey = f"sym:{path}#{name}"
-            nodes.append((Node(skey, "symbol", name, path=path, line=100 + f, subkind="function",
-                               signature=f"def {name}()"), path))
+            nodes.append(
+                (
+                    Node(
+                        skey,
+                        "symbol",
+                        name,
+                        path=path,
+                        line=100 + f,
+                        subkind="function",
+                        signature=f"def {name}()",
+                    ),
+                    path,
+                )
+            )
             edges += [Edge(fkey, skey, "defines"), Edge(fkey, skey, "contains")]
             symbols.append(skey)
             count += 1
@@ -81,14 +146,28 @@ def generated(n: int, seed: int = 7) -> Graph:
                 edges.append(Edge(f"file:{path}", f"file:{target}", "imports"))
         for _ in range(rnd.randint(0, 4)):
             if symbols:
-                edges.append(Edge(f"file:{path}", symbols[int(len(symbols) * rnd.random() ** 2)],
-                                  "references"))
+                edges.append(
+                    Edge(
+                        f"file:{path}", symbols[int(len(symbols) * rnd.random() ** 2)], "references"
+                    )
+                )
         if i < 20:
             table = f"t_{i}"
-            nodes.append((Node(f"table:{table}", "table", table, path="db/schema.sql"),
-                          "db/schema.sql"))
-            nodes.append((Node(f"column:{table}.id", "column", f"{table}.id", path="db/schema.sql",
-                               signature="id INT"), "db/schema.sql"))
+            nodes.append(
+                (Node(f"table:{table}", "table", table, path="db/schema.sql"), "db/schema.sql")
+            )
+            nodes.append(
+                (
+                    Node(
+                        f"column:{table}.id",
+                        "column",
+                        f"{table}.id",
+                        path="db/schema.sql",
+                        signature="id INT",
+                    ),
+                    "db/schema.sql",
+                )
+            )
             edges.append(Edge(f"table:{table}", f"column:{table}.id", "contains"))
     graph = Graph()
     graph.load(nodes, edges)
@@ -102,9 +181,15 @@ class Client:
     def get(self, path: str) -> tuple[float, dict[str, object], int]:
         conn = http.client.HTTPConnection("127.0.0.1", self.dash.port, timeout=120)
         started = time.perf_counter()
-        conn.request("GET", path, headers={"Host": f"127.0.0.1:{self.dash.port}",
-                                           "X-Theus-Token": self.dash.token,
-                                           "Accept-Encoding": "gzip"})
+        conn.request(
+            "GET",
+            path,
+            headers={
+                "Host": f"127.0.0.1:{self.dash.port}",
+                "X-Theus-Token": self.dash.token,
+                "Accept-Encoding": "gzip",
+            },
+        )
         resp = conn.getresponse()
         raw = resp.read()
         elapsed = (time.perf_counter() - started) * 1000
@@ -132,8 +217,10 @@ def bench_api(graph: Graph, runs: int) -> Dashboard:
     dash = Dashboard(lambda: graph).start()
     client = Client(dash)
     cold, body, size = client.get("/api/graph?limit=2000")
-    print(f"  cold first page (snapshot+layout {dash.snapshots.current(graph).built_ms:.0f} ms):"
-          f" {cold:.0f} ms, {size / 1024:.0f} KiB gzip")
+    print(
+        f"  cold first page (snapshot+layout {dash.snapshots.current(graph).built_ms:.0f} ms):"
+        f" {cold:.0f} ms, {size / 1024:.0f} KiB gzip"
+    )
     files = [k for k in graph.keys() if k.startswith("file:")]  # noqa: SIM118 - a list
     rnd = random.Random(1)
     picks = [rnd.choice(files) for _ in range(runs)]
@@ -163,15 +250,21 @@ def bench_page(dash: Dashboard, runs: int, screenshot: Path | None) -> None:
             browser.navigate(dash.url)
             browser.wait_for("window.__theus && window.__theus.ready", timeout=120)
             firsts.append((time.perf_counter() - started) * 1000)
-            browser.wait_for("!window.__theus.state.loading && window.__theus.state.nodes.length"
-                             " >= Math.min(window.__theus.state.total, 20000)", timeout=120)
+            browser.wait_for(
+                "!window.__theus.state.loading && window.__theus.state.nodes.length"
+                " >= Math.min(window.__theus.state.total, 20000)",
+                timeout=120,
+            )
             fulls.append((time.perf_counter() - started) * 1000)
         loaded = browser.evaluate("window.__theus.state.nodes.length")
         frame = browser.evaluate(
             "(() => { const t = performance.now(); for (let i = 0; i < 5; i++) draw();"
-            " return (performance.now() - t) / 5; })()")
-        print(f"  page: first render median {statistics.median(firsts):.0f} ms, all "
-              f"{loaded:,} nodes drawn {statistics.median(fulls):.0f} ms, one frame {frame:.0f} ms")
+            " return (performance.now() - t) / 5; })()"
+        )
+        print(
+            f"  page: first render median {statistics.median(firsts):.0f} ms, all "
+            f"{loaded:,} nodes drawn {statistics.median(fulls):.0f} ms, one frame {frame:.0f} ms"
+        )
         if screenshot:
             time.sleep(0.3)
             browser.screenshot(screenshot)
@@ -183,8 +276,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[20000, 100000])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-browser", action="store_true")
-    parser.add_argument("--screenshot", type=Path, default=None,
-                        help="PNG of the page at the first size (or of --project)")
+    parser.add_argument(
+        "--screenshot",
+        type=Path,
+        default=None,
+        help="PNG of the page at the first size (or of --project)",
+    )
     parser.add_argument("--project", type=Path, default=None, help="index and show a real project")
     args = parser.parse_args()
     if args.project:
@@ -202,8 +299,10 @@ def main() -> None:
     for i, size in enumerate(args.sizes):
         started = time.perf_counter()
         graph = generated(size)
-        print(f"{len(graph):,} nodes, {graph.edge_count():,} edges "
-              f"(generated in {time.perf_counter() - started:.1f} s)")
+        print(
+            f"{len(graph):,} nodes, {graph.edge_count():,} edges "
+            f"(generated in {time.perf_counter() - started:.1f} s)"
+        )
         dash = bench_api(graph, args.runs)
         if not args.no_browser:
             bench_page(dash, args.runs, args.screenshot if i == 0 else None)

@@ -59,18 +59,26 @@ def main() -> int:
     os.environ.setdefault("THEUS_HOME", tempfile.mkdtemp(prefix="theus-bench-facts-"))
     for path in sorted(SPECS.glob("*.json")):
         spec = json.loads(path.read_text(encoding="utf-8"))
-        figures = [play(spec, Path(tempfile.mkdtemp(prefix="theus-facts-")) / "repo")
-                   for _ in range(args.runs)]
+        figures = [
+            play(spec, Path(tempfile.mkdtemp(prefix="theus-facts-")) / "repo")
+            for _ in range(args.runs)
+        ]
         tokens = [t for t, _, _ in figures[0]]
         applies = [a for run in figures for _, a, _ in run]
         blocks = [b for run in figures for _, _, b in run]
         print(f"# {spec['name']}: {len(tokens)} turns, {args.runs} runs")
-        print(f"  request tokens per turn   median {statistics.median(tokens):6.0f}   "
-              f"max {max(tokens):6.0f}")
-        print(f"  apply per turn            median {statistics.median(applies):6.1f} ms   "
-              f"max {max(applies):6.1f} ms")
-        print(f"  block lines per turn      median {statistics.median(blocks):6.2f} ms   "
-              f"max {max(blocks):6.2f} ms")
+        print(
+            f"  request tokens per turn   median {statistics.median(tokens):6.0f}   "
+            f"max {max(tokens):6.0f}"
+        )
+        print(
+            f"  apply per turn            median {statistics.median(applies):6.1f} ms   "
+            f"max {max(applies):6.1f} ms"
+        )
+        print(
+            f"  block lines per turn      median {statistics.median(blocks):6.2f} ms   "
+            f"max {max(blocks):6.2f} ms"
+        )
     return 0
 
 

@@ -31,40 +31,94 @@ from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text
 
 FAMILIES = [
-    [f"add a --{f} flag to the export command"
-     for f in ("quiet", "verbose", "json", "dry-run", "color")],
-    [f"fix the crash when the config file {c}"
-     for c in ("is empty", "has no [tool] table", "is not valid TOML", "is a directory",
-               "cannot be read")],
-    [f"rename the {n} function in the billing module to something clearer"
-     for n in ("calc", "do_it", "process", "handle", "run2")],
-    [f"write unit tests for the {p} parser"
-     for p in ("date", "duration", "currency", "address", "phone number")],
-    [f"make the HTTP client retry {r} with exponential backoff"
-     for r in ("on 503 responses", "on connection resets", "on timeouts", "on 429 with "
-               "Retry-After", "on DNS failures")],
-    [f"document the {o} option in the README"
-     for o in ("--port", "--host", "--workers", "--log-level", "--reload")],
-    [f"speed up the {q} query on the orders table"
-     for q in ("monthly totals", "top customers", "late shipments", "refund rate",
-               "average basket")],
-    [f"upgrade {d} to the latest major version and fix what breaks"
-     for d in ("pydantic", "sqlalchemy", "fastapi", "pytest", "numpy")],
-    [f"add a dark mode toggle to the {p} page"
-     for p in ("settings", "profile", "dashboard", "login", "checkout")],
-    [f"log a warning when the cache {w}"
-     for w in ("is nearly full", "misses too often", "evicts a hot key", "takes over a second",
-               "cannot reach redis")],
+    [
+        f"add a --{f} flag to the export command"
+        for f in ("quiet", "verbose", "json", "dry-run", "color")
+    ],
+    [
+        f"fix the crash when the config file {c}"
+        for c in (
+            "is empty",
+            "has no [tool] table",
+            "is not valid TOML",
+            "is a directory",
+            "cannot be read",
+        )
+    ],
+    [
+        f"rename the {n} function in the billing module to something clearer"
+        for n in ("calc", "do_it", "process", "handle", "run2")
+    ],
+    [
+        f"write unit tests for the {p} parser"
+        for p in ("date", "duration", "currency", "address", "phone number")
+    ],
+    [
+        f"make the HTTP client retry {r} with exponential backoff"
+        for r in (
+            "on 503 responses",
+            "on connection resets",
+            "on timeouts",
+            "on 429 with Retry-After",
+            "on DNS failures",
+        )
+    ],
+    [
+        f"document the {o} option in the README"
+        for o in ("--port", "--host", "--workers", "--log-level", "--reload")
+    ],
+    [
+        f"speed up the {q} query on the orders table"
+        for q in (
+            "monthly totals",
+            "top customers",
+            "late shipments",
+            "refund rate",
+            "average basket",
+        )
+    ],
+    [
+        f"upgrade {d} to the latest major version and fix what breaks"
+        for d in ("pydantic", "sqlalchemy", "fastapi", "pytest", "numpy")
+    ],
+    [
+        f"add a dark mode toggle to the {p} page"
+        for p in ("settings", "profile", "dashboard", "login", "checkout")
+    ],
+    [
+        f"log a warning when the cache {w}"
+        for w in (
+            "is nearly full",
+            "misses too often",
+            "evicts a hot key",
+            "takes over a second",
+            "cannot reach redis",
+        )
+    ],
 ]
 
 
-def _theus(args: list[str], server: ScriptedServer, root: Path, home: Path,
-           **env: str) -> subprocess.CompletedProcess[str]:
+def _theus(
+    args: list[str], server: ScriptedServer, root: Path, home: Path, **env: str
+) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-    full.update({"THEUS_HOME": str(home), "THEUS_NO_WATCH": "1", "THEUS_BASE_URL": server.url,
-                 "THEUS_MODEL": "test-model", "THEUS_NO_FACTS": "1", **env})
-    return subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
-                          env=full, capture_output=True, text=True, timeout=120)
+    full.update(
+        {
+            "THEUS_HOME": str(home),
+            "THEUS_NO_WATCH": "1",
+            "THEUS_BASE_URL": server.url,
+            "THEUS_MODEL": "test-model",
+            "THEUS_NO_FACTS": "1",
+            **env,
+        }
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoint", "--path", str(root), *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def end_to_end(runs: int, deadline_ms: str | None, threshold: float) -> dict[str, object]:
@@ -81,8 +135,9 @@ def end_to_end(runs: int, deadline_ms: str | None, threshold: float) -> dict[str
         for family, request in order:
             server.add(text(f"Done: {request}."))
             started = time.perf_counter()
-            out = _theus(["-p", request, "--output-format", "stream-json"], server, root, home,
-                         **env)
+            out = _theus(
+                ["-p", request, "--output-format", "stream-json"], server, root, home, **env
+            )
             walls.append(time.perf_counter() - started)
             if out.returncode != 0:
                 raise SystemExit(f"theus -p failed: {out.stderr[-500:]}")
@@ -99,11 +154,17 @@ def end_to_end(runs: int, deadline_ms: str | None, threshold: float) -> dict[str
             done_families.add(family)
         status = json.loads(_theus(["status", "--json"], server, root, home).stdout)
         lookups = {k: status["history"].get(k) for k in ("used", "none", "skipped", "failed")}
-    return {"threshold": threshold, "runs": len(order), "eligible": eligible,
-            "eligible_with_examples": with_examples / eligible if eligible else 0.0,
-            "precision": right / shown if shown else 0.0, "examples_shown": shown,
-            "runs_without_a_relative_given_examples": wrong_when_none,
-            "median_run_s": round(statistics.median(walls), 2), "lookups": lookups}
+    return {
+        "threshold": threshold,
+        "runs": len(order),
+        "eligible": eligible,
+        "eligible_with_examples": with_examples / eligible if eligible else 0.0,
+        "precision": right / shown if shown else 0.0,
+        "examples_shown": shown,
+        "runs_without_a_relative_given_examples": wrong_when_none,
+        "median_run_s": round(statistics.median(walls), 2),
+        "lookups": lookups,
+    }
 
 
 def _block(messages: list[dict[str, object]]) -> str:
@@ -130,14 +191,26 @@ def main() -> None:
     parser.add_argument("--points", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--qdrant-url", default="")
-    parser.add_argument("--thresholds", type=float, nargs="+", default=[0.85, 0.6],
-                        help="the default first, then others to compare")
+    parser.add_argument(
+        "--thresholds",
+        type=float,
+        nargs="+",
+        default=[0.85, 0.6],
+        help="the default first, then others to compare",
+    )
     args = parser.parse_args()
     if args.part in ("all", "stores"):
         from bench.history_stores import main as stores_main
 
-        stores_main(["--points", *map(str, args.points), "--queries", str(args.queries),
-                     *(["--qdrant-url", args.qdrant_url] if args.qdrant_url else [])])
+        stores_main(
+            [
+                "--points",
+                *map(str, args.points),
+                "--queries",
+                str(args.queries),
+                *(["--qdrant-url", args.qdrant_url] if args.qdrant_url else []),
+            ]
+        )
     if args.part in ("all", "e2e"):
         for label, deadline in (("default time box", None), ("generous time box", "30000")):
             for threshold in args.thresholds:

@@ -76,19 +76,30 @@ def make_data(points: int, queries: int, seed: int) -> Data:
 
     centres = unit_rows(rng.standard_normal((-(-points // CLUSTER), DIM), dtype=np.float32))
     cluster = np.arange(points) // CLUSTER
-    vectors = unit_rows(centres[cluster] + unit_rows(
-        rng.standard_normal((points, DIM), dtype=np.float32)))
+    vectors = unit_rows(
+        centres[cluster] + unit_rows(rng.standard_normal((points, DIM), dtype=np.float32))
+    )
     payloads: list[dict[str, str | bool]] = [
-        {"project": f"p{c % PROJECTS}", "invalid": bool(rng.random() < 0.1),
-         "lineage": str(uuid.UUID(bytes=rng.bytes(16)))} for c in cluster]
+        {
+            "project": f"p{c % PROJECTS}",
+            "invalid": bool(rng.random() < 0.1),
+            "lineage": str(uuid.UUID(bytes=rng.bytes(16))),
+        }
+        for c in cluster
+    ]
     asked = rng.integers(len(centres), size=queries)
-    query_vectors = unit_rows(centres[asked] + unit_rows(
-        rng.standard_normal((queries, DIM), dtype=np.float32)))
+    query_vectors = unit_rows(
+        centres[asked] + unit_rows(rng.standard_normal((queries, DIM), dtype=np.float32))
+    )
     filters = []
     for c in asked:
         own = int(rng.integers(c * CLUSTER, min((c + 1) * CLUSTER, points)))
-        filters.append(Filter(must={"project": f"p{c % PROJECTS}", "invalid": False},
-                              must_not={"lineage": payloads[own]["lineage"]}))
+        filters.append(
+            Filter(
+                must={"project": f"p{c % PROJECTS}", "invalid": False},
+                must_not={"lineage": payloads[own]["lineage"]},
+            )
+        )
     ids = [str(uuid.UUID(bytes=rng.bytes(16))) for _ in range(points)]
     return Data(ids, vectors, payloads, query_vectors, filters)
 
@@ -117,29 +128,46 @@ class EdgeStore:
     """The two calls the benchmark makes, over a qdrant-edge shard (not the whole port)."""
 
     def __init__(self, path: Path) -> None:
-        self.shard = edge.EdgeShard.create(str(path), edge.EdgeConfig(
-            vectors=edge.EdgeVectorParams(size=DIM, distance=edge.Distance.Cosine)))
-        for key, schema in (("project", edge.PayloadSchemaType.Keyword),
-                            ("lineage", edge.PayloadSchemaType.Keyword),
-                            ("invalid", edge.PayloadSchemaType.Keyword)):
+        self.shard = edge.EdgeShard.create(
+            str(path),
+            edge.EdgeConfig(vectors=edge.EdgeVectorParams(size=DIM, distance=edge.Distance.Cosine)),
+        )
+        for key, schema in (
+            ("project", edge.PayloadSchemaType.Keyword),
+            ("lineage", edge.PayloadSchemaType.Keyword),
+            ("invalid", edge.PayloadSchemaType.Keyword),
+        ):
             self.shard.update(edge.UpdateOperation.create_field_index(key, schema))
 
     def put(self, points: list[Point]) -> None:
-        self.shard.update(edge.UpdateOperation.upsert_points(
-            [edge.Point(p.id, p.vector.tolist(), {k: _edge_value(v) for k, v in p.payload.items()})
-             for p in points]))
+        self.shard.update(
+            edge.UpdateOperation.upsert_points(
+                [
+                    edge.Point(
+                        p.id, p.vector.tolist(), {k: _edge_value(v) for k, v in p.payload.items()}
+                    )
+                    for p in points
+                ]
+            )
+        )
 
-    def nearest(self, vector: Vector, *, limit: int, where: Filter,
-                threshold: float | None = None) -> list[Hit]:
+    def nearest(
+        self, vector: Vector, *, limit: int, where: Filter, threshold: float | None = None
+    ) -> list[Hit]:
         def condition(key: str, value: str | int | float | bool) -> edge.FieldCondition:
             assert not isinstance(value, float)
             return edge.FieldCondition(key=key, match=edge.MatchValue(_edge_value(value)))
 
         query = edge.QueryRequest(
-            limit=limit, query=edge.Query.Nearest(vector.tolist()), with_payload=True,
+            limit=limit,
+            query=edge.Query.Nearest(vector.tolist()),
+            with_payload=True,
             score_threshold=threshold,
-            filter=edge.Filter(must=[condition(k, v) for k, v in where.must.items()],
-                               must_not=[condition(k, v) for k, v in where.must_not.items()]))
+            filter=edge.Filter(
+                must=[condition(k, v) for k, v in where.must.items()],
+                must_not=[condition(k, v) for k, v in where.must_not.items()],
+            ),
+        )
         return [Hit(str(p.id), p.score, p.payload or {}) for p in self.shard.query(query)]
 
     def close(self) -> None:
@@ -161,13 +189,24 @@ class Row:
 def insert(store: EmbeddedStore | QdrantStore | EdgeStore, data: Data) -> float:
     started = time.perf_counter()
     for start in range(0, len(data.ids), BATCH):
-        store.put([Point(data.ids[i], data.vectors[i], data.payloads[i])
-                   for i in range(start, min(start + BATCH, len(data.ids)))])
+        store.put(
+            [
+                Point(data.ids[i], data.vectors[i], data.payloads[i])
+                for i in range(start, min(start + BATCH, len(data.ids)))
+            ]
+        )
     return time.perf_counter() - started
 
 
-def search(engine: str, store: EmbeddedStore | QdrantStore | EdgeStore, data: Data,
-           exact: list[set[str]], points: int, insert_s: float, ready_s: float) -> Row:
+def search(
+    engine: str,
+    store: EmbeddedStore | QdrantStore | EdgeStore,
+    data: Data,
+    exact: list[set[str]],
+    points: int,
+    insert_s: float,
+    ready_s: float,
+) -> Row:
     latencies, found, wanted, hits = [], 0, 0, 0
     for query, where, top in zip(data.queries, data.filters, exact, strict=True):
         started = time.perf_counter()
@@ -176,8 +215,16 @@ def search(engine: str, store: EmbeddedStore | QdrantStore | EdgeStore, data: Da
         ids = {hit.id for hit in result}
         found, wanted, hits = found + len(ids & top), wanted + len(top), hits + len(result)
     p50, p95 = np.percentile(latencies, [50, 95])
-    return Row(engine, points, insert_s, ready_s, float(p50), float(p95),
-               found / wanted if wanted else 1.0, hits / len(data.queries))
+    return Row(
+        engine,
+        points,
+        insert_s,
+        ready_s,
+        float(p50),
+        float(p95),
+        found / wanted if wanted else 1.0,
+        hits / len(data.queries),
+    )
 
 
 def run_embedded(data: Data, exact: list[set[str]], folder: Path, _url: str) -> list[Row]:
@@ -229,7 +276,10 @@ def run_edge(data: Data, exact: list[set[str]], folder: Path, _url: str) -> list
 
 
 ENGINES: dict[str, Callable[[Data, list[set[str]], Path, str], list[Row]]] = {
-    "embedded": run_embedded, "qdrant": run_qdrant, "edge": run_edge}
+    "embedded": run_embedded,
+    "qdrant": run_qdrant,
+    "edge": run_edge,
+}
 
 
 @contextmanager
@@ -246,7 +296,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="theus-bench-") as tmp:
         server: AbstractContextManager[str] = (
-            running_qdrant(Path(tmp)) if "qdrant" in args.engines else no_server())
+            running_qdrant(Path(tmp)) if "qdrant" in args.engines else no_server()
+        )
         with server as url:
             rows: dict[tuple[str, int], list[Row]] = {}
             for points in args.points:
@@ -260,18 +311,26 @@ def main() -> None:
                             rows.setdefault((row.engine, points), []).append(row)
                             print(f"  run {run + 1}: {row}", file=sys.stderr, flush=True)
                         shutil.rmtree(folder)
-    print(f"\n{args.queries} filtered queries (limit {LIMIT}, threshold {THRESHOLD}), "
-          f"{DIM}-d, batches of {BATCH}; median of {args.runs} runs [min]")
-    print(f"{'engine':<9} {'points':>7} {'insert s':>15} {'ready s':>15} {'p50 ms':>13} "
-          f"{'p95 ms':>13} {'recall':>6} {'hits/q':>6}")
+    print(
+        f"\n{args.queries} filtered queries (limit {LIMIT}, threshold {THRESHOLD}), "
+        f"{DIM}-d, batches of {BATCH}; median of {args.runs} runs [min]"
+    )
+    print(
+        f"{'engine':<9} {'points':>7} {'insert s':>15} {'ready s':>15} {'p50 ms':>13} "
+        f"{'p95 ms':>13} {'recall':>6} {'hits/q':>6}"
+    )
     for (engine, points), runs in rows.items():
+
         def cell(values: list[float], digits: int) -> str:
             return f"{statistics.median(values):.{digits}f} [{min(values):.{digits}f}]"
-        print(f"{engine:<9} {points:>7} {cell([r.insert for r in runs], 2):>15} "
-              f"{cell([r.ready for r in runs], 2):>15} {cell([r.p50_ms for r in runs], 2):>13} "
-              f"{cell([r.p95_ms for r in runs], 2):>13} "
-              f"{statistics.median(r.recall for r in runs):>6.3f} "
-              f"{statistics.median(r.hits for r in runs):>6.2f}")
+
+        print(
+            f"{engine:<9} {points:>7} {cell([r.insert for r in runs], 2):>15} "
+            f"{cell([r.ready for r in runs], 2):>15} {cell([r.p50_ms for r in runs], 2):>13} "
+            f"{cell([r.p95_ms for r in runs], 2):>13} "
+            f"{statistics.median(r.recall for r in runs):>6.3f} "
+            f"{statistics.median(r.hits for r in runs):>6.2f}"
+        )
 
 
 if __name__ == "__main__":

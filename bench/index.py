@@ -42,8 +42,13 @@ print(json.dumps({"seconds": seconds, "parsed": report.parsed, "files": report.f
 
 def run_child(path: Path, home: Path) -> dict[str, object]:
     env = {"THEUS_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -81,16 +86,34 @@ def main() -> None:
     from rich.table import Table
 
     table = Table(title=f"theus index, median of {args.runs} runs")
-    columns = ["path", "files", "lines", "nodes", "edges", "cold s", "lines/s", "warm s",
-               "store MB", "peak RSS MB", "worker RSS MB"]
+    columns = [
+        "path",
+        "files",
+        "lines",
+        "nodes",
+        "edges",
+        "cold s",
+        "lines/s",
+        "warm s",
+        "store MB",
+        "peak RSS MB",
+        "worker RSS MB",
+    ]
     for name in columns:
         table.add_column(name, justify="left" if name == "path" else "right")
     for path in args.paths:
         r = bench(path.resolve(), args.runs)
         table.add_row(
-            Path(str(r["path"])).name, f"{r['files']:,}", f"{r['lines']:,}", f"{r['nodes']:,}",
-            f"{r['edges']:,}", f"{r['cold_s']:.2f}", f"{r['lines_per_s']:,.0f}",
-            f"{r['warm_s']:.3f}", f"{r['store_mb']:.1f}", f"{r['peak_rss_mb']:.0f}",
+            Path(str(r["path"])).name,
+            f"{r['files']:,}",
+            f"{r['lines']:,}",
+            f"{r['nodes']:,}",
+            f"{r['edges']:,}",
+            f"{r['cold_s']:.2f}",
+            f"{r['lines_per_s']:,.0f}",
+            f"{r['warm_s']:.3f}",
+            f"{r['store_mb']:.1f}",
+            f"{r['peak_rss_mb']:.0f}",
             f"{r['worker_rss_mb']:.0f}",
         )
         print(json.dumps(r), file=sys.stderr)

@@ -42,12 +42,27 @@ def samples() -> dict[str, str]:
         "tool schemas": json.dumps([t.schema() for t in default_tools().values()]),
         "python (theus/agent/loop.py)": (REPO / "theus/agent/loop.py").read_text()[:6000],
         "prose (README.md)": (REPO / "README.md").read_text()[:6000],
-        "chat json": json.dumps([{"role": "user", "content": "why does the cart total round?"},
-                                 {"role": "assistant", "content": "",
-                                  "tool_calls": [{"id": "c1", "type": "function", "function": {
-                                      "name": "read", "arguments": '{"path": "cart.py"}'}}]},
-                                 {"role": "tool", "tool_call_id": "c1",
-                                  "content": "def total(self):\n    return sum(self.items)\n"}]),
+        "chat json": json.dumps(
+            [
+                {"role": "user", "content": "why does the cart total round?"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "read", "arguments": '{"path": "cart.py"}'},
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": "def total(self):\n    return sum(self.items)\n",
+                },
+            ]
+        ),
     }
 
 
@@ -76,8 +91,10 @@ def tokens(base_url: str, runs: int) -> None:
     def minilm_count(text: str) -> int:
         return len(minilm.encode(text, add_special_tokens=False).ids)
 
-    print(f"{'text':32} {'server':>7} {'theus':>7} {'ratio':>6} {'ms med/min':>12} "
-          f"{'minilm':>7} {'ratio':>6} {'ms med/min':>12}")
+    print(
+        f"{'text':32} {'server':>7} {'theus':>7} {'ratio':>6} {'ms med/min':>12} "
+        f"{'minilm':>7} {'ratio':>6} {'ms med/min':>12}"
+    )
     totals = [0, 0, 0]
     with httpx2.Client(timeout=120) as client:
         for name, text in samples().items():
@@ -85,36 +102,70 @@ def tokens(base_url: str, runs: int) -> None:
             ours, our_med, our_min = timed(count_tokens, text, runs)
             theirs, m_med, m_min = timed(minilm_count, text, runs)
             totals = [totals[0] + real, totals[1] + ours, totals[2] + theirs]
-            print(f"{name:32} {real:7} {ours:7} {ours / real:6.2f} {our_med:5.2f}/{our_min:<6.2f} "
-                  f"{theirs:7} {theirs / real:6.2f} {m_med:5.2f}/{m_min:<6.2f}")
+            print(
+                f"{name:32} {real:7} {ours:7} {ours / real:6.2f} {our_med:5.2f}/{our_min:<6.2f} "
+                f"{theirs:7} {theirs / real:6.2f} {m_med:5.2f}/{m_min:<6.2f}"
+            )
     real, ours, theirs = totals
-    print(f"{'all':32} {real:7} {ours:7} {ours / real:6.2f} {'':12} {theirs:7} "
-          f"{theirs / real:6.2f}")
+    print(
+        f"{'all':32} {real:7} {ours:7} {ours / real:6.2f} {'':12} {theirs:7} {theirs / real:6.2f}"
+    )
 
 
 def turns(args: argparse.Namespace) -> None:
-    env = {**os.environ, "THEUS_BASE_URL": args.base_url, "THEUS_MODEL": args.model,
-           "THEUS_NO_EMBEDDINGS": "1", "THEUS_NO_WATCH": "1", "THEUS_NO_FACTS": "1"}
+    env = {
+        **os.environ,
+        "THEUS_BASE_URL": args.base_url,
+        "THEUS_MODEL": args.model,
+        "THEUS_NO_EMBEDDINGS": "1",
+        "THEUS_NO_WATCH": "1",
+        "THEUS_NO_FACTS": "1",
+    }
     walls = []
     for run in range(args.turns):
         start = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "entrypoint", "--path", args.project, "-p", args.prompt,
-             "--max-turns", "3", "--output-format", "stream-json", *args.theus_args],
-            env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+            [
+                sys.executable,
+                "-m",
+                "entrypoint",
+                "--path",
+                args.project,
+                "-p",
+                args.prompt,
+                "--max-turns",
+                "3",
+                "--output-format",
+                "stream-json",
+                *args.theus_args,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
         walls.append(time.monotonic() - start)
         events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        calls = [f"{b['name']}({json.dumps(b['input'])})" for e in events
-                 if e["type"] == "assistant" for b in e["message"]["content"]
-                 if b["type"] == "tool_use"]
+        calls = [
+            f"{b['name']}({json.dumps(b['input'])})"
+            for e in events
+            if e["type"] == "assistant"
+            for b in e["message"]["content"]
+            if b["type"] == "tool_use"
+        ]
         result = events[-1] if events else {}
-        print(f"run {run + 1}: exit {done.returncode}, {walls[-1]:.1f}s, "
-              f"{result.get('num_turns')} model steps, tool calls {calls}, "
-              f"answer {str(result.get('result', ''))[:80]!r}")
+        print(
+            f"run {run + 1}: exit {done.returncode}, {walls[-1]:.1f}s, "
+            f"{result.get('num_turns')} model steps, tool calls {calls}, "
+            f"answer {str(result.get('result', ''))[:80]!r}"
+        )
         for line in done.stderr.splitlines():
             print(f"    {line[:160]}")
-    print(f"theus -p wall time: median {statistics.median(walls):.1f}s, min {min(walls):.1f}s "
-          f"over {len(walls)} run(s)")
+    print(
+        f"theus -p wall time: median {statistics.median(walls):.1f}s, min {min(walls):.1f}s "
+        f"over {len(walls)} run(s)"
+    )
 
 
 def main() -> None:

@@ -94,9 +94,12 @@ async def over(client_factory: Callable[[], object], asked: list[str]) -> list[f
 def stdio_client(root: Path) -> Callable[[], object]:
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "entrypoint", "mcp", str(root)],
-                                   env=dict(os.environ), cwd=str(Path(__file__).parents[1]))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "entrypoint", "mcp", str(root)],
+        env=dict(os.environ),
+        cwd=str(Path(__file__).parents[1]),
+    )
     return lambda: Client(params)
 
 
@@ -109,8 +112,11 @@ class HttpServer:
             self.port = sock.getsockname()[1]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "entrypoint", "mcp", str(root), "--http", str(self.port)],
-            env={**os.environ, "THEUS_MCP_TOKEN": TOKEN}, stderr=subprocess.PIPE, text=True,
-            cwd=str(Path(__file__).parents[1]))
+            env={**os.environ, "THEUS_MCP_TOKEN": TOKEN},
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=str(Path(__file__).parents[1]),
+        )
         assert self.proc.stderr is not None
         self.proc.stderr.readline()  # it listens
 
@@ -124,9 +130,12 @@ class HttpServer:
         @asynccontextmanager
         async def connect():  # type: ignore[no-untyped-def]
             headers = {"Authorization": f"Bearer {TOKEN}"}
-            async with create_mcp_http_client(headers=headers) as http, Client(
-                    streamable_http_client(f"http://127.0.0.1:{self.port}/mcp",
-                                           http_client=http)) as client:
+            async with (
+                create_mcp_http_client(headers=headers) as http,
+                Client(
+                    streamable_http_client(f"http://127.0.0.1:{self.port}/mcp", http_client=http)
+                ) as client,
+            ):
                 yield client
 
         return connect
@@ -138,8 +147,10 @@ class HttpServer:
 
 def report(name: str, runs: list[tuple[float, float]]) -> None:
     p50s, p95s = [r[0] for r in runs], [r[1] for r in runs]
-    print(f"{name:<22} p50 median {statistics.median(p50s):7.2f} ms  min {min(p50s):7.2f} ms"
-          f"   p95 median {statistics.median(p95s):7.2f} ms  min {min(p95s):7.2f} ms")
+    print(
+        f"{name:<22} p50 median {statistics.median(p50s):7.2f} ms  min {min(p50s):7.2f} ms"
+        f"   p95 median {statistics.median(p95s):7.2f} ms  min {min(p95s):7.2f} ms"
+    )
 
 
 def main() -> None:
@@ -151,14 +162,18 @@ def main() -> None:
     args = parser.parse_args()
     root = args.path.resolve()
     asked = queries(root, args.calls)
-    print(f"{root}: {len(asked)} recall queries, {args.runs} runs, embeddings "
-          f"{'off' if os.environ.get('THEUS_NO_EMBEDDINGS') == '1' else 'as configured'}")
+    print(
+        f"{root}: {len(asked)} recall queries, {args.runs} runs, embeddings "
+        f"{'off' if os.environ.get('THEUS_NO_EMBEDDINGS') == '1' else 'as configured'}"
+    )
     measured: dict[str, list[tuple[float, float]]] = {"in-process": [], "server (stdio)": []}
     if not args.no_http:
         measured["server (http)"] = []
     for run in range(args.runs):
-        rows = {"in-process": in_process(root, asked),
-                "server (stdio)": asyncio.run(over(stdio_client(root), asked))}
+        rows = {
+            "in-process": in_process(root, asked),
+            "server (stdio)": asyncio.run(over(stdio_client(root), asked)),
+        }
         if not args.no_http:
             server = HttpServer(root)
             try:

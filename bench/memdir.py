@@ -30,8 +30,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--project", type=Path, default=None,
-                        help="index this folder instead of a synthetic project")
+    parser.add_argument(
+        "--project",
+        type=Path,
+        default=None,
+        help="index this folder instead of a synthetic project",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="theus-bench-memdir-") as tmp:
         os.environ["THEUS_HOME"] = str(Path(tmp) / "home")
@@ -57,8 +61,10 @@ def run(root: Path, n: int, runs: int) -> None:
     lifted = Caps(lines=n + 10, bytes=10**8)
     full = _index_text(mdir, n, files)
     topics = sum(1 for line in full.splitlines() if "](" in line)
-    print(f"memories: {n} ({topics} pointers to topic files), MEMORY.md "
-          f"{len(full.encode()) / 1024:.0f} KB, {runs} runs each\n")
+    print(
+        f"memories: {n} ({topics} pointers to topic files), MEMORY.md "
+        f"{len(full.encode()) / 1024:.0f} KB, {runs} runs each\n"
+    )
 
     def cold() -> None:
         index.write_text("")
@@ -92,13 +98,18 @@ def run(root: Path, n: int, runs: int) -> None:
         index.write_text(short)
         memdir.sync(project, lifted)
 
-    _time("add", runs, before_add, lambda: memdir.add_memory(
-        project, f"added through the API, run {counter[0]}, see `{files[0]}`", lifted))
+    _time(
+        "add",
+        runs,
+        before_add,
+        lambda: memdir.add_memory(
+            project, f"added through the API, run {counter[0]}, see `{files[0]}`", lifted
+        ),
+    )
     project.close()
 
 
-def _time(name: str, runs: int, setup: Callable[[], object], step: Callable[[], object]
-          ) -> object:
+def _time(name: str, runs: int, setup: Callable[[], object], step: Callable[[], object]) -> object:
     seconds: list[float] = []
     result: object = None
     for _ in range(runs):
@@ -106,8 +117,10 @@ def _time(name: str, runs: int, setup: Callable[[], object], step: Callable[[], 
         start = time.perf_counter()
         result = step()
         seconds.append(time.perf_counter() - start)
-    print(f"{name:<8}  median {statistics.median(seconds) * 1000:8.1f} ms   "
-          f"min {min(seconds) * 1000:8.1f} ms   max {max(seconds) * 1000:8.1f} ms")
+    print(
+        f"{name:<8}  median {statistics.median(seconds) * 1000:8.1f} ms   "
+        f"min {min(seconds) * 1000:8.1f} ms   max {max(seconds) * 1000:8.1f} ms"
+    )
     return result
 
 
@@ -123,7 +136,8 @@ def _index_text(mdir: Path, n: int, files: list[str]) -> str:
             name = f"topic-{i}.md"
             (mdir / name).write_text(
                 f"---\nname: Topic {i}\ndescription: notes {i}\ntype: project\n---\n\n"
-                f"Longer notes for topic {i}{mention}.\n" + "More detail. " * 20 + "\n")
+                f"Longer notes for topic {i}{mention}.\n" + "More detail. " * 20 + "\n"
+            )
             lines.append(f"- [Topic {i}]({name}) — notes {i}")
     return "\n".join(lines) + "\n"
 

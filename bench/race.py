@@ -67,8 +67,10 @@ def main() -> int:
                 refused += 1
     created = {p.relative_to(outside) for p in outside.rglob("*")} - before
     print(f"index: {args.trials} runs, {raised} raised, {leaked} held a node from outside")
-    print(f"writes: {args.trials} writes, {refused} refused, {len(created)} files or folders "
-          "created outside the root")
+    print(
+        f"writes: {args.trials} writes, {refused} refused, {len(created)} files or folders "
+        "created outside the root"
+    )
     return 0
 
 

@@ -130,13 +130,17 @@ def baseline(ranking: base.Ranking) -> Ranker:
 def semantic_reranker(repo: Repo, emb: base.Embeddings) -> SemanticReranker:
     vectors = NodeVectors(emb.embedder.dim)
     report = embed_pass(repo.project.graph, repo.root, emb.embedder, emb.cache, vectors)
-    print(f"  (semantic layer: {report.seen} nodes, {report.cached} cached, "
-          f"{report.embedded} embedded in {report.embed_seconds:.1f}s)", flush=True)
+    print(
+        f"  (semantic layer: {report.seen} nodes, {report.cached} cached, "
+        f"{report.embedded} embedded in {report.embed_seconds:.1f}s)",
+        flush=True,
+    )
     return SemanticReranker.fixed(emb.embedder, vectors, emb.cache, repo.root)
 
 
-def systems(repo: Repo, names: list[str], emb: base.Embeddings | None, ablate: bool
-            ) -> dict[str, Ranker]:
+def systems(
+    repo: Repo, names: list[str], emb: base.Embeddings | None, ablate: bool
+) -> dict[str, Ranker]:
     root = repo.root
     out: dict[str, Ranker] = {}
     reranker = semantic_reranker(repo, emb) if emb and "theus+sem" in names else None
@@ -148,7 +152,8 @@ def systems(repo: Repo, names: list[str], emb: base.Embeddings | None, ablate: b
             out["theus" + suffix] = theus_ranker(make_recaller(repo.project, tuning=tuning))
         if reranker is not None:
             out["theus+sem" + suffix] = theus_ranker(
-                make_recaller(repo.project, reranker=reranker, tuning=tuning))
+                make_recaller(repo.project, reranker=reranker, tuning=tuning)
+            )
     bm25 = base.bm25_code(root, repo.files) if {"bm25_code", "rrf"} & set(names) else None
     dense = base.dense(emb, root, repo.files) if emb and {"dense", "rrf"} & set(names) else None
     if bm25 and "bm25_code" in names:
@@ -175,13 +180,20 @@ def run(ranker: Ranker, tasks: list[Task], variant: str) -> list[Row]:
 
 def line(name: str, rows: list[Row]) -> str:
     lat = [r.ms for r in rows]
-    return (f"  {name:<16} R@1 {mean(rows, 'r1'):.3f}  R@5 {mean(rows, 'r5'):.3f}  "
-            f"R@10 {mean(rows, 'r10'):.3f}  MRR {mean(rows, 'rr'):.3f}  "
-            f"p50 {statistics.median(lat):6.1f} ms  p95 {p95(lat):6.1f} ms")
+    return (
+        f"  {name:<16} R@1 {mean(rows, 'r1'):.3f}  R@5 {mean(rows, 'r5'):.3f}  "
+        f"R@10 {mean(rows, 'r10'):.3f}  MRR {mean(rows, 'rr'):.3f}  "
+        f"p50 {statistics.median(lat):6.1f} ms  p95 {p95(lat):6.1f} ms"
+    )
 
 
-def report(title: str, repos: list[Repo], results: dict[tuple[str, str], list[Row]],
-           names: list[str], variant: str) -> None:
+def report(
+    title: str,
+    repos: list[Repo],
+    results: dict[tuple[str, str], list[Row]],
+    names: list[str],
+    variant: str,
+) -> None:
     if not repos:
         return
     tasks = sum(len(r.tasks) for r in repos)
@@ -196,21 +208,26 @@ def report(title: str, repos: list[Repo], results: dict[tuple[str, str], list[Ro
             named = sum(1 for r in blocks if r.named) / len(blocks)
             empty = sum(1 for r in blocks if r.tokens == 0) / len(blocks)
             tokens = statistics.median(r.tokens or 0 for r in blocks)
-            print(f"  {name} block: median {tokens:.0f} tokens, names a gold file in "
-                  f"{named:.1%} of tasks, empty in {empty:.1%}")
+            print(
+                f"  {name} block: median {tokens:.0f} tokens, names a gold file in "
+                f"{named:.1%} of tasks, empty in {empty:.1%}"
+            )
     present = [n for n in names if pooled[n]]
     print("  per repository, R@5 / MRR:")
     print("    " + f"{'':<22}" + "".join(f"{n:>17}" for n in present))
     for r in repos:
         cells = "".join(
             f"{mean(rows, 'r5'):>9.3f}/{mean(rows, 'rr'):.3f}"
-            for n in present for rows in [results.get((r.name, n), [])])
+            for n in present
+            for rows in [results.get((r.name, n), [])]
+        )
         print(f"    {r.name:<22}{cells}")
     targets(repos, results, pooled)
 
 
-def targets(repos: list[Repo], results: dict[tuple[str, str], list[Row]],
-            pooled: dict[str, list[Row]]) -> None:
+def targets(
+    repos: list[Repo], results: dict[tuple[str, str], list[Row]], pooled: dict[str, list[Row]]
+) -> None:
     """The issue's bars: theus >= bm25_code + 0.03, theus+sem >= rrf + 0.03 (pooled and per
     repository), and no repository more than 0.02 below its best baseline with the layer."""
     pairs = [("theus", "bm25_code", 0.03), ("theus+sem", "rrf", 0.03)]
@@ -218,7 +235,8 @@ def targets(repos: list[Repo], results: dict[tuple[str, str], list[Row]],
         if not pooled.get(ours) or not pooled.get(theirs):
             continue
         scopes = [("pooled", pooled[ours], pooled[theirs])] + [
-            (r.name, results[(r.name, ours)], results[(r.name, theirs)]) for r in repos]
+            (r.name, results[(r.name, ours)], results[(r.name, theirs)]) for r in repos
+        ]
         fails = []
         for scope, a, b in scopes:
             for what in ("r5", "rr"):
@@ -228,19 +246,29 @@ def targets(repos: list[Repo], results: dict[tuple[str, str], list[Row]],
         d5 = mean(pooled[ours], "r5") - mean(pooled[theirs], "r5")
         dm = mean(pooled[ours], "rr") - mean(pooled[theirs], "rr")
         verdict = "met" if not fails else "NOT met: " + ", ".join(fails)
-        print(f"  target {ours} >= {theirs} + {margin}: pooled R@5 {d5:+.3f}, MRR {dm:+.3f}; "
-              f"{verdict}")
+        print(
+            f"  target {ours} >= {theirs} + {margin}: pooled R@5 {d5:+.3f}, MRR {dm:+.3f}; "
+            f"{verdict}"
+        )
     if pooled.get("theus+sem"):
         fails = []
         for r in repos:
             ours = results[(r.name, "theus+sem")]
             for what in ("r5", "rr"):
-                best = max((mean(results[(r.name, b)], what) for b in ("bm25_code", "dense",
-                            "rrf") if (r.name, b) in results), default=0.0)
+                best = max(
+                    (
+                        mean(results[(r.name, b)], what)
+                        for b in ("bm25_code", "dense", "rrf")
+                        if (r.name, b) in results
+                    ),
+                    default=0.0,
+                )
                 if mean(ours, what) < best - 0.02:
                     fails.append(f"{r.name} {what} {mean(ours, what) - best:+.3f}")
-        print("  target no repository > 0.02 below its best baseline (theus+sem): "
-              + ("met" if not fails else "NOT met: " + ", ".join(fails)))
+        print(
+            "  target no repository > 0.02 below its best baseline (theus+sem): "
+            + ("met" if not fails else "NOT met: " + ", ".join(fails))
+        )
 
 
 # -- main ----------------------------------------------------------------------------------
@@ -272,9 +300,12 @@ def prepare(which: str, name: str, git_dir: Path, commit: str, limit: int) -> Re
     project = Project(root)
     indexed = project.index()
     files = base.code_files(git_dir, commit)
-    print(f"# [{which}] {name} @ {commit[:12]}: {indexed.files} files indexed "
-          f"({len(files)} code files), {len(project.graph)} nodes, "
-          f"{time.perf_counter() - start:.1f}s; {len(tasks)} tasks", flush=True)
+    print(
+        f"# [{which}] {name} @ {commit[:12]}: {indexed.files} files indexed "
+        f"({len(files)} code files), {len(project.graph)} nodes, "
+        f"{time.perf_counter() - start:.1f}s; {len(tasks)} tasks",
+        flush=True,
+    )
     return Repo(name, which, root, commit, project, tasks, files)
 
 
@@ -315,11 +346,18 @@ def main() -> int:
             shutil.rmtree(repo.root, ignore_errors=True)
         for variant in variants:
             for which in dict.fromkeys(r.set for r in repos):
-                report(f"{which} set", [r for r in repos if r.set == which],
-                       results[variant], shown, variant)
+                report(
+                    f"{which} set",
+                    [r for r in repos if r.set == which],
+                    results[variant],
+                    shown,
+                    variant,
+                )
         if emb is not None and emb.embedded:
-            print(f"\n(embedded {emb.embedded} texts in {emb.seconds:.0f}s: "
-                  f"{emb.embedded / max(emb.seconds, 1e-9):.1f} texts/s)")
+            print(
+                f"\n(embedded {emb.embedded} texts in {emb.seconds:.0f}s: "
+                f"{emb.embedded / max(emb.seconds, 1e-9):.1f} texts/s)"
+            )
     finally:
         if emb is not None:
             emb.close()

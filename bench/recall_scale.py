@@ -61,8 +61,9 @@ def zipf_word(rng: random.Random, words: list[str]) -> str:
     """A word with Zipf's law (frequency ~ 1/rank), as in identifiers and prose."""
     cum = _CUMULATIVE.get(len(words))
     if cum is None:
-        cum = _CUMULATIVE[len(words)] = list(itertools.accumulate(
-            1.0 / r for r in range(1, len(words) + 1)))
+        cum = _CUMULATIVE[len(words)] = list(
+            itertools.accumulate(1.0 / r for r in range(1, len(words) + 1))
+        )
     return rng.choices(words, cum_weights=cum)[0]
 
 
@@ -77,8 +78,11 @@ def source(rng: random.Random, words: list[str], modules: list[str], salt: str =
         # Names are mostly unique, as in real code; prose and bodies follow Zipf's law.
         name = "_".join(rng.choice(words) for _ in range(rng.randint(1, 3)))
         args = ", ".join(w() for _ in range(rng.randint(0, 3)))
-        lines += ["", f"    def {name}(self{', ' if args else ''}{args}):",
-                  f'        """{" ".join(w() for _ in range(8))}."""']
+        lines += [
+            "",
+            f"    def {name}(self{', ' if args else ''}{args}):",
+            f'        """{" ".join(w() for _ in range(8))}."""',
+        ]
         for _ in range(LINES_PER_METHOD):
             lines.append(f"        {w()} = {w()}({w()}, {w()})  # {w()} {w()}")
         lines.append(f"        return {w()}")
@@ -104,8 +108,9 @@ def short_request(rng: random.Random, words: list[str]) -> str:
 
 def long_request(rng: random.Random, words: list[str]) -> str:
     head = short_request(rng, words)
-    body = [" ".join(zipf_word(rng, words) for _ in range(rng.randint(8, 16))) + "."
-            for _ in range(4)]
+    body = [
+        " ".join(zipf_word(rng, words) for _ in range(rng.randint(8, 16))) + "." for _ in range(4)
+    ]
     return head + "\n\n" + " ".join(body)
 
 
@@ -114,8 +119,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def timed(recaller: Recaller, requests: list[str], rounds: int = 1
-          ) -> tuple[list[float], list[float], list[float]]:
+def timed(
+    recaller: Recaller, requests: list[str], rounds: int = 1
+) -> tuple[list[float], list[float], list[float]]:
     """Per request: wall and CPU ms of the first round, and its best wall ms of `rounds`."""
     lat, cpu = [], []
     best = [math.inf] * len(requests)
@@ -162,21 +168,24 @@ def run(size: int, queries: int, seed: int, with_semantic: bool) -> dict[str, fl
         recaller = make_recaller(project)
         start = time.perf_counter()
         recaller.warm()
-        out: dict[str, float] = {"nodes": float(len(project.graph)),
-                                 "warm_ms": (time.perf_counter() - start) * 1e3}
+        out: dict[str, float] = {
+            "nodes": float(len(project.graph)),
+            "warm_ms": (time.perf_counter() - start) * 1e3,
+        }
         rng = random.Random(seed)
-        kinds = {"short": [short_request(rng, words) for _ in range(queries)],
-                 "long": [long_request(rng, words) for _ in range(queries)]}
+        kinds = {
+            "short": [short_request(rng, words) for _ in range(queries)],
+            "long": [long_request(rng, words) for _ in range(queries)],
+        }
         for kind, requests in kinds.items():
             lat, cpu, best = timed(recaller, requests, ROUNDS)
-            out[f"{kind}_p50"], out[f"{kind}_p95"] = statistics.median(lat), percentile(lat, .95)
+            out[f"{kind}_p50"], out[f"{kind}_p95"] = statistics.median(lat), percentile(lat, 0.95)
             out[f"{kind}_cpu95"] = percentile(cpu, 0.95)
             out[f"{kind}_best95"] = percentile(best, 0.95)
         updates, after = [], []
         for i in range(10):
             module = rng.choice(modules)
-            (root / "src" / f"{module}.py").write_text(
-                source(rng, words, modules, salt=f"v{i}"))
+            (root / "src" / f"{module}.py").write_text(source(rng, words, modules, salt=f"v{i}"))
             start = time.perf_counter()
             project.update([f"src/{module}.py"])
             recaller.sync()
@@ -211,21 +220,32 @@ def main() -> int:
     for size in args.nodes:
         runs = [run(size, args.queries, seed, not args.no_semantic) for seed in range(args.runs)]
         med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        print(f"{int(med['nodes']):>7} nodes (warm-up {med['warm_ms']:.0f} ms), medians of "
-              f"{args.runs} runs:")
+        print(
+            f"{int(med['nodes']):>7} nodes (warm-up {med['warm_ms']:.0f} ms), medians of "
+            f"{args.runs} runs:"
+        )
         for kind in ("short", "long"):
-            line = (f"  {kind:<5} requests: p50 {med[f'{kind}_p50']:.1f} ms, p95 "
-                    f"{med[f'{kind}_p95']:.1f} ms (CPU p95 {med[f'{kind}_cpu95']:.1f}, "
-                    f"best-of-{ROUNDS} p95 {med[f'{kind}_best95']:.1f})")
+            line = (
+                f"  {kind:<5} requests: p50 {med[f'{kind}_p50']:.1f} ms, p95 "
+                f"{med[f'{kind}_p95']:.1f} ms (CPU p95 {med[f'{kind}_cpu95']:.1f}, "
+                f"best-of-{ROUNDS} p95 {med[f'{kind}_best95']:.1f})"
+            )
             if f"sem_{kind}_p95" in med:
-                line += (f" | semantic layer warm: p50 {med[f'sem_{kind}_p50']:.1f} ms, "
-                         f"p95 {med[f'sem_{kind}_p95']:.1f} ms "
-                         f"(best-of-{ROUNDS} {med[f'sem_{kind}_best95']:.1f})")
+                line += (
+                    f" | semantic layer warm: p50 {med[f'sem_{kind}_p50']:.1f} ms, "
+                    f"p95 {med[f'sem_{kind}_p95']:.1f} ms "
+                    f"(best-of-{ROUNDS} {med[f'sem_{kind}_best95']:.1f})"
+                )
             print(line)
-        print(f"  one-file change: update {med['update_ms']:.1f} ms, next recall "
-              f"{med['after_ms']:.1f} ms", flush=True)
-    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
-          f"on {os.cpu_count()} CPUs (wall times include waiting for a CPU; CPU times do not)")
+        print(
+            f"  one-file change: update {med['update_ms']:.1f} ms, next recall "
+            f"{med['after_ms']:.1f} ms",
+            flush=True,
+        )
+    print(
+        f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} "
+        f"on {os.cpu_count()} CPUs (wall times include waiting for a CPU; CPU times do not)"
+    )
     return 0
 
 

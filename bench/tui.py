@@ -51,24 +51,32 @@ def generate(root: Path, files: int = FILES) -> None:
     for i in range(files):
         package = root / f"pkg{i // 50:02d}"
         package.mkdir(parents=True, exist_ok=True)
-        lines = [f'"""Module {i}: billing step {i} of the pipeline."""',
-                 f"from pkg{(i + 1) % files // 50:02d}.mod{(i + 1) % files:04d} import "
-                 f"Handler{(i + 1) % files}_0", ""]
+        lines = [
+            f'"""Module {i}: billing step {i} of the pipeline."""',
+            f"from pkg{(i + 1) % files // 50:02d}.mod{(i + 1) % files:04d} import "
+            f"Handler{(i + 1) % files}_0",
+            "",
+        ]
         for c in range(CLASSES):
             lines += [f"class Handler{i}_{c}:", f'    """Handles case {c} of step {i}."""']
             for m in range(METHODS):
-                lines += [f"    def run_{m}_{i}(self, order, amount):",
-                          f'        """Apply rule {m} to an order (step {i})."""',
-                          f"        return amount * {m + 1}", ""]
+                lines += [
+                    f"    def run_{m}_{i}(self, order, amount):",
+                    f'        """Apply rule {m} to an order (step {i})."""',
+                    f"        return amount * {m + 1}",
+                    "",
+                ]
         lines += [f"def helper_{i}(x):", f'    """Helper {i}."""', "    return x", ""]
         (package / f"mod{i:04d}.py").write_text("\n".join(lines), encoding="utf-8")
 
 
 def reply_32k() -> str:
-    part = ("## Step {n}\n\nThe **cart total** is computed by `Cart.total`, which sums "
-            "`price_of(item)` for each line; discounts apply per item.\n\n- first point\n"
-            "- second point with `code`\n\n```python\ndef total(items):\n    return "
-            "sum(price_of(i) for i in items)\n```\n\n")
+    part = (
+        "## Step {n}\n\nThe **cart total** is computed by `Cart.total`, which sums "
+        "`price_of(item)` for each line; discounts apply per item.\n\n- first point\n"
+        "- second point with `code`\n\n```python\ndef total(items):\n    return "
+        "sum(price_of(i) for i in items)\n```\n\n"
+    )
     out, n = [], 0
     while sum(map(len, out)) < 32 * 1024:
         out.append(part.format(n=n))
@@ -119,8 +127,10 @@ async def startup_run(root: Path, shots: Path | None) -> tuple[float, float, flo
     app = Timed(root, None)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f3")
-        await until(pilot, lambda: app.current_mode == "graph"
-                    and app.screen.query_one("#tree").root.children)
+        await until(
+            pilot,
+            lambda: app.current_mode == "graph" and app.screen.query_one("#tree").root.children,
+        )
         usable = MARKS["_fill_root"] - start
         assert app.painted is not None
         first_paint = app.painted - start
@@ -141,17 +151,26 @@ async def startup_run(root: Path, shots: Path | None) -> tuple[float, float, flo
 
 async def stream_run(root: Path, body: str, shots: Path | None) -> float:
     with ScriptedServer([text(body)], chunk_chars=8) as server:
-        settings = ModelSettings(base_url=server.url, api_key="k", model="test-model",
-                                 source="bench", timeout_s=120.0, max_retries=0)
-        app = TheusApp(root, settings,
-                       agent_settings=AgentSettings(deadline_ms=2000))
+        settings = ModelSettings(
+            base_url=server.url,
+            api_key="k",
+            model="test-model",
+            source="bench",
+            timeout_s=120.0,
+            max_retries=0,
+        )
+        app = TheusApp(root, settings, agent_settings=AgentSettings(deadline_ms=2000))
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.engine.loaded)
             await app.workers.wait_for_complete()
             await pilot.press(*"explain the total", "enter")
             start = time.perf_counter()
-            await until(pilot, lambda: any(r.text == body and r._stream is None
-                                           for r in app.screen.query(AssistantReply)))
+            await until(
+                pilot,
+                lambda: any(
+                    r.text == body and r._stream is None for r in app.screen.query(AssistantReply)
+                ),
+            )
             await app.workers.wait_for_complete()
             await pilot.pause()
             took = time.perf_counter() - start
@@ -177,9 +196,13 @@ App(Path(sys.argv[1]), None).run(headless=True, size=(120, 40))
 def process_paint(root: Path) -> float:
     """Seconds from spawning a Python process to the app's first paint (headless)."""
     started = time.time()
-    done = subprocess.run([sys.executable, "-c", CHILD, str(root), repr(started)],
-                          capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), repr(started)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -188,9 +211,20 @@ def to_png(svg: Path) -> Path | None:
     if shutil.which("rsvg-convert"):
         subprocess.run(["rsvg-convert", "-o", str(png), str(svg)], check=False)
     elif chromium := (shutil.which("chromium") or shutil.which("chromium-browser")):
-        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                        f"--screenshot={png}", "--window-size=1300,900", svg.as_uri()],
-                       capture_output=True, check=False, timeout=120)
+        subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--screenshot={png}",
+                "--window-size=1300,900",
+                svg.as_uri(),
+            ],
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
     return png if png.exists() else None
 
 
@@ -215,8 +249,10 @@ def main() -> int:
     started = time.perf_counter()
     project.index()
     nodes = len(project.graph)
-    print(f"indexed: {nodes} nodes, {project.graph.edge_count()} edges "
-          f"({time.perf_counter() - started:.1f} s)")
+    print(
+        f"indexed: {nodes} nodes, {project.graph.edge_count()} edges "
+        f"({time.perf_counter() - started:.1f} s)"
+    )
     project.close()
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
@@ -230,19 +266,29 @@ def main() -> int:
         searches.append(search)
     process_paints = [process_paint(root) for _ in range(args.runs)]
     body = reply_32k()
-    streams = [asyncio.run(stream_run(root, body, args.screenshots if i == 0 else None))
-               for i in range(max(1, (args.runs + 1) // 2))]
+    streams = [
+        asyncio.run(stream_run(root, body, args.screenshots if i == 0 else None))
+        for i in range(max(1, (args.runs + 1) // 2))
+    ]
     med = statistics.median
     print(f"project: {nodes} nodes; runs: {args.runs}")
-    print(f"first paint          median {med(paints) * 1000:7.0f} ms "
-          f"(min {min(paints) * 1000:.0f}, max {max(paints) * 1000:.0f})")
-    print(f"first paint, process median {med(process_paints) * 1000:7.0f} ms "
-          f"(min {min(process_paints) * 1000:.0f}, max {max(process_paints) * 1000:.0f})")
-    print(f"usable graph panel   median {med(usables) * 1000:7.0f} ms "
-          f"(min {min(usables) * 1000:.0f}, max {max(usables) * 1000:.0f})")
+    print(
+        f"first paint          median {med(paints) * 1000:7.0f} ms "
+        f"(min {min(paints) * 1000:.0f}, max {max(paints) * 1000:.0f})"
+    )
+    print(
+        f"first paint, process median {med(process_paints) * 1000:7.0f} ms "
+        f"(min {min(process_paints) * 1000:.0f}, max {max(process_paints) * 1000:.0f})"
+    )
+    print(
+        f"usable graph panel   median {med(usables) * 1000:7.0f} ms "
+        f"(min {min(usables) * 1000:.0f}, max {max(usables) * 1000:.0f})"
+    )
     print(f"graph search         median {med(searches) * 1000:7.0f} ms")
-    print(f"32 KB reply streamed median {med(streams) * 1000:7.0f} ms "
-          f"({len(body)} chars in {len(body) // 8} deltas; runs {len(streams)})")
+    print(
+        f"32 KB reply streamed median {med(streams) * 1000:7.0f} ms "
+        f"({len(body)} chars in {len(body) // 8} deltas; runs {len(streams)})"
+    )
     if args.screenshots:
         for svg in sorted(args.screenshots.glob("*.svg")):
             png = to_png(svg)

@@ -39,17 +39,17 @@ def generate(root: Path, files: int = 1500, per_dir: int = 25) -> None:
             f"    def handle_{i}_{m}(self, value):\n        return helper_{i}_{m % 4}(value)\n"
             for m in range(8)
         )
-        funcs = "\n".join(f"def helper_{i}_{f}(value):\n    return value + {f}\n"
-                          for f in range(4))
+        funcs = "\n".join(f"def helper_{i}_{f}(value):\n    return value + {f}\n" for f in range(4))
         path.write_text(
             f'"""Module {i}."""\nfrom pkg{other // per_dir:03d} import mod{other:05d}\n\n\n'
-            f"class Service{i}:\n    \"\"\"Service number {i}.\"\"\"\n\n{methods}\n\n{funcs}"
+            f'class Service{i}:\n    """Service number {i}."""\n\n{methods}\n\n{funcs}'
         )
 
 
 def copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, symlinks=True,
-                    ignore=lambda _d, names: [n for n in names if n in SKIP_DIRS])
+    shutil.copytree(
+        source, target, symlinks=True, ignore=lambda _d, names: [n for n in names if n in SKIP_DIRS]
+    )
 
 
 def wait(condition: Callable[[], bool], timeout: float = 120.0, step: float = 0.005) -> None:
@@ -67,8 +67,9 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", nargs="?", type=Path, help="source tree to copy (default: "
-                        "generate one)")
+    parser.add_argument(
+        "path", nargs="?", type=Path, help="source tree to copy (default: generate one)"
+    )
     parser.add_argument("--writes", type=int, default=40)
     parser.add_argument("--storms", type=int, default=3)
     parser.add_argument("--storm-files", type=int, default=3000)
@@ -91,15 +92,18 @@ def main() -> int:
         project.index()
         counts = project.counts()
         nodes = sum(v for k, v in counts.items() if k != "edges")
-        print(f"project: {len(project.files)} files, {nodes} nodes, {counts.get('edges', 0)} "
-              f"edges (indexed in {time.perf_counter() - t0:.1f} s)")
+        print(
+            f"project: {len(project.files)} files, {nodes} nodes, {counts.get('edges', 0)} "
+            f"edges (indexed in {time.perf_counter() - t0:.1f} s)"
+        )
         if nodes < 20_000:
             print("note: fewer than 20,000 nodes; the target is stated for >= 20,000")
         recaller = Recaller(project.graph, project.root)
         recaller.warm()
         work_ms: list[float] = []
-        watcher = Watcher(project, on_update=lambda u: u.kind == "update" and work_ms.append(u.ms)
-                          ).start_in_thread()
+        watcher = Watcher(
+            project, on_update=lambda u: u.kind == "update" and work_ms.append(u.ms)
+        ).start_in_thread()
         watcher.wait_ready(300)
         print(f"watcher: {watcher.mode}, {len(watcher.watched)} folders watched")
 
@@ -129,14 +133,18 @@ def main() -> int:
                 time.sleep(0.005)
             latencies.append((time.perf_counter() - start) * 1000)
             wait(lambda: watcher.idle)
-        print(f"write -> visible to recall, {len(latencies)} writes: "
-              f"p50 {pct(latencies, 0.5):.0f} ms, p95 {pct(latencies, 0.95):.0f} ms, "
-              f"max {max(latencies):.0f} ms (recall call p50 {pct(recall_ms, 0.5):.1f} ms; "
-              f"debounce 400 ms included)")
-        print(f"write -> its nodes in the graph: p50 {pct(in_graph, 0.5):.0f} ms, "
-              f"p95 {pct(in_graph, 0.95):.0f} ms; Project.update per write: p50 "
-              f"{pct(work_ms, 0.5):.0f} ms, p95 {pct(work_ms, 0.95):.0f} ms (recall waits for it: "
-              "it holds the graph lock while relinking)")
+        print(
+            f"write -> visible to recall, {len(latencies)} writes: "
+            f"p50 {pct(latencies, 0.5):.0f} ms, p95 {pct(latencies, 0.95):.0f} ms, "
+            f"max {max(latencies):.0f} ms (recall call p50 {pct(recall_ms, 0.5):.1f} ms; "
+            f"debounce 400 ms included)"
+        )
+        print(
+            f"write -> its nodes in the graph: p50 {pct(in_graph, 0.5):.0f} ms, "
+            f"p95 {pct(in_graph, 0.95):.0f} ms; Project.update per write: p50 "
+            f"{pct(work_ms, 0.5):.0f} ms, p95 {pct(work_ms, 0.95):.0f} ms (recall waits for it: "
+            "it holds the graph lock while relinking)"
+        )
 
         storm_s: list[float] = []
         after_last: list[float] = []
@@ -148,8 +156,11 @@ def main() -> int:
                 path = root / rel
                 try:
                     data = path.read_bytes()
-                    path.write_bytes(data + f"\n# storm {run}\n".encode()
-                                     if rel.endswith(".py") else data + b"\n")
+                    path.write_bytes(
+                        data + f"\n# storm {run}\n".encode()
+                        if rel.endswith(".py")
+                        else data + b"\n"
+                    )
                 except OSError:
                     continue
             for n in range(args.storm_files - len(existing)):
@@ -160,17 +171,21 @@ def main() -> int:
             wait(lambda rescans=rescans: watcher.rescans > rescans and watcher.idle)
             storm_s.append(time.perf_counter() - start)
             after_last.append(time.perf_counter() - written)
-            print(f"storm {run + 1}: {args.storm_files} files -> consistent graph in "
-                  f"{storm_s[-1]:.2f} s from the first write, {after_last[-1]:.2f} s from the "
-                  f"last ({watcher.rescans - rescans} rescan)")
+            print(
+                f"storm {run + 1}: {args.storm_files} files -> consistent graph in "
+                f"{storm_s[-1]:.2f} s from the first write, {after_last[-1]:.2f} s from the "
+                f"last ({watcher.rescans - rescans} rescan)"
+            )
         watcher.stop()
         if storm_s:
             fresh = Project(root, ProjectPaths(project.root, Path(tmp) / "fresh"))
             fresh.index()
             same = _shape(project) == _shape(fresh)
-            print(f"storm median {statistics.median(storm_s):.2f} s from the first write, "
-                  f"{statistics.median(after_last):.2f} s from the last; graph equals a fresh "
-                  f"index: {same}")
+            print(
+                f"storm median {statistics.median(storm_s):.2f} s from the first write, "
+                f"{statistics.median(after_last):.2f} s from the last; graph equals a fresh "
+                f"index: {same}"
+            )
         project.close()
     return 0
 

@@ -13,11 +13,25 @@ from theus.printable import printable_last_resort
 
 # Each name is a module in theus.commands exposing `register(subparsers)`.
 COMMANDS = (
-    "index", "status", "recall", "watch", "dashboard", "episodes", "memory", "facts", "sessions",
-    "login", "mcp", "history", "doctor", "init",
+    "index",
+    "status",
+    "recall",
+    "watch",
+    "dashboard",
+    "episodes",
+    "memory",
+    "facts",
+    "sessions",
+    "login",
+    "mcp",
+    "history",
+    "doctor",
+    "init",
 )
-ONE_PIECE = ("the prompt goes in one piece after -p: put the flags before -p or after the "
-             "whole prompt, or quote it")
+ONE_PIECE = (
+    "the prompt goes in one piece after -p: put the flags before -p or after the "
+    "whole prompt, or quote it"
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -46,11 +60,13 @@ def build_parser(words: Sequence[str] | None = None) -> Parser:
     """The whole command line. Given the `words`, and when they name a command, only that
     command's module is imported: a one-shot `theus recall` need not pay for the other
     twelve (the MCP server, login's terminal handling)."""
-    parser = _with_top_level_flags(Parser(
-        prog="theus",
-        description="A coding agent with a memory of your project. With no arguments, opens "
-        "the chat app in the current folder.",
-    ))
+    parser = _with_top_level_flags(
+        Parser(
+            prog="theus",
+            description="A coding agent with a memory of your project. With no arguments, opens "
+            "the chat app in the current folder.",
+        )
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     named = _command_named(words) if words is not None else None
     for name in (named,) if named else COMMANDS:
@@ -88,17 +104,23 @@ def _opening_request(words: list[str]) -> tuple[list[str], list[str]]:
     first, leaves the words as they are."""
     if _headless(words):
         return words, []
-    takes = {option: action.nargs
-             for action in _with_top_level_flags(_Probe(add_help=False))._actions
-             for option in action.option_strings}
+    takes = {
+        option: action.nargs
+        for action in _with_top_level_flags(_Probe(add_help=False))._actions
+        for option in action.option_strings
+    }
     at = 0
     while at < len(words):
         word = words[at]
         if not word.startswith("-"):
             break
         nargs = takes.get(word, 0)
-        at += 2 if nargs is None or (nargs == "?" and at + 1 < len(words)
-                                      and not words[at + 1].startswith("-")) else 1
+        at += (
+            2
+            if nargs is None
+            or (nargs == "?" and at + 1 < len(words) and not words[at + 1].startswith("-"))
+            else 1
+        )
     if at >= len(words) or words[at] in COMMANDS:
         return words, []
     end = next((i for i in range(at, len(words)) if words[i].startswith("-")), len(words))
@@ -111,79 +133,167 @@ def _headless(words: Sequence[str]) -> bool:
 
 def _with_top_level_flags(parser: Parser) -> Parser:
     # The words after -p, up to the next flag, are the prompt: `theus -p where are the tests`.
-    parser.add_argument("-p", "--print", dest="prompt", nargs="*", default=None,
-                        metavar="PROMPT",
-                        help="run headless: answer PROMPT (the words up to the next flag; "
-                        "piped stdin is added to it) and exit")
-    parser.add_argument("--output-format", choices=("text", "json", "stream-json"),
-                        default="text", help="headless output format (default: text)")
-    parser.add_argument("--input-format", choices=("text", "stream-json"), default="text",
-                        help="headless: stream-json reads Claude Code's user messages from "
-                        "stdin, one per line, each a turn (with --output-format stream-json)")
-    parser.add_argument("--max-turns", type=int, default=None, metavar="N",
-                        help="headless: stop after N model turns")
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="prompt",
+        nargs="*",
+        default=None,
+        metavar="PROMPT",
+        help="run headless: answer PROMPT (the words up to the next flag; "
+        "piped stdin is added to it) and exit",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="headless output format (default: text)",
+    )
+    parser.add_argument(
+        "--input-format",
+        choices=("text", "stream-json"),
+        default="text",
+        help="headless: stream-json reads Claude Code's user messages from "
+        "stdin, one per line, each a turn (with --output-format stream-json)",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=None,
+        metavar="N",
+        help="headless: stop after N model turns",
+    )
     resume = parser.add_mutually_exclusive_group()
-    resume.add_argument("-c", "--continue", dest="continue_last", action="store_true",
-                        help="resume the most recent session")
-    resume.add_argument("-r", "--resume", metavar="ID", nargs="?", const="", default=None,
-                        help="resume the session with this id (a unique prefix will do); "
-                        "with no id, the app lists the sessions to pick from")
-    parser.add_argument("--allow-edits", action="store_true",
-                        help="headless: allow file edits and writes")
-    parser.add_argument("--allow-shell", action="store_true",
-                        help="headless: allow shell commands (sandboxed where bubblewrap is)")
-    parser.add_argument("--allow-unsandboxed-shell", action="store_true",
-                        help="headless, with --allow-shell: run commands even where there is "
-                        "no sandbox (bubblewrap missing), with your permissions")
-    parser.add_argument("--allow-config-edits", action="store_true",
-                        help="headless, with --allow-edits: also write files that run code "
-                        "(CI, hooks, Makefile, conftest.py, agent instructions)")
-    parser.add_argument("--allow-mcp", action="store_true",
-                        help="headless: start the configured MCP servers and allow their tools")
-    parser.add_argument("--allow-mcp-tool", action="append", default=None,
-                        metavar="SERVER__TOOL",
-                        help="headless: allow this MCP tool (SERVER__* for all of a server's; "
-                        "repeatable); only the servers named are started")
+    resume.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="resume the most recent session",
+    )
+    resume.add_argument(
+        "-r",
+        "--resume",
+        metavar="ID",
+        nargs="?",
+        const="",
+        default=None,
+        help="resume the session with this id (a unique prefix will do); "
+        "with no id, the app lists the sessions to pick from",
+    )
+    parser.add_argument(
+        "--allow-edits", action="store_true", help="headless: allow file edits and writes"
+    )
+    parser.add_argument(
+        "--allow-shell",
+        action="store_true",
+        help="headless: allow shell commands (sandboxed where bubblewrap is)",
+    )
+    parser.add_argument(
+        "--allow-unsandboxed-shell",
+        action="store_true",
+        help="headless, with --allow-shell: run commands even where there is "
+        "no sandbox (bubblewrap missing), with your permissions",
+    )
+    parser.add_argument(
+        "--allow-config-edits",
+        action="store_true",
+        help="headless, with --allow-edits: also write files that run code "
+        "(CI, hooks, Makefile, conftest.py, agent instructions)",
+    )
+    parser.add_argument(
+        "--allow-mcp",
+        action="store_true",
+        help="headless: start the configured MCP servers and allow their tools",
+    )
+    parser.add_argument(
+        "--allow-mcp-tool",
+        action="append",
+        default=None,
+        metavar="SERVER__TOOL",
+        help="headless: allow this MCP tool (SERVER__* for all of a server's; "
+        "repeatable); only the servers named are started",
+    )
     # Claude Code's names for the same decisions (theus.tool_rules), so its scripts run as
     # they are; the --allow-* flags stay.
-    parser.add_argument("--allowedTools", "--allowed-tools", dest="allowed_tools",
-                        nargs="+", action="extend", default=None, metavar="RULE",
-                        help="headless: approve these tools or rules, as in Claude Code "
-                        "(Bash, Bash(git diff:*), Edit(src/**), mcp__SERVER__TOOL)")
-    parser.add_argument("--disallowedTools", "--disallowed-tools", dest="disallowed_tools",
-                        nargs="+", action="extend", default=None, metavar="RULE",
-                        help="headless: take these tools away (Task, Bash) or refuse what "
-                        "these rules match (Bash(rm:*), Edit(.env))")
-    parser.add_argument("--permission-mode", default=None, metavar="MODE",
-                        help="headless: default, acceptEdits (approves edits), "
-                        "bypassPermissions (edits and commands) or plan (only the tools "
-                        "that read)")
-    parser.add_argument("--mcp-config", nargs="+", action="extend", default=None,
-                        metavar="FILE", help="headless: MCP servers from these JSON files "
-                        "(.mcp.json's format), with your own file's standing; they start "
-                        "when allowed (--allow-mcp, --allow-mcp-tool, mcp__ rules)")
-    parser.add_argument("--append-system-prompt", default=None, metavar="TEXT",
-                        help="headless: add TEXT to the end of this run's system prompt")
-    parser.add_argument("--dangerously-skip-permissions", action="store_true",
-                        help="headless: as --permission-mode bypassPermissions (Claude Code's "
-                        "name; protected files stay refused, the shell sandboxed)")
-    parser.add_argument("--verbose", action="store_true",
-                        help="accepted for Claude Code's scripts (stream-json already has "
-                        "every event)")
+    parser.add_argument(
+        "--allowedTools",
+        "--allowed-tools",
+        dest="allowed_tools",
+        nargs="+",
+        action="extend",
+        default=None,
+        metavar="RULE",
+        help="headless: approve these tools or rules, as in Claude Code "
+        "(Bash, Bash(git diff:*), Edit(src/**), mcp__SERVER__TOOL)",
+    )
+    parser.add_argument(
+        "--disallowedTools",
+        "--disallowed-tools",
+        dest="disallowed_tools",
+        nargs="+",
+        action="extend",
+        default=None,
+        metavar="RULE",
+        help="headless: take these tools away (Task, Bash) or refuse what "
+        "these rules match (Bash(rm:*), Edit(.env))",
+    )
+    parser.add_argument(
+        "--permission-mode",
+        default=None,
+        metavar="MODE",
+        help="headless: default, acceptEdits (approves edits), "
+        "bypassPermissions (edits and commands) or plan (only the tools "
+        "that read)",
+    )
+    parser.add_argument(
+        "--mcp-config",
+        nargs="+",
+        action="extend",
+        default=None,
+        metavar="FILE",
+        help="headless: MCP servers from these JSON files "
+        "(.mcp.json's format), with your own file's standing; they start "
+        "when allowed (--allow-mcp, --allow-mcp-tool, mcp__ rules)",
+    )
+    parser.add_argument(
+        "--append-system-prompt",
+        default=None,
+        metavar="TEXT",
+        help="headless: add TEXT to the end of this run's system prompt",
+    )
+    parser.add_argument(
+        "--dangerously-skip-permissions",
+        action="store_true",
+        help="headless: as --permission-mode bypassPermissions (Claude Code's "
+        "name; protected files stay refused, the shell sandboxed)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="accepted for Claude Code's scripts (stream-json already has every event)",
+    )
     parser.add_argument("--model", default=None, help="model name (overrides THEUS_MODEL)")
-    parser.add_argument("--version", action=_Version, nargs=0,
-                        help="print the version and exit")
-    parser.add_argument("--path", default=".",
-                        help="project folder, for the app, -p and every command (also after "
-                        "the command); default: the current folder")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
+    parser.add_argument(
+        "--path",
+        default=".",
+        help="project folder, for the app, -p and every command (also after "
+        "the command); default: the current folder",
+    )
     return parser
 
 
 class _Version(argparse.Action):
     """`--version`: read from the installed package's metadata when asked, not at start."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> NoReturn:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
         from importlib.metadata import version
 
         sys.stdout.write(f"theus {version('theus')}\n")
@@ -222,8 +332,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         project_root(args.path)
         if not _on_a_terminal():
-            raise UsageError("the chat app needs a terminal (a script or pipe has none); "
-                             "for one request without it use theus -p \"...\"")
+            raise UsageError(
+                "the chat app needs a terminal (a script or pipe has none); "
+                'for one request without it use theus -p "..."'
+            )
         from tui.app import run_app
 
         run_app(args)
@@ -249,4 +361,3 @@ def _reader_went_away() -> int:
     `git log | head` does."""
     to_devnull(sys.stdout)
     return 0
-

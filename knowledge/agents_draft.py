@@ -35,35 +35,48 @@ def draft_from(project: Project) -> str:
 
 def draft(root: Path, files: list[str]) -> str:
     """The draft for the project at `root` whose indexed files are `files` (relative)."""
-    lines = ["# AGENTS.md", "",
-             "Conventions for coding agents in this project (drafted by `theus init` from its "
-             "index; edit freely).", ""]
+    lines = [
+        "# AGENTS.md",
+        "",
+        "Conventions for coding agents in this project (drafted by `theus init` from its "
+        "index; edit freely).",
+        "",
+    ]
     layout = _layout(files)
     if layout:
         lines += ["## Layout", "", *layout, ""]
     commands = _commands(root, set(files))
     if commands:
-        lines += ["## Commands", "", *(f"- {what}: `{command}`" for what, command in commands),
-                  ""]
+        lines += ["## Commands", "", *(f"- {what}: `{command}`" for what, command in commands), ""]
     entries = _entry_points(root, files)
     if entries:
         lines += ["## Entry points", "", *(f"- {entry}" for entry in entries), ""]
-    lines += ["## Working here", "",
-              "- Read the code near a change before editing; keep edits minimal.",
-              *(["- Run the tests before saying a change is done."] if any(
-                  what == "test" for what, _ in commands) else []),
-              ""]
+    lines += [
+        "## Working here",
+        "",
+        "- Read the code near a change before editing; keep edits minimal.",
+        *(
+            ["- Run the tests before saying a change is done."]
+            if any(what == "test" for what, _ in commands)
+            else []
+        ),
+        "",
+    ]
     return "\n".join(lines)
 
 
 def _layout(files: list[str]) -> list[str]:
-    languages = Counter(spec.name for f in files if (spec := by_suffix(f)) is not None
-                        and spec.name != "markdown")
+    languages = Counter(
+        spec.name for f in files if (spec := by_suffix(f)) is not None and spec.name != "markdown"
+    )
     folders = Counter(PurePosixPath(f).parts[0] for f in files if len(PurePosixPath(f).parts) > 1)
     out = []
     if languages:
-        out.append("Languages: " + ", ".join(f"{name} ({_files(count)})"
-                                              for name, count in languages.most_common()) + ".")
+        out.append(
+            "Languages: "
+            + ", ".join(f"{name} ({_files(count)})" for name, count in languages.most_common())
+            + "."
+        )
     for folder, count in folders.most_common(TOP_FOLDERS):
         out.append(f"- `{folder}/`: {_files(count)}")
     return out
@@ -78,19 +91,26 @@ def _commands(root: Path, files: set[str]) -> list[tuple[str, str]]:
     found: dict[str, str] = {}
     makefile = _read(root / "Makefile")
     for target in _MAKE_TARGET.findall(makefile):
-        found.setdefault("lint" if target in ("check", "fmt", "format") else target,
-                         f"make {target}")
+        found.setdefault(
+            "lint" if target in ("check", "fmt", "format") else target, f"make {target}"
+        )
     scripts = _package_scripts(root)
-    runner = next((tool for lock, tool in _NODE_RUNNERS if lock in files
-                   or (root / lock).exists()), "npm")
+    runner = next(
+        (tool for lock, tool in _NODE_RUNNERS if lock in files or (root / lock).exists()), "npm"
+    )
     for what in ("test", "lint", "build"):
         if what in scripts:
-            found.setdefault(what, f"{runner} test" if what == "test" and runner != "bun"
-                             else f"{runner} run {what}")
+            found.setdefault(
+                what,
+                f"{runner} test" if what == "test" and runner != "bun" else f"{runner} run {what}",
+            )
     pyproject = _toml(root / "pyproject.toml")
     tools = pyproject.get("tool", {}) if isinstance(pyproject.get("tool"), dict) else {}
-    if "pytest" in tools or (root / "pytest.ini").exists() or (
-            pyproject and any(PurePosixPath(f).name.startswith("test_") for f in files)):
+    if (
+        "pytest" in tools
+        or (root / "pytest.ini").exists()
+        or (pyproject and any(PurePosixPath(f).name.startswith("test_") for f in files))
+    ):
         found.setdefault("test", "python -m pytest")
     for tool, command in _PY_TOOLS.items():
         if tool in tools:

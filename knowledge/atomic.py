@@ -26,8 +26,9 @@ _STALE_SECONDS = 3600.0  # a temp file this old is orphaned even if its pid was 
 
 def write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
     """Replace `path` with `data` atomically; the parent directory must exist."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
-                               dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             if mode is not None:

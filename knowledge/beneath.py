@@ -21,8 +21,14 @@ from pathlib import Path
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def open_beneath(root: Path | str, parts: Sequence[str], flags: int, mode: int = 0o644, *,
-                 make_dirs: bool = False) -> int:
+def open_beneath(
+    root: Path | str,
+    parts: Sequence[str],
+    flags: int,
+    mode: int = 0o644,
+    *,
+    make_dirs: bool = False,
+) -> int:
     """A descriptor for root/parts[0]/.../parts[-1] opened with `flags` (plus O_NOFOLLOW),
     never outside `root`. Missing folders are created when `make_dirs`. Raises OSError (ELOOP
     or ENOTDIR for a component that is a symlink or no folder now)."""
@@ -36,8 +42,9 @@ def open_beneath(root: Path | str, parts: Sequence[str], flags: int, mode: int =
             fd = child
         if not parts:
             return os.dup(fd)
-        return os.open(parts[-1], flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode,
-                       dir_fd=fd)
+        return os.open(
+            parts[-1], flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode, dir_fd=fd
+        )
     finally:
         os.close(fd)
 

@@ -127,8 +127,10 @@ def build_block(
         memo = _memories(memories, graph)[: max_lines // 2]
         room = max_lines - len(memo) - 1  # the "also:" line
         if code:
-            lines.append(f"Project index — code related to the request "
-                         f"(recalled, score {recall.best_score:.2f}):")
+            lines.append(
+                f"Project index — code related to the request "
+                f"(recalled, score {recall.best_score:.2f}):"
+            )
             budget = _Budget(BLOCK_TOKENS - sum(count_tokens(m) for m in memo), room)
             budget.take(lines[0])
             lines += _hot(code, graph, shown, budget)
@@ -174,8 +176,9 @@ def _hot(code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget) 
             node = graph.get(hit.key)
             if node is None:
                 continue
-            line = ("  " + _symbol_text(node) + (f" :{node.line}" if node.line else "")
-                    + _summary(node))
+            line = (
+                "  " + _symbol_text(node) + (f" :{node.line}" if node.line else "") + _summary(node)
+            )
             if budget.take(line):
                 lines.append(line)
     return lines
@@ -205,8 +208,9 @@ def _warm(code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget)
 
 def _also(code: list[Hit], files: list[str], shown: set[str]) -> str:
     """Further files by rank, as one line of whole paths (as many as fit)."""
-    names = [p for p in dict.fromkeys([*(h.path for h in code), *files])
-             if p and p not in shown][:MAX_ALSO]
+    names = [p for p in dict.fromkeys([*(h.path for h in code), *files]) if p and p not in shown][
+        :MAX_ALSO
+    ]
     line = "also:"
     for name in names:
         if len(line) + len(name) + 2 > ALSO_CHARS:
@@ -268,7 +272,7 @@ def _symbol_text(node: Node) -> str:
     if at < 0:
         at = sig.find(short + "<") if sig else -1
     if at >= 0:
-        return node.label + " ".join(sig[at + len(short):].split())[:100]
+        return node.label + " ".join(sig[at + len(short) :].split())[:100]
     return node.label
 
 
@@ -291,36 +295,57 @@ class ContextBuilder:
     recall is weak, so are examples that similar. Every section is redacted here, before it
     can be injected or shown."""
 
-    def __init__(self, recaller: Callable[[], Recaller], *, facts: FactsSource | None = None,
-                 examples: ExamplesSource | None = None, max_lines: int = 40) -> None:
+    def __init__(
+        self,
+        recaller: Callable[[], Recaller],
+        *,
+        facts: FactsSource | None = None,
+        examples: ExamplesSource | None = None,
+        max_lines: int = 40,
+    ) -> None:
         self._recaller = recaller
         self._facts = facts
         self._examples = examples
         self.max_lines = max_lines
 
-    def build(self, request: str, *, deadline: float | None = None,
-              budget_tokens: int | None = None, path_prefix: str | None = None
-              ) -> ContextBlock:
+    def build(
+        self,
+        request: str,
+        *,
+        deadline: float | None = None,
+        budget_tokens: int | None = None,
+        path_prefix: str | None = None,
+    ) -> ContextBlock:
         """`deadline` (a `time.perf_counter()` value) bounds the semantic re-rank and the
         examples lookup; `budget_tokens` cuts the sections, in order, to fit."""
         recaller = self._recaller()
         examples = self._start_examples(request, deadline)
-        result = recaller.recall(request, top=INJECT_TOP, path_prefix=path_prefix,
-                                 deadline=deadline)
+        result = recaller.recall(
+            request, top=INJECT_TOP, path_prefix=path_prefix, deadline=deadline
+        )
         found = _by(examples, deadline)
         texts: list[tuple[SectionKind, str]] = [
             ("code", build_block(result, recaller.graph, max_lines=self.max_lines)),
-            ("facts", FACTS_HEAD + "\n".join(facts)
-             if self._facts and (facts := self._facts(request)) else ""),
-            ("examples", render_examples(found))]
-        sections = _fit([Section(kind, text, count_tokens(text))
-                         for kind, text in ((k, redact(t)) for k, t in texts) if text],
-                        budget_tokens)
+            (
+                "facts",
+                FACTS_HEAD + "\n".join(facts)
+                if self._facts and (facts := self._facts(request))
+                else "",
+            ),
+            ("examples", render_examples(found)),
+        ]
+        sections = _fit(
+            [
+                Section(kind, text, count_tokens(text))
+                for kind, text in ((k, redact(t)) for k, t in texts)
+                if text
+            ],
+            budget_tokens,
+        )
         shown = len(found) if any(s.kind == "examples" for s in sections) else 0
         return ContextBlock(result, tuple(sections), shown)
 
-    def _start_examples(self, request: str, deadline: float | None
-                        ) -> Future[list[Example]] | None:
+    def _start_examples(self, request: str, deadline: float | None) -> Future[list[Example]] | None:
         if self._examples is None or deadline is None:
             return None
         from concurrent.futures import Future  # only an agent's run looks up examples
@@ -338,12 +363,12 @@ class ContextBuilder:
         return found
 
 
-def build_context(recaller: Recaller, query: str, *, deadline: float | None = None,
-                  path_prefix: str | None = None) -> ContextBlock:
+def build_context(
+    recaller: Recaller, query: str, *, deadline: float | None = None, path_prefix: str | None = None
+) -> ContextBlock:
     """The recalled code and memories for `query`, as the agent gets them (no facts or
     examples: those belong to a conversation)."""
-    return ContextBuilder(lambda: recaller).build(query, deadline=deadline,
-                                                  path_prefix=path_prefix)
+    return ContextBuilder(lambda: recaller).build(query, deadline=deadline, path_prefix=path_prefix)
 
 
 def _by(examples: Future[list[Example]] | None, deadline: float | None) -> list[Example]:

@@ -42,6 +42,8 @@ TEXT_CAP = 1500  # characters of an episode's text kept on its node; the file ke
 # What episodes of earlier versions began with: each said "no model" whatever happened.
 LEGACY_NOTE = "Built without a model:"
 _ID_RE = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2})-(?P<slug>[a-z0-9-]+)$")
+
+
 @dataclass(slots=True)
 class Episode:
     id: str  # the file's stem, `<YYYY-MM-DD>-<slug>`; the node key is `ep:<id>`
@@ -62,8 +64,13 @@ class Episode:
         return f"{self.id}.md"
 
     def render(self) -> str:
-        meta = {"date": self.date, "type": self.type, "session": self.session_id,
-                "title": self.title, "files": self.files}
+        meta = {
+            "date": self.date,
+            "type": self.type,
+            "session": self.session_id,
+            "title": self.title,
+            "files": self.files,
+        }
         return render_frontmatter(meta) + "\n" + self.text.strip() + "\n"
 
     def node(self) -> Node:
@@ -75,18 +82,33 @@ class Episode:
             since = None
         text, title = redact(self.text), redact(self.title)
         return Node(
-            key=self.key, kind="episode", label=title,
-            summary=_shorten(_summary_line(text, title), 200), subkind=self.type,
-            source="episode", valid_from=since,
-            data={"text": text[:TEXT_CAP], "type": self.type, "date": self.date,
-                  "session": self.session_id, "files": list(self.files),
-                  "file": f"episodes/{self.file_name}"},
+            key=self.key,
+            kind="episode",
+            label=title,
+            summary=_shorten(_summary_line(text, title), 200),
+            subkind=self.type,
+            source="episode",
+            valid_from=since,
+            data={
+                "text": text[:TEXT_CAP],
+                "type": self.type,
+                "date": self.date,
+                "session": self.session_id,
+                "files": list(self.files),
+                "file": f"episodes/{self.file_name}",
+            },
         )
 
     def to_json(self, full: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "key": self.key, "date": self.date,
-                               "type": self.type, "session": self.session_id,
-                               "title": self.title, "files": self.files}
+        out: dict[str, Any] = {
+            "id": self.id,
+            "key": self.key,
+            "date": self.date,
+            "type": self.type,
+            "session": self.session_id,
+            "title": self.title,
+            "files": self.files,
+        }
         if full:
             out["text"] = self.text
         return out
@@ -96,8 +118,9 @@ class EpisodeSink(Protocol):
     """What the agent calls. Both return None when episodes are off or could not be kept
     (fail open: the session goes on); neither raises for I/O trouble."""
 
-    def record(self, kind: str, text: str, session_id: str | None,
-               files: Sequence[str] = ()) -> Episode | None: ...
+    def record(
+        self, kind: str, text: str, session_id: str | None, files: Sequence[str] = ()
+    ) -> Episode | None: ...
 
     def record_run(self, run: RunSummary, session_id: str) -> Episode | None: ...
 
@@ -134,8 +157,14 @@ class EpisodeStore:
         self.last_error: str | None = None  # the last write that failed, for `theus status`
 
     # -- writing ---------------------------------------------------------------------------
-    def record(self, kind: str, text: str, session_id: str | None, files: Sequence[str] = (),
-               title: str | None = None) -> Episode | None:
+    def record(
+        self,
+        kind: str,
+        text: str,
+        session_id: str | None,
+        files: Sequence[str] = (),
+        title: str | None = None,
+    ) -> Episode | None:
         """Keep a summary as an episode. `kind` is compaction, session-end (or session) or
         manual; `files` are repo-relative or absolute paths, or `path#Symbol`."""
         kind = _KIND_ALIASES.get(kind, kind)
@@ -150,8 +179,9 @@ class EpisodeStore:
             return None
         when = self.now().replace(microsecond=0)
         title = _shorten(redact(title or first_line(text)), 80) or f"{kind} {session_id}"
-        episode = Episode("", when.isoformat(), kind, session_id, title,
-                          _relative(self.project.root, files), text)
+        episode = Episode(
+            "", when.isoformat(), kind, session_id, title, _relative(self.project.root, files), text
+        )
         try:
             self._write(episode, when.strftime("%Y-%m-%d"))
         except OSError as exc:
@@ -195,8 +225,9 @@ class EpisodeStore:
         for kept in self.list()[0]:
             if kept.type == "session-end" and kept.text.strip() == text.strip():
                 return kept
-        return self.record("session-end", text, session_id,
-                           [*run.files_changed, *run.files_read], title=run.title)
+        return self.record(
+            "session-end", text, session_id, [*run.files_changed, *run.files_read], title=run.title
+        )
 
     def _write(self, episode: Episode, day: str) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -322,8 +353,13 @@ def parse_episode(path: Path) -> tuple[Episode | None, list[Problem]]:
         return None, [*problems, Problem(name, 1, "malformed frontmatter; skipped")]
     kind = meta.get("type", "manual")
     if kind not in EPISODE_TYPES:
-        return None, [Problem(name, _line_of(raw, "type"),
-                              f"type {kind!r} is not one of {', '.join(EPISODE_TYPES)}; skipped")]
+        return None, [
+            Problem(
+                name,
+                _line_of(raw, "type"),
+                f"type {kind!r} is not one of {', '.join(EPISODE_TYPES)}; skipped",
+            )
+        ]
     files = meta.get("files", [])
     text = body.strip()
     episode = Episode(
@@ -384,8 +420,11 @@ def status_section(project: Project, live: EpisodeStore | None = None) -> dict[s
     """`live`: the store this process records with (its last failure is shown)."""
     store = live or EpisodeStore(project)
     if is_off("episodes"):
-        return {"enabled": False, "reason": "episodes are off (THEUS_NO_EPISODES=1): "
-                "nothing is recorded", "dir": str(store.dir)}
+        return {
+            "enabled": False,
+            "reason": "episodes are off (THEUS_NO_EPISODES=1): nothing is recorded",
+            "dir": str(store.dir),
+        }
     episodes, problems = store.list()
     last = episodes[0] if episodes else None
     return {

@@ -15,8 +15,20 @@ from knowledge.beneath import read_beneath
 MAX_FILE_BYTES = 512 * 1024
 PASSAGE_LINES = 30
 LOCKFILES = frozenset(
-    {"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb", "go.sum",
-     "cargo.lock", "poetry.lock", "pipfile.lock", "uv.lock", "composer.lock", "gemfile.lock"}
+    {
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lock",
+        "bun.lockb",
+        "go.sum",
+        "cargo.lock",
+        "poetry.lock",
+        "pipfile.lock",
+        "uv.lock",
+        "composer.lock",
+        "gemfile.lock",
+    }
 )
 
 

@@ -56,7 +56,8 @@ def parse_frontmatter(text: str, file: str) -> tuple[dict[str, Any], str, list[P
         name, sep, raw = line.partition(":")
         if not sep or not name.strip() or " " in name.strip():
             problems.append(
-                Problem(file, number, f"frontmatter line is not `key: value`: {line!r}"))
+                Problem(file, number, f"frontmatter line is not `key: value`: {line!r}")
+            )
             continue
         try:
             meta[name.strip()] = _parse_value(raw.strip())

@@ -60,8 +60,15 @@ class Edge:
 # What the facts layer keeps on a node beside the index's fields: a re-index of its file
 # replaces the code's part and keeps these (`Graph.replace_owner`).
 RELATION_EDGE = "rel:"  # the kind prefix of an edge a conversation stated: "rel:USES_TECHNOLOGY"
-CONVERSATION_DATA = ("relations", "heat", "mentioned_at", "aliases", "seq", "pending_fields",
-                     "confidence")
+CONVERSATION_DATA = (
+    "relations",
+    "heat",
+    "mentioned_at",
+    "aliases",
+    "seq",
+    "pending_fields",
+    "confidence",
+)
 
 
 def _keep_conversation(fresh: Node, old: Node) -> Node:
@@ -86,8 +93,9 @@ class GraphReader(Protocol):
 
     def in_edges(self, key: str, kind: str | None = None) -> list[Edge]: ...
 
-    def neighbours(self, key: str, limit: int) -> tuple[list[tuple[str, str]],
-                                                        list[tuple[str, str]], int]: ...
+    def neighbours(
+        self, key: str, limit: int
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], int]: ...
 
 
 class Graph:
@@ -104,8 +112,9 @@ class Graph:
         self.lock = threading.RLock()
         # key -> (limit, `neighbours`): ordering a hub's edges costs ten times reading them.
         # Every change to a node's edges forgets it (`_forget`).
-        self._first: dict[str, tuple[int, tuple[list[tuple[str, str]],
-                                                list[tuple[str, str]], int]]] = {}
+        self._first: dict[
+            str, tuple[int, tuple[list[tuple[str, str]], list[tuple[str, str]], int]]
+        ] = {}
 
     # -- reading -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -162,25 +171,18 @@ class Graph:
         if idx is None:
             return []
         g = self._g
-        return [
-            Edge(key, g[b].key, k)
-            for _, b, k in g.out_edges(idx)
-            if kind is None or k == kind
-        ]
+        return [Edge(key, g[b].key, k) for _, b, k in g.out_edges(idx) if kind is None or k == kind]
 
     def in_edges(self, key: str, kind: str | None = None) -> list[Edge]:
         idx = self._index.get(key)
         if idx is None:
             return []
         g = self._g
-        return [
-            Edge(g[a].key, key, k)
-            for a, _, k in g.in_edges(idx)
-            if kind is None or k == kind
-        ]
+        return [Edge(g[a].key, key, k) for a, _, k in g.in_edges(idx) if kind is None or k == kind]
 
-    def neighbours(self, key: str, limit: int) -> tuple[list[tuple[str, str]],
-                                                        list[tuple[str, str]], int]:
+    def neighbours(
+        self, key: str, limit: int
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], int]:
         """(first `limit` out-edges as (dst, kind), first `limit` in-edges as (src, kind),
         the node's degree): what a traversal step reads, in `first_edges` order. The lists
         are kept until the node's edges change: read them, never change them."""
@@ -192,9 +194,11 @@ class Graph:
             if idx is None:
                 return [], [], 0
             g = self._g
-            found = (first_edges([(g[b].key, k) for _, b, k in g.out_edges(idx)], limit),
-                     first_edges([(g[a].key, k) for a, _, k in g.in_edges(idx)], limit),
-                     g.in_degree(idx) + g.out_degree(idx))
+            found = (
+                first_edges([(g[b].key, k) for _, b, k in g.out_edges(idx)], limit),
+                first_edges([(g[a].key, k) for a, _, k in g.in_edges(idx)], limit),
+                g.in_degree(idx) + g.out_degree(idx),
+            )
             self._first[key] = (limit, found)
             return found
 
@@ -298,8 +302,9 @@ class Graph:
                 old = self.get(node.key)
                 if old is not None:
                     node = _keep_conversation(node, old)
-                    told += [e for e in self.out_edges(node.key)
-                             if e.kind.startswith(RELATION_EDGE)]
+                    told += [
+                        e for e in self.out_edges(node.key) if e.kind.startswith(RELATION_EDGE)
+                    ]
                 self.upsert(node, owner)
                 if old is not None:
                     self.remove_out_edges(node.key)
@@ -325,8 +330,11 @@ class Graph:
                 self._owner_of[node.key] = owner
             index = self._index
             self._g.add_edges_from(
-                [(index[e.src], index[e.dst], e.kind) for e in edges
-                 if e.src in index and e.dst in index]
+                [
+                    (index[e.src], index[e.dst], e.kind)
+                    for e in edges
+                    if e.src in index and e.dst in index
+                ]
             )
             self.version += 1
 

@@ -49,8 +49,16 @@ def read_commits(root: Path, shas: list[str]) -> dict[str, Commit | None] | None
     None for all when git could not read them."""
     if not shas:
         return {}
-    out = _git(root, "log", "--no-walk=unsorted", "--stdin", "--name-only", "-z",
-               "--format=%x1e%H%x00%ct%x00%s%x00%b%x00", feed="\n".join(shas) + "\n")
+    out = _git(
+        root,
+        "log",
+        "--no-walk=unsorted",
+        "--stdin",
+        "--name-only",
+        "-z",
+        "--format=%x1e%H%x00%ct%x00%s%x00%b%x00",
+        feed="\n".join(shas) + "\n",
+    )
     if out is None:
         return None
     commits: dict[str, Commit | None] = dict.fromkeys(shas)
@@ -70,9 +78,15 @@ def read_commits(root: Path, shas: list[str]) -> dict[str, Commit | None] | None
 def _git(root: Path, *args: str, feed: str | None = None) -> str | None:
     """git's output, or None when it failed (no git, not a repository, it hung)."""
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
-                              timeout=GIT_TIMEOUT_S, errors="replace", text=True,
-                              input=feed, stdin=None if feed is not None else subprocess.DEVNULL)
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            errors="replace",
+            text=True,
+            input=feed,
+            stdin=None if feed is not None else subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:  # no git, or it hung: no history
         log.info("project history unavailable: %s", exc)
         return None

@@ -55,7 +55,8 @@ def read_instructions(root: Path) -> Instructions:
         data = text.encode()
         if len(data) > room:
             text = data[:room].decode(errors="ignore") + (
-                f"\n[cut: {len(data) - room} more bytes in {name}]")
+                f"\n[cut: {len(data) - room} more bytes in {name}]"
+            )
             cut.append(name)
         room -= len(data)
         shown.append(name)

@@ -51,8 +51,15 @@ class Memory:
     repository). `watch=False` leaves the watcher to `start_watcher`, for a run that may never
     need it."""
 
-    def __init__(self, root: Path, *, one_shot: bool = False, index_if_missing: bool = False,
-                 index_wait_s: float | None = None, watch: bool = True) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        one_shot: bool = False,
+        index_if_missing: bool = False,
+        index_wait_s: float | None = None,
+        watch: bool = True,
+    ) -> None:
         self.root = Path(root)
         self.one_shot = one_shot
         self._index_if_missing = index_if_missing
@@ -115,8 +122,9 @@ class Memory:
             return
         # A daemon: a run that ends first leaves it unsaved (the store commits whole, so
         # nothing is half-written), and the next run indexes again.
-        indexing = threading.Thread(target=self._first_index, args=(project,), daemon=True,
-                                    name="theus-first-index")
+        indexing = threading.Thread(
+            target=self._first_index, args=(project,), daemon=True, name="theus-first-index"
+        )
         indexing.start()
         indexing.join(wait_s)
         self.index_pending = indexing.is_alive()
@@ -229,8 +237,9 @@ class Memory:
                 from knowledge.recall import make_recaller
 
                 reranker = self.semantic.reranker if self.semantic is not None else None
-                self._recaller = make_recaller(self.project, reranker=reranker,
-                                               one_shot=self.one_shot and self._snapshot_ok)
+                self._recaller = make_recaller(
+                    self.project, reranker=reranker, one_shot=self.one_shot and self._snapshot_ok
+                )
             return self._recaller
 
     def facts_layer(self) -> FactsLayer | None:
@@ -274,8 +283,14 @@ class Memory:
             return InjectionStats()
 
     # The agent's episodes port: a no-op while episodes are off or unavailable.
-    def record(self, kind: str, text: str, session_id: str | None, files: Sequence[str] = (),
-               title: str | None = None) -> Episode | None:
+    def record(
+        self,
+        kind: str,
+        text: str,
+        session_id: str | None,
+        files: Sequence[str] = (),
+        title: str | None = None,
+    ) -> Episode | None:
         episodes = self._episodes()
         return episodes.record(kind, text, session_id, files, title) if episodes else None
 
@@ -297,7 +312,8 @@ class Memory:
                 semantic = self.semantic
                 self.history = RunHistory.for_project(
                     self.project.paths,
-                    semantic.embedder_by if semantic is not None else no_embedder)
+                    semantic.embedder_by if semantic is not None else no_embedder,
+                )
             return self.history
 
     def examples(self, request: str, deadline: float) -> list[Example]:
@@ -317,10 +333,12 @@ class Memory:
             return
         from knowledge.run_history.record import RunRecord
 
-        record = RunRecord.of_run(run, request=request, project=history.project,
-                                  session=session_id, model=model)
-        thread = threading.Thread(target=_record_quietly, args=(history, record), daemon=True,
-                                  name="theus-history-record")
+        record = RunRecord.of_run(
+            run, request=request, project=history.project, session=session_id, model=model
+        )
+        thread = threading.Thread(
+            target=_record_quietly, args=(history, record), daemon=True, name="theus-history-record"
+        )
         with self._lock:
             self._recording = [t for t in self._recording if t.is_alive()] + [thread]
         thread.start()
@@ -338,11 +356,19 @@ class Memory:
         the slowest, not their sum), then close the store. `patience_s` bounds every wait,
         for a process that ends with `os._exit` right after (the chat app): no teardown can
         crash it, and every layer is crash-safe (saves are atomic; work resumes next start)."""
-        stopping = [threading.Thread(target=_stop_quietly, args=(name, stop, patience_s),
-                                     daemon=True, name=f"theus-stop-{name.split()[0]}")
-                    for name, stop in (("semantic layer", self._stop_semantic),
-                                       ("memory bridge", self._stop_bridge),
-                                       ("watcher", self._stop_watcher))]
+        stopping = [
+            threading.Thread(
+                target=_stop_quietly,
+                args=(name, stop, patience_s),
+                daemon=True,
+                name=f"theus-stop-{name.split()[0]}",
+            )
+            for name, stop in (
+                ("semantic layer", self._stop_semantic),
+                ("memory bridge", self._stop_bridge),
+                ("watcher", self._stop_watcher),
+            )
+        ]
         for thread in stopping:
             thread.start()
         for thread in stopping:
@@ -365,8 +391,7 @@ class Memory:
         with self._lock:
             recording = list(self._recording)
         for thread in recording:  # a run's record is small: worth a short wait at exit
-            thread.join(HISTORY_STOP_S if patience_s is None else min(patience_s,
-                                                                      HISTORY_STOP_S))
+            thread.join(HISTORY_STOP_S if patience_s is None else min(patience_s, HISTORY_STOP_S))
         if self.history is not None:
             self.history.close()
 
@@ -399,8 +424,9 @@ def _history_server_first() -> bool:
 
 
 def _start_import(module: str) -> None:
-    threading.Thread(target=_import_quietly, args=(module,), daemon=True,
-                     name="theus-history-client").start()
+    threading.Thread(
+        target=_import_quietly, args=(module,), daemon=True, name="theus-history-client"
+    ).start()
 
 
 def _import_quietly(module: str) -> None:
@@ -422,16 +448,28 @@ def _record_quietly(history: RunHistory, record: RunRecord) -> None:
         log.warning("run history: run %s not recorded: %s", record.id, exc)
 
 
-def _stop_quietly(name: str, stop: Callable[[float | None], None],
-                  patience_s: float | None) -> None:
+def _stop_quietly(
+    name: str, stop: Callable[[float | None], None], patience_s: float | None
+) -> None:
     try:
         stop(patience_s)
     except Exception as exc:
         log.warning("%s did not stop cleanly: %s", name, exc)
 
 
-def open_memory(root: Path, *, one_shot: bool = False, index_if_missing: bool = False,
-                index_wait_s: float | None = None, watch: bool = True) -> Memory:
+def open_memory(
+    root: Path,
+    *,
+    one_shot: bool = False,
+    index_if_missing: bool = False,
+    index_wait_s: float | None = None,
+    watch: bool = True,
+) -> Memory:
     """Open the project's memory (see `Memory`)."""
-    return Memory(root, one_shot=one_shot, index_if_missing=index_if_missing,
-                  index_wait_s=index_wait_s, watch=watch).open()
+    return Memory(
+        root,
+        one_shot=one_shot,
+        index_if_missing=index_if_missing,
+        index_wait_s=index_wait_s,
+        watch=watch,
+    ).open()

@@ -18,9 +18,11 @@ from knowledge.graph import Graph
 _BACKTICK_RE = re.compile(r"`([^`\n]{2,200})`")
 # Written without backticks: a path (a/b.py), a dotted name (invoice.py, Cart.total), or an
 # identifier only code has (snake_case, CamelCase with an inner capital).
-_PLAIN_RE = re.compile(r"(?<![\w/.`-])(?:[\w.-]+/)+[\w.-]*\w|(?<![\w/.`-])(?:"
-                       r"\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+|[A-Z][a-z0-9]+[A-Z]\w*)"
-                       r"(?![\w/])")
+_PLAIN_RE = re.compile(
+    r"(?<![\w/.`-])(?:[\w.-]+/)+[\w.-]*\w|(?<![\w/.`-])(?:"
+    r"\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+|[A-Z][a-z0-9]+[A-Z]\w*)"
+    r"(?![\w/])"
+)
 _LINE_SUFFIX = re.compile(r":\d+(?::\d+)?$")
 
 

@@ -31,8 +31,12 @@ def report_unwritable(exc: OSError) -> bool:
         if home in _told:
             return True
         _told.add(home)
-    log.warning("the data folder %s is not writable (%s): sessions, episodes and memory "
-                "changes and runs are not being saved", home, exc.strerror)
+    log.warning(
+        "the data folder %s is not writable (%s): sessions, episodes and memory "
+        "changes and runs are not being saved",
+        home,
+        exc.strerror,
+    )
     return True
 
 

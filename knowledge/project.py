@@ -44,6 +44,7 @@ POOL_THRESHOLD = 200  # below this many files to parse, a process pool costs mor
 _CHUNK = 48
 _MAX_REFERENCES = 200
 
+
 @dataclass(slots=True)
 class IndexReport:
     files: int = 0
@@ -165,8 +166,9 @@ class Project:
                 return self._index(progress, workers)
             except StoreCorrupt as exc:
                 self._recover(exc)
-                raise StoreError(f"the index could not be rebuilt in {self.store.path}: "
-                                 f"{exc}") from exc
+                raise StoreError(
+                    f"the index could not be rebuilt in {self.store.path}: {exc}"
+                ) from exc
 
     def _index(self, progress: Progress | None, workers: int | None) -> IndexReport:
         with self.lock:
@@ -180,9 +182,11 @@ class Project:
             current = {f.rel: f for f in found.files}
             removed = sorted(set(self.files) - current.keys())
             todo = [
-                f for f in found.files
+                f
+                for f in found.files
                 if (s := self.files.get(f.rel)) is None
-                or s.size != f.size or s.mtime_ns != f.mtime_ns
+                or s.size != f.size
+                or s.mtime_ns != f.mtime_ns
             ]
             report = IndexReport(removed=removed)
             if todo or removed or not self.has_index:
@@ -232,6 +236,7 @@ class Project:
     def _entry(self, rel: str) -> FileEntry | None:
         """The file at `rel` if it should be indexed now."""
         from knowledge.index.walker import FileEntry
+
         path = self.root / rel
         try:
             if not path.is_file() or self.rules.ignored_path(rel, False):
@@ -256,8 +261,10 @@ class Project:
             return self._save()
         except StoreCorrupt as exc:
             self._recover(exc)
-            raise StoreError(f"the store {self.store.path} was damaged ({exc}); set aside at "
-                             f"{self.store.recovered_from}, the next index rebuilds it") from exc
+            raise StoreError(
+                f"the store {self.store.path} was damaged ({exc}); set aside at "
+                f"{self.store.recovered_from}, the next index rebuilds it"
+            ) from exc
 
     def _save(self) -> int:
         with self.lock:
@@ -328,9 +335,12 @@ class Project:
             finished = 0
             try:
                 parent = os.getpid() if ctx.get_start_method() == "fork" else 0
-                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                         initializer=_die_with_parent,
-                                         initargs=(parent,)) as pool:
+                with ProcessPoolExecutor(
+                    max_workers=workers,
+                    mp_context=ctx,
+                    initializer=_die_with_parent,
+                    initargs=(parent,),
+                ) as pool:
                     for batch in pool.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
                         yield from batch
                         finished += 1
@@ -402,11 +412,17 @@ class Project:
         from knowledge.index import schema
         from knowledge.index.analyse import language_of
         from knowledge.index.nodes import file_nodes
+
         language = language_of(result.rel)
         ex = result.extract
         state = FileState(
-            path=result.rel, size=result.size, mtime_ns=result.mtime_ns, sha1=result.sha1,
-            language=language, lines=ex.lines if ex else 0, status=result.status,
+            path=result.rel,
+            size=result.size,
+            mtime_ns=result.mtime_ns,
+            sha1=result.sha1,
+            language=language,
+            lines=ex.lines if ex else 0,
+            status=result.status,
             reason=result.reason,
         )
         links = Links(
@@ -429,6 +445,7 @@ class Project:
         """Cross-file edges: imports, references by unambiguous name, foreign keys."""
         from knowledge.index.model import Import
         from knowledge.index.resolve import RepoFiles, resolve
+
         indexed = {rel for rel in self.files if keys.file_key(rel) in graph}
         if everything:
             targets = indexed
@@ -436,7 +453,8 @@ class Project:
             targets = {r for r in changed if r in indexed}
             if names:
                 targets |= {
-                    rel for rel in indexed
+                    rel
+                    for rel in indexed
                     if (link := self.links.get(rel)) and names.intersection(link.identifiers)
                 }
         if not targets:
@@ -470,6 +488,7 @@ class Project:
 
     def _definitions(self, graph: Graph) -> Definitions:
         from knowledge.index.definitions import Definitions
+
         if self._defs is None:
             self._defs = Definitions.build(graph)
         return self._defs
@@ -477,6 +496,7 @@ class Project:
     def _go_modules(self, indexed: set[str]) -> dict[str, str]:
         """Directory of each go.mod -> its module path, so Go imports resolve exactly."""
         from knowledge.index.resolve import go_module_path
+
         out = {}
         for rel in indexed:
             if rel == "go.mod" or rel.endswith("/go.mod"):
@@ -490,6 +510,7 @@ class Project:
 
     def _discover_schema(self, graph: Graph) -> None:
         from knowledge.index import schema
+
         definitions = [
             (rel, state.language, self.links[rel].tables)
             for rel, state in self.files.items()
@@ -500,8 +521,9 @@ class Project:
 
 def _links_of(graph: Graph, key: str) -> list[tuple[str, str]]:
     """A file's import and reference edges, in one order."""
-    return sorted((e.dst, e.kind) for e in graph.out_edges(key)
-                  if e.kind in ("imports", "references"))
+    return sorted(
+        (e.dst, e.kind) for e in graph.out_edges(key) if e.kind in ("imports", "references")
+    )
 
 
 _PR_SET_PDEATHSIG = 1
@@ -535,6 +557,7 @@ def _die_with_parent(parent: int) -> None:
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
     from knowledge.beneath import read_beneath
     from knowledge.index.analyse import Analysed, analyse
+
     rel, size, mtime_ns, known_sha1 = item
     if known_sha1:
         try:

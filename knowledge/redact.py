@@ -68,9 +68,9 @@ class Rule:
         for group in groups:
             if match[group] is None or (self.keep is not None and self.keep(match, group)):
                 continue
-            out += [match.string[at:match.start(group)], placeholder]
+            out += [match.string[at : match.start(group)], placeholder]
             at = match.end(group)
-        out.append(match.string[at:match.end()])
+        out.append(match.string[at : match.end()])
         return "".join(out)
 
 
@@ -81,15 +81,35 @@ _REFERENCE = re.compile(
     r"^(?:\$\{?[A-Za-z_]|%\(|\{\{|<[^>]*>$|os\.|process\.env|env\(|getenv|self\.|cls\.|"
     r"settings\.|config\.|args\.|options\.|kwargs|None$|null$|nil$|true$|false$|"
     r"(?:your|my|example|changeme|placeholder|dummy|fake|test|xxx+|\*+)(?:[_-]|$))",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _NUMBER = re.compile(r"^\d[\d_]*(?:\.\d[\d_]*)?(?:e[+-]?\d+)?$", re.I)  # 20_000, 1.5e3
 _NAME_LIKE = re.compile(r"^[A-Za-z_][A-Za-z_.\[\]]*$")
 _CLASSES = tuple(re.compile(p) for p in ("[a-z]", "[A-Z]", "[0-9]", r"[^A-Za-z0-9]"))
 # The last word of a name whose value is a public digest or id, however random it looks.
-_DIGEST_WORDS = frozenset({"hash", "sha", "md", "digest", "checksum", "integrity", "etag", "h",
-                           "commit", "rev", "revision", "oid", "uuid", "guid", "id", "version",
-                           "fingerprint", "nonce"})
+_DIGEST_WORDS = frozenset(
+    {
+        "hash",
+        "sha",
+        "md",
+        "digest",
+        "checksum",
+        "integrity",
+        "etag",
+        "h",
+        "commit",
+        "rev",
+        "revision",
+        "oid",
+        "uuid",
+        "guid",
+        "id",
+        "version",
+        "fingerprint",
+        "nonce",
+    }
+)
 _NAME_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)[\"'`\]]*[ \t]*$")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # Http, 2, Response; AES, 256
 
@@ -129,9 +149,11 @@ def _encodes_text(value: str) -> bool:
     """Base64 of readable text: a test fixture, not a key."""
     stripped = value.rstrip("=")
     try:
-        raw = base64.b64decode(stripped + "=" * (-len(stripped) % 4),
-                               altchars=b"-_" if "-" in value or "_" in value else None,
-                               validate=True)
+        raw = base64.b64decode(
+            stripped + "=" * (-len(stripped) % 4),
+            altchars=b"-_" if "-" in value or "_" in value else None,
+            validate=True,
+        )
         decoded = raw.decode("utf-8")
     except (binascii.Error, ValueError):
         return False
@@ -193,122 +215,264 @@ def _has_full_line(text: str) -> bool:
     """Whether 64 base64 characters follow each other somewhere: 10 times faster than a
     pattern, on the bytes with each base64 character marked."""
     return len(text) >= 64 and _FULL_RUN in text.encode("utf-8", "surrogatepass").translate(
-        _B64_MARKS)
+        _B64_MARKS
+    )
 
 
 def _keep_pem_line(match: re.Match[str], group: str) -> bool:
     """Kept, with the short line after it, unless the full line mixes case and digits (a hex
     digest of 64 characters is one case) and is no base64 of text (a fixture)."""
     line = match["secret"]
-    mixed = (any(c.isupper() for c in line) and any(c.islower() for c in line)
-             and any(c.isdigit() for c in line))
+    mixed = (
+        any(c.isupper() for c in line)
+        and any(c.islower() for c in line)
+        and any(c.isdigit() for c in line)
+    )
     return not mixed or _encodes_text(line)
 
 
 # -- the table ---------------------------------------------------------------------------------
 
-_SECRET_NAME = (r"(?:pass(?:word|wd|phrase)?|pwd|pw|secret|token|api[_-]?key|apikey"
-                r"|access[_-]?key|auth[_-]?key|account[_-]?key|service[_-]?key|priv(?:ate)?[_-]?key"
-                r"|client[_-]?secret|credentials?|signing[_-]?key|contrase[ñn]a)")
+_SECRET_NAME = (
+    r"(?:pass(?:word|wd|phrase)?|pwd|pw|secret|token|api[_-]?key|apikey"
+    r"|access[_-]?key|auth[_-]?key|account[_-]?key|service[_-]?key|priv(?:ate)?[_-]?key"
+    r"|client[_-]?secret|credentials?|signing[_-]?key|contrase[ñn]a)"
+)
 
 
-def _rule(kind: str, source: str, pattern: str,
-          hints: tuple[str, ...] | str | Callable[[str], bool] = (), keep: Keep | None = None,
-          flags: int = 0, lines: str = "") -> Rule:
-    return Rule(kind, source, re.compile(pattern, flags),
-                (hints,) if isinstance(hints, str) else hints,
-                re.compile(lines) if lines else None, keep)
+def _rule(
+    kind: str,
+    source: str,
+    pattern: str,
+    hints: tuple[str, ...] | str | Callable[[str], bool] = (),
+    keep: Keep | None = None,
+    flags: int = 0,
+    lines: str = "",
+) -> Rule:
+    return Rule(
+        kind,
+        source,
+        re.compile(pattern, flags),
+        (hints,) if isinstance(hints, str) else hints,
+        re.compile(lines) if lines else None,
+        keep,
+    )
 
 
 _GITLEAKS, _DS = "gitleaks", "detect-secrets"
 RULES: tuple[Rule, ...] = (
     # Private keys: the whole block, or from BEGIN to a blank line or the end when the text
     # was cut inside it; then body lines whose BEGIN line was not in the text at all.
-    _rule("private-key", f"{_GITLEAKS}:private-key, {_DS}:PrivateKeyDetector",
-          r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]{0,16384}?"
-          r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[^\n]*(?:\n(?![ \t]*\d*\t?[ \t]*\n)"
-          r"[^\n]*){0,200})", "-----BEGIN "),
-    _rule("private-key", "theus: PEM body lines by shape",
-          rf"{_LINE_HEAD}(?P<secret>{_FULL_LINE}){_LINE_TAIL}"
-          rf"(?:\n{_LINE_HEAD}(?P<secret_tail>[{_B64}]{{1,63}}={{0,2}}(?![{_B64}])){_LINE_TAIL})?",
-          _has_full_line, _keep_pem_line, re.MULTILINE),
-    _rule("private-key", "theus: a PEM body's last line, before its END line",
-          rf"{_LINE_HEAD}(?P<secret>[{_B64}]{{1,63}}={{0,2}}){_LINE_TAIL}"
-          rf"(?=\n{_LINE_HEAD}-----END [A-Z0-9 ]*PRIVATE KEY)", "-----END ", flags=re.MULTILINE),
-    _rule("aws-access-key", f"{_GITLEAKS}:aws-access-token, {_DS}:AWSKeyDetector",
-          r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",
-          ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")),
-    _rule("aws-secret-key", f"{_DS}:AWSKeyDetector",
-          r"aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"](?P<secret>[0-9a-zA-Z/+]{40})"
-          r"['\"]", ("aws", "AWS", "Aws"), flags=re.IGNORECASE),
-    _rule("anthropic-key", f"{_GITLEAKS}:anthropic-api-key",
-          r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}", "sk-ant-"),
-    _rule("openai-key", f"{_GITLEAKS}:openai-api-key, {_DS}:OpenAIDetector",
-          r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", "sk-"),
-    _rule("github-token", f"{_GITLEAKS}:github-pat, {_DS}:GitHubTokenDetector",
-          r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    _rule("github-token", f"{_GITLEAKS}:github-fine-grained-pat",
-          r"github_pat_[A-Za-z0-9_]{40,}", "github_pat_"),
-    _rule("gitlab-token", f"{_GITLEAKS}:gitlab-pat, {_DS}:GitLabTokenDetector",
-          r"gl(?:pat|dt|rt|ptt|ft|cbt|soat|agent)-[A-Za-z0-9_-]{20,}", "gl"),
-    _rule("slack-token", f"{_GITLEAKS}:slack-bot-token, {_DS}:SlackDetector",
-          r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}", "xox"),
-    _rule("slack-webhook", f"{_GITLEAKS}:slack-webhook-url, {_DS}:SlackDetector",
-          r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_+-]{20,}",
-          "hooks.slack.com"),
-    _rule("google-api-key", f"{_GITLEAKS}:gcp-api-key",
-          r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}", "AIza"),
-    _rule("huggingface-token", f"{_GITLEAKS}:huggingface-access-token",
-          r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}", "hf_"),
-    _rule("npm-token", f"{_GITLEAKS}:npm-access-token, {_DS}:NpmDetector",
-          r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}", "npm_"),
-    _rule("npm-token", f"{_DS}:NpmDetector", r":_auth(?:Token)?\s*=\s*(?P<secret>[^\s\"']{8,})",
-          ":_auth", _keep_reference),
-    _rule("pypi-token", f"{_GITLEAKS}:pypi-upload-token, {_DS}:PypiTokenDetector",
-          r"pypi-AgE[A-Za-z0-9_-]{50,}", "pypi-"),
-    _rule("stripe-key", f"{_GITLEAKS}:stripe-access-token, {_DS}:StripeDetector",
-          r"(?<![A-Za-z0-9])[rs]k_(?:live|test)_[A-Za-z0-9]{20,}", ("_live_", "_test_")),
-    _rule("sendgrid-key", f"{_GITLEAKS}:sendgrid-api-token, {_DS}:SendGridDetector",
-          r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", "SG."),
-    _rule("mailchimp-key", f"{_GITLEAKS}:mailchimp-api-key, {_DS}:MailchimpDetector",
-          r"(?<![A-Za-z0-9])[0-9a-f]{32}-us[0-9]{1,2}(?![0-9])", "-us"),
-    _rule("shopify-token", f"{_GITLEAKS}:shopify-access-token",
-          r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", "shp"),
-    _rule("digitalocean-token", f"{_GITLEAKS}:digitalocean-pat",
-          r"do[opr]_v1_[a-f0-9]{64}", "_v1_"),
-    _rule("jwt", f"{_GITLEAKS}:jwt, {_DS}:JwtTokenDetector",
-          r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-          "eyJ"),
-    _rule("azure-storage-key", f"{_DS}:AzureStorageKeyDetector",
-          r"(?:AccountKey|SharedAccessKey)\s*=\s*(?P<secret>[A-Za-z0-9+/=]{20,})",
-          ("AccountKey", "SharedAccessKey")),
-    _rule("azure-client-secret", f"{_GITLEAKS}:azure-ad-client-secret",
-          r"(?:^|(?<=[\\'\"`\s>=:(,)]))(?P<secret>[a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.-]{31,34})"
-          r"(?=$|[\\'\"`\s<),])", "Q~", flags=re.MULTILINE),
+    _rule(
+        "private-key",
+        f"{_GITLEAKS}:private-key, {_DS}:PrivateKeyDetector",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]{0,16384}?"
+        r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[^\n]*(?:\n(?![ \t]*\d*\t?[ \t]*\n)"
+        r"[^\n]*){0,200})",
+        "-----BEGIN ",
+    ),
+    _rule(
+        "private-key",
+        "theus: PEM body lines by shape",
+        rf"{_LINE_HEAD}(?P<secret>{_FULL_LINE}){_LINE_TAIL}"
+        rf"(?:\n{_LINE_HEAD}(?P<secret_tail>[{_B64}]{{1,63}}={{0,2}}(?![{_B64}])){_LINE_TAIL})?",
+        _has_full_line,
+        _keep_pem_line,
+        re.MULTILINE,
+    ),
+    _rule(
+        "private-key",
+        "theus: a PEM body's last line, before its END line",
+        rf"{_LINE_HEAD}(?P<secret>[{_B64}]{{1,63}}={{0,2}}){_LINE_TAIL}"
+        rf"(?=\n{_LINE_HEAD}-----END [A-Z0-9 ]*PRIVATE KEY)",
+        "-----END ",
+        flags=re.MULTILINE,
+    ),
+    _rule(
+        "aws-access-key",
+        f"{_GITLEAKS}:aws-access-token, {_DS}:AWSKeyDetector",
+        r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+    ),
+    _rule(
+        "aws-secret-key",
+        f"{_DS}:AWSKeyDetector",
+        r"aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?['\"](?P<secret>[0-9a-zA-Z/+]{40})"
+        r"['\"]",
+        ("aws", "AWS", "Aws"),
+        flags=re.IGNORECASE,
+    ),
+    _rule(
+        "anthropic-key",
+        f"{_GITLEAKS}:anthropic-api-key",
+        r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}",
+        "sk-ant-",
+    ),
+    _rule(
+        "openai-key",
+        f"{_GITLEAKS}:openai-api-key, {_DS}:OpenAIDetector",
+        r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+        "sk-",
+    ),
+    _rule(
+        "github-token",
+        f"{_GITLEAKS}:github-pat, {_DS}:GitHubTokenDetector",
+        r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    _rule(
+        "github-token",
+        f"{_GITLEAKS}:github-fine-grained-pat",
+        r"github_pat_[A-Za-z0-9_]{40,}",
+        "github_pat_",
+    ),
+    _rule(
+        "gitlab-token",
+        f"{_GITLEAKS}:gitlab-pat, {_DS}:GitLabTokenDetector",
+        r"gl(?:pat|dt|rt|ptt|ft|cbt|soat|agent)-[A-Za-z0-9_-]{20,}",
+        "gl",
+    ),
+    _rule(
+        "slack-token",
+        f"{_GITLEAKS}:slack-bot-token, {_DS}:SlackDetector",
+        r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}",
+        "xox",
+    ),
+    _rule(
+        "slack-webhook",
+        f"{_GITLEAKS}:slack-webhook-url, {_DS}:SlackDetector",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_+-]{20,}",
+        "hooks.slack.com",
+    ),
+    _rule(
+        "google-api-key",
+        f"{_GITLEAKS}:gcp-api-key",
+        r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}",
+        "AIza",
+    ),
+    _rule(
+        "huggingface-token",
+        f"{_GITLEAKS}:huggingface-access-token",
+        r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}",
+        "hf_",
+    ),
+    _rule(
+        "npm-token",
+        f"{_GITLEAKS}:npm-access-token, {_DS}:NpmDetector",
+        r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}",
+        "npm_",
+    ),
+    _rule(
+        "npm-token",
+        f"{_DS}:NpmDetector",
+        r":_auth(?:Token)?\s*=\s*(?P<secret>[^\s\"']{8,})",
+        ":_auth",
+        _keep_reference,
+    ),
+    _rule(
+        "pypi-token",
+        f"{_GITLEAKS}:pypi-upload-token, {_DS}:PypiTokenDetector",
+        r"pypi-AgE[A-Za-z0-9_-]{50,}",
+        "pypi-",
+    ),
+    _rule(
+        "stripe-key",
+        f"{_GITLEAKS}:stripe-access-token, {_DS}:StripeDetector",
+        r"(?<![A-Za-z0-9])[rs]k_(?:live|test)_[A-Za-z0-9]{20,}",
+        ("_live_", "_test_"),
+    ),
+    _rule(
+        "sendgrid-key",
+        f"{_GITLEAKS}:sendgrid-api-token, {_DS}:SendGridDetector",
+        r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+        "SG.",
+    ),
+    _rule(
+        "mailchimp-key",
+        f"{_GITLEAKS}:mailchimp-api-key, {_DS}:MailchimpDetector",
+        r"(?<![A-Za-z0-9])[0-9a-f]{32}-us[0-9]{1,2}(?![0-9])",
+        "-us",
+    ),
+    _rule(
+        "shopify-token",
+        f"{_GITLEAKS}:shopify-access-token",
+        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+        "shp",
+    ),
+    _rule(
+        "digitalocean-token", f"{_GITLEAKS}:digitalocean-pat", r"do[opr]_v1_[a-f0-9]{64}", "_v1_"
+    ),
+    _rule(
+        "jwt",
+        f"{_GITLEAKS}:jwt, {_DS}:JwtTokenDetector",
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        "eyJ",
+    ),
+    _rule(
+        "azure-storage-key",
+        f"{_DS}:AzureStorageKeyDetector",
+        r"(?:AccountKey|SharedAccessKey)\s*=\s*(?P<secret>[A-Za-z0-9+/=]{20,})",
+        ("AccountKey", "SharedAccessKey"),
+    ),
+    _rule(
+        "azure-client-secret",
+        f"{_GITLEAKS}:azure-ad-client-secret",
+        r"(?:^|(?<=[\\'\"`\s>=:(,)]))(?P<secret>[a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.-]{31,34})"
+        r"(?=$|[\\'\"`\s<),])",
+        "Q~",
+        flags=re.MULTILINE,
+    ),
     # Credentials in a URL, a header, a command line.
-    _rule("url-credentials", f"theus; {_DS}:BasicAuthDetector for user:password",
-          r"(?<=://)(?P<secret_user>[^/\s:@\"'`<>\[\]]+)(?::(?P<secret_pw>[^/\s@\"'`<>]+))?@"
-          r"(?=[\w\[])", "://", _keep_url_user),
-    _rule("authorization", f"theus; {_GITLEAKS}:curl-auth-header",
-          r"(?:[Aa]uthorization|AUTHORIZATION)[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?i:bearer|basic|"
-          r"token|digest|bot|apikey|sso-key)[ \t]+)?(?P<secret>[A-Za-z0-9._~+/=:-]{8,})",
-          ("uthorization", "UTHORIZATION"), _keep_header),
-    _rule("url-credentials", f"{_GITLEAKS}:curl-auth-user",
-          r"(?:^|\s)(?:-u|--user)[ =][\"']?[^\s:\"']+:(?P<secret>[^\s\"']{3,})",
-          ("-u ", "--user"), _keep_reference),
-    _rule("netrc-password", "theus: .netrc lines",
-          r"machine\s+\S+(?:\s+login\s+\S+)?\s+password\s+(?P<secret>\S+)", "machine"),
+    _rule(
+        "url-credentials",
+        f"theus; {_DS}:BasicAuthDetector for user:password",
+        r"(?<=://)(?P<secret_user>[^/\s:@\"'`<>\[\]]+)(?::(?P<secret_pw>[^/\s@\"'`<>]+))?@"
+        r"(?=[\w\[])",
+        "://",
+        _keep_url_user,
+    ),
+    _rule(
+        "authorization",
+        f"theus; {_GITLEAKS}:curl-auth-header",
+        r"(?:[Aa]uthorization|AUTHORIZATION)[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?i:bearer|basic|"
+        r"token|digest|bot|apikey|sso-key)[ \t]+)?(?P<secret>[A-Za-z0-9._~+/=:-]{8,})",
+        ("uthorization", "UTHORIZATION"),
+        _keep_header,
+    ),
+    _rule(
+        "url-credentials",
+        f"{_GITLEAKS}:curl-auth-user",
+        r"(?:^|\s)(?:-u|--user)[ =][\"']?[^\s:\"']+:(?P<secret>[^\s\"']{3,})",
+        ("-u ", "--user"),
+        _keep_reference,
+    ),
+    _rule(
+        "netrc-password",
+        "theus: .netrc lines",
+        r"machine\s+\S+(?:\s+login\s+\S+)?\s+password\s+(?P<secret>\S+)",
+        "machine",
+    ),
     # NAME = value, NAME: value, "NAME": "value" in code, config, env and YAML files, where
     # NAME says it holds a secret (`OPENAI_API_KEY`, `db_password`, `pw`; not `passwords`,
     # `bypass`, `tokens`). Only lines naming one go through the pattern.
-    _rule("secret", f"theus; names from {_DS}:KeywordDetector",
-          r"(?<![a-z0-9])" + _SECRET_NAME + r"(?![a-z])[A-Za-z0-9_.-]*[\"']?"
-          r"\s*(?::=|=>|=|:)\s*[\"'`]?(?P<secret>[^\s\"'`,;(){}\[\]]{6,}+)(?![(\[])",
-          ("=", ":"), _keep_assignment, re.IGNORECASE, _SECRET_NAME),
+    _rule(
+        "secret",
+        f"theus; names from {_DS}:KeywordDetector",
+        r"(?<![a-z0-9])" + _SECRET_NAME + r"(?![a-z])[A-Za-z0-9_.-]*[\"']?"
+        r"\s*(?::=|=>|=|:)\s*[\"'`]?(?P<secret>[^\s\"'`,;(){}\[\]]{6,}+)(?![(\[])",
+        ("=", ":"),
+        _keep_assignment,
+        re.IGNORECASE,
+        _SECRET_NAME,
+    ),
     # A long random-looking value assigned to any name (`ZORBLAX = "q8Xv2LrT..."`).
-    _rule("high-entropy", "theus: entropy of assigned values",
-          r"(?:[:=]|=>)[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_=-]{20,}+)(?![\w(\[]|\.\w)",
-          ("=", ":"), _keep_unnamed),
+    _rule(
+        "high-entropy",
+        "theus: entropy of assigned values",
+        r"(?:[:=]|=>)[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_=-]{20,}+)(?![\w(\[]|\.\w)",
+        ("=", ":"),
+        _keep_unnamed,
+    ),
 )
 
 

@@ -14,8 +14,19 @@ from knowledge.frontmatter import shorten
 NOTE = "Recorded by Theus as it happened (no model call):"
 MAX_LISTED = 10
 # A request that asks the memory to keep something (compared folded: `knowledge.folding`).
-ASKED_TO_REMEMBER = ("remember", "don't forget", "dont forget", "keep in mind", "make a note",
-                     "take note", "recuerd", "no olvides", "ten en cuenta", "apunta", "anota")
+ASKED_TO_REMEMBER = (
+    "remember",
+    "don't forget",
+    "dont forget",
+    "keep in mind",
+    "make a note",
+    "take note",
+    "recuerd",
+    "no olvides",
+    "ten en cuenta",
+    "apunta",
+    "anota",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +47,9 @@ class RunSummary:
         block (three of them pushed a fact out)."""
         if not (self.requests and self.answer.strip()):
             return False
-        asked = any(phrase in fold(request) for request in self.requests
-                    for phrase in ASKED_TO_REMEMBER)
+        asked = any(
+            phrase in fold(request) for request in self.requests for phrase in ASKED_TO_REMEMBER
+        )
         return bool(self.files_changed or self.commands or asked)
 
     @property

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 Section = Callable[[Project, "Memory | None"], dict[str, Any]]
 
+
 def index_section(project: Project) -> dict[str, Any]:
     counts = project.counts()
     last = project.last_index
@@ -72,8 +73,7 @@ def _instructions(project: Project, live: Memory | None) -> dict[str, Any]:
     from knowledge.instructions import read_instructions
 
     found = read_instructions(project.root)
-    return {"files": list(found.files), "bytes": len(found.text.encode()),
-            "cut": list(found.cut)}
+    return {"files": list(found.files), "bytes": len(found.text.encode()), "cut": list(found.cut)}
 
 
 def _history(project: Project, live: Memory | None) -> dict[str, Any]:

@@ -109,8 +109,16 @@ class FileState:
     reason: str = ""
 
     def row(self) -> tuple[Any, ...]:
-        return (self.path, self.size, self.mtime_ns, self.sha1, self.language, self.lines,
-                self.status, self.reason)
+        return (
+            self.path,
+            self.size,
+            self.mtime_ns,
+            self.sha1,
+            self.language,
+            self.lines,
+            self.status,
+            self.reason,
+        )
 
 
 @dataclass(slots=True)
@@ -123,16 +131,29 @@ class Links:
 
 
 # Node fields stored as columns; the rest go to one JSON column only when not default.
-_COLUMNS = ("key", "kind", "label", "path", "line", "end_line", "summary", "subkind",
-            "signature")
+_COLUMNS = ("key", "kind", "label", "path", "line", "end_line", "summary", "subkind", "signature")
 _EXTRA = tuple(f for f in Node.__dataclass_fields__ if f not in _COLUMNS)
 _DEFAULTS = Node("", "", "").to_dict()
 # The type a stored extra field must have; the optional ones (default None) are timestamps.
 _EXTRA_TYPES = {f: (int, float) if _DEFAULTS[f] is None else type(_DEFAULTS[f]) for f in _EXTRA}
-_NODE_COLUMNS = ("key", "owner", "kind", "label", "path", "line", "end_line", "summary",
-                 "subkind", "signature", "extra")  # as in _SCHEMA
-_TEXT_COLUMNS = tuple(i for i, c in enumerate(_NODE_COLUMNS) if c not in ("line", "end_line",
-                                                                          "extra"))
+_NODE_COLUMNS = (
+    "key",
+    "owner",
+    "kind",
+    "label",
+    "path",
+    "line",
+    "end_line",
+    "summary",
+    "subkind",
+    "signature",
+    "extra",
+)  # as in _SCHEMA
+_TEXT_COLUMNS = tuple(
+    i for i, c in enumerate(_NODE_COLUMNS) if c not in ("line", "end_line", "extra")
+)
+
+
 # What `row_node` and `Store.links` need of a row, asked of every row at once (`verify`).
 def _not_json(column: str, kind: str) -> str:
     return f"CASE WHEN json_valid({column}) THEN json_type({column}) != '{kind}' ELSE 1 END"
@@ -145,22 +166,36 @@ _ROWS_THAT_DO_NOT_READ = (
     f" OR (extra IS NOT NULL AND {_not_json('extra', 'object')})"
     f" UNION ALL SELECT path FROM links WHERE {_not_json('imports', 'array')}"
     f" OR typeof(identifiers) != 'text' OR (tables IS NOT NULL AND {_not_json('tables', 'array')})"
-    " LIMIT 1")
+    " LIMIT 1"
+)
 
 
 def node_row(node: Node, owner: str) -> tuple[Any, ...]:
     extra = {f: v for f in _EXTRA if (v := getattr(node, f)) != _DEFAULTS[f]}
-    return (node.key, owner, node.kind, node.label, node.path, node.line, node.end_line,
-            node.summary, node.subkind, node.signature,
-            json.dumps(extra, separators=(",", ":")) if extra else None)
+    return (
+        node.key,
+        owner,
+        node.kind,
+        node.label,
+        node.path,
+        node.line,
+        node.end_line,
+        node.summary,
+        node.subkind,
+        node.signature,
+        json.dumps(extra, separators=(",", ":")) if extra else None,
+    )
 
 
 def row_node(row: tuple[Any, ...]) -> Node:
     """The node a row holds; ValueError when the row is not one `node_row` could have written
     (SQLite checks pages, not what a column holds)."""
     key, _owner, kind, label, path, line, end_line, summary, subkind, signature, extra = row
-    if (not all(type(row[i]) is str for i in _TEXT_COLUMNS)
-            or type(line) is not int or type(end_line) is not int):
+    if (
+        not all(type(row[i]) is str for i in _TEXT_COLUMNS)
+        or type(line) is not int
+        or type(end_line) is not int
+    ):
         raise ValueError(f"node row {key!r} has a column of the wrong type")
     node = Node(key, kind, label, path, line, end_line, summary, subkind, signature)
     if extra:
@@ -182,8 +217,10 @@ def _edge(row: tuple[Any, ...]) -> Edge:
 
 def _file_state(row: tuple[Any, ...]) -> FileState:
     state = FileState(*row)
-    if not (type(state.path) is type(state.sha1) is type(state.status) is str
-            and type(state.size) is type(state.mtime_ns) is type(state.lines) is int):
+    if not (
+        type(state.path) is type(state.sha1) is type(state.status) is str
+        and type(state.size) is type(state.mtime_ns) is type(state.lines) is int
+    ):
         raise ValueError(f"file row {state.path!r} has a column of the wrong type")
     return state
 
@@ -203,8 +240,9 @@ def _count(row: tuple[Any, ...]) -> int:
 class Store:
     """Open with `Store.open(path)`: a corrupt file is moved aside and a fresh store created."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, recovered: Path | None,
-                 read_only: bool = False) -> None:
+    def __init__(
+        self, path: Path, conn: sqlite3.Connection, recovered: Path | None, read_only: bool = False
+    ) -> None:
         self.path = path
         self._conn = conn
         self._lock = threading.Lock()
@@ -234,8 +272,9 @@ class Store:
         problem = inspect(path)
         if problem is not None:
             aside = quarantine(path)
-            log.warning("store %s is unusable (%s); moved aside to %s and rebuilding",
-                        path, problem, aside)
+            log.warning(
+                "store %s is unusable (%s); moved aside to %s and rebuilding", path, problem, aside
+            )
         try:
             return cls(path, _connect(path), aside)
         except sqlite3.OperationalError as exc:  # cannot write here: disk full, read-only
@@ -288,12 +327,15 @@ class Store:
                 self._conn.close()
             with contextlib.ExitStack() as held:
                 with contextlib.suppress(OSError):  # as in `open`: one process moves it
-                    held.enter_context(atomic.locked(self.path.with_name(self.path.name
-                                                                         + ".lock")))
+                    held.enter_context(atomic.locked(self.path.with_name(self.path.name + ".lock")))
                 if _identity(self.path) == self._file:  # not already moved by another process
                     self.recovered_from = quarantine(self.path)
-                    log.warning("store %s does not read (%s); moved aside to %s and "
-                                "rebuilding", self.path, problem, self.recovered_from)
+                    log.warning(
+                        "store %s does not read (%s); moved aside to %s and rebuilding",
+                        self.path,
+                        problem,
+                        self.recovered_from,
+                    )
                 try:
                     self._conn = _connect(self.path)
                 except sqlite3.Error as exc:  # no new store here (disk full): an empty one
@@ -330,8 +372,12 @@ class Store:
 
     def labels(self, kind: str, limit: int) -> list[str]:
         """Labels of `kind` nodes, without loading the graph (the newest saves first)."""
-        return [label for (label,) in self._query(
-            "SELECT label FROM nodes WHERE kind = ? ORDER BY rowid DESC LIMIT ?", (kind, limit))]
+        return [
+            label
+            for (label,) in self._query(
+                "SELECT label FROM nodes WHERE kind = ? ORDER BY rowid DESC LIMIT ?", (kind, limit)
+            )
+        ]
 
     def load_graph(self) -> Graph:
         graph = Graph()
@@ -346,8 +392,9 @@ class Store:
         rows = self._query("SELECT seq, owner FROM changes WHERE seq > ? ORDER BY seq", (seq,))
         return (int(rows[-1][0]) if rows else seq), [str(owner) for _, owner in rows]
 
-    def nodes(self, owners: Iterable[str] | None = None, paths: Iterable[str] = ()
-              ) -> list[tuple[Node, str]]:
+    def nodes(
+        self, owners: Iterable[str] | None = None, paths: Iterable[str] = ()
+    ) -> list[tuple[Node, str]]:
         """(node, owner) in the order `load_graph` reads them (by rowid: the rows of an owner
         saved come after every row older than that save): all of them, or those of `owners`
         and those at `paths` (a scan: no index on paths)."""
@@ -357,10 +404,14 @@ class Store:
             found: dict[int, tuple[Any, ...]] = {}
             for column, values in (("owner", list(owners)), ("path", list(paths))):
                 for i in range(0, len(values), 500):
-                    chunk = tuple(values[i:i + 500])
+                    chunk = tuple(values[i : i + 500])
                     marks = ", ".join("?" * len(chunk))
-                    found.update((r[0], r) for r in self._query(
-                        f"SELECT rowid, * FROM nodes WHERE {column} IN ({marks})", chunk))
+                    found.update(
+                        (r[0], r)
+                        for r in self._query(
+                            f"SELECT rowid, * FROM nodes WHERE {column} IN ({marks})", chunk
+                        )
+                    )
             rows = [found[rowid] for rowid in sorted(found)]
         return self._decoded(lambda r: (row_node(r[1:]), r[2]), rows)
 
@@ -377,8 +428,9 @@ class Store:
                 problem = str(exc)
         raise self.set_aside(problem)
 
-    def _decoded(self, decode: Callable[[tuple[Any, ...]], T],
-                 rows: list[tuple[Any, ...]]) -> list[T]:
+    def _decoded(
+        self, decode: Callable[[tuple[Any, ...]], T], rows: list[tuple[Any, ...]]
+    ) -> list[T]:
         """Rows as read by `decode`; a row it cannot read is damage, as a page is."""
         try:
             return [decode(r) for r in rows]
@@ -410,8 +462,12 @@ class Store:
                     edge_rows.extend(graph.out_edge_rows(node.key, owner))
         file_rows = [f.row() for f in files]
         link_rows = [
-            (path, json.dumps(link.imports), " ".join(link.identifiers),
-             json.dumps(link.tables) if link.tables else None)
+            (
+                path,
+                json.dumps(link.imports),
+                " ".join(link.identifiers),
+                json.dumps(link.tables) if link.tables else None,
+            )
             for path, link in (links or {}).items()
         ]
         gone = [(p,) for p in removed_files]
@@ -433,8 +489,9 @@ class Store:
                 c.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)", edge_rows)
                 c.executemany("DELETE FROM files WHERE path = ?", gone)
                 c.executemany("DELETE FROM links WHERE path = ?", gone)
-                c.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                              file_rows)
+                c.executemany(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)", file_rows
+                )
                 c.executemany("INSERT OR REPLACE INTO links VALUES (?, ?, ?, ?)", link_rows)
                 stamp = {"saved_at": str(time.time()), **(meta or {})}
                 c.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", stamp.items())
@@ -442,11 +499,15 @@ class Store:
                     # What a snapshot of the code index would miss. Memories and episodes
                     # alone do not count: every headless run saves an episode, and a snapshot
                     # rebuilt for each would make every next one-shot command slow.
-                    c.execute("INSERT INTO meta VALUES ('generation', '1') ON CONFLICT(k) DO "
-                              "UPDATE SET v = CAST(v AS INTEGER) + 1")
+                    c.execute(
+                        "INSERT INTO meta VALUES ('generation', '1') ON CONFLICT(k) DO "
+                        "UPDATE SET v = CAST(v AS INTEGER) + 1"
+                    )
                 if any(o.startswith(_TOLD) for o in dirty):
-                    c.execute("INSERT INTO meta VALUES ('told', '1') ON CONFLICT(k) DO "
-                              "UPDATE SET v = CAST(v AS INTEGER) + 1")
+                    c.execute(
+                        "INSERT INTO meta VALUES ('told', '1') ON CONFLICT(k) DO "
+                        "UPDATE SET v = CAST(v AS INTEGER) + 1"
+                    )
             self._writing = True
         except sqlite3.Error as exc:
             with graph.lock:
@@ -478,13 +539,13 @@ class StoreGraph:
         rows = self._store._query("SELECT src, kind FROM edges WHERE dst = ?", (key,))
         return [Edge(s, key, k) for s, k in rows if kind is None or k == kind]
 
-    def neighbours(self, key: str, limit: int) -> tuple[list[tuple[str, str]],
-                                                        list[tuple[str, str]], int]:
+    def neighbours(
+        self, key: str, limit: int
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], int]:
         query = self._store._query
         out = query("SELECT dst, kind FROM edges WHERE src = ?", (key,))
         into = query("SELECT src, kind FROM edges WHERE dst = ?", (key,))
-        return (first_edges(out, limit), first_edges(into, limit),
-                len(out) + len(into))
+        return (first_edges(out, limit), first_edges(into, limit), len(out) + len(into))
 
 
 def inspect(path: Path) -> str | None:
@@ -543,8 +604,7 @@ def _problem(conn: sqlite3.Connection) -> str | None:
     if missing:
         return "missing tables: " + ", ".join(missing)
     # Touch every table: a truncated file fails here, not in the middle of a session.
-    counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-              for t in _REQUIRED_TABLES}
+    counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in _REQUIRED_TABLES}
     # Parsed files always have a node; skipped ones (unreadable, binary) may have none.
     parsed = conn.execute("SELECT COUNT(*) FROM files WHERE status != 'skipped'").fetchone()[0]
     if parsed and not counts["nodes"]:
@@ -567,8 +627,10 @@ def _connect(path: Path) -> sqlite3.Connection:
         new = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
         conn.executescript(_SCHEMA)  # IF NOT EXISTS: what a newer version added (indexes)
         if new:  # `store_id`: a snapshot made from another store (set aside since) never fits
-            conn.executemany("INSERT INTO meta VALUES (?, ?)", [
-                ("schema", str(SCHEMA_VERSION)), ("store_id", os.urandom(8).hex())])
+            conn.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [("schema", str(SCHEMA_VERSION)), ("store_id", os.urandom(8).hex())],
+            )
     except BaseException:
         conn.close()
         raise
@@ -579,9 +641,15 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     """A read-only connection. A WAL database wants its `-shm` file even to read; where that
     cannot be created (full disk, read-only folder) and no WAL content waits to be folded in,
     the file alone is the whole database and is read as immutable."""
+
     def connect(flags: str) -> sqlite3.Connection:
-        return sqlite3.connect(f"file:{path}?mode=ro{flags}", timeout=5.0,
-                               check_same_thread=False, isolation_level=None, uri=True)
+        return sqlite3.connect(
+            f"file:{path}?mode=ro{flags}",
+            timeout=5.0,
+            check_same_thread=False,
+            isolation_level=None,
+            uri=True,
+        )
 
     conn = connect("")
     try:

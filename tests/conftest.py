@@ -14,9 +14,17 @@ from knowledge.switches import LAYERS
 def theus_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("theus-home")
     monkeypatch.setenv("THEUS_HOME", str(home))
-    for name in ("THEUS_BASE_URL", "THEUS_API_KEY", "THEUS_MODEL", "OPENAI_BASE_URL",
-                 "OPENAI_API_KEY", "THEUS_EMBEDDINGS_URL", "THEUS_EMBEDDINGS_KEY",
-                 "THEUS_EMBEDDINGS_MODEL", *(f"THEUS_NO_{layer}" for layer in LAYERS)):
+    for name in (
+        "THEUS_BASE_URL",
+        "THEUS_API_KEY",
+        "THEUS_MODEL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "THEUS_EMBEDDINGS_URL",
+        "THEUS_EMBEDDINGS_KEY",
+        "THEUS_EMBEDDINGS_MODEL",
+        *(f"THEUS_NO_{layer}" for layer in LAYERS),
+    ):
         monkeypatch.delenv(name, raising=False)
     return home
 
@@ -95,21 +103,33 @@ def run_git(root: Path, home: Path, *args: str) -> None:
     import os
     import subprocess
 
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-                        "HOME": str(home), "PATH": os.environ["PATH"]})
+    subprocess.run(
+        ["git", "-C", str(root), *args],
+        check=True,
+        capture_output=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "HOME": str(home),
+            "PATH": os.environ["PATH"],
+        },
+    )
 
 
 def file_types_history(root: Path, home: Path) -> Path:
     """A repository whose history says where file types are added: two files that say the
     same (the walker a little more), then three commits "add support for X files" to one."""
-    write_tree(root, {
-        "ignore/default_types.py": "# the kinds of files we support\n"
-                                   "TYPES = [('python', '*.py'), ('rust', '*.rs')]\n",
-        "search/walker.py": "# the kinds of files we support: walk the files\n"
-                            + "WALKERS.append(('python', 'walk'))\n" * 4,
-    })
+    write_tree(
+        root,
+        {
+            "ignore/default_types.py": "# the kinds of files we support\n"
+            "TYPES = [('python', '*.py'), ('rust', '*.rs')]\n",
+            "search/walker.py": "# the kinds of files we support: walk the files\n"
+            + "WALKERS.append(('python', 'walk'))\n" * 4,
+        },
+    )
     run_git(root, home, "init", "-q")
     run_git(root, home, "add", "-A")
     run_git(root, home, "commit", "-q", "-m", "start")

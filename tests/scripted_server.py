@@ -39,8 +39,17 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Quirks", "Reply", "ScriptedServer", "endless_line", "error", "huge_event", "text",
-           "tool", "tools"]
+__all__ = [
+    "Quirks",
+    "Reply",
+    "ScriptedServer",
+    "endless_line",
+    "error",
+    "huge_event",
+    "text",
+    "tool",
+    "tools",
+]
 
 
 @dataclass
@@ -110,11 +119,15 @@ def error(status: int, message: str = "scripted failure", **kw: Any) -> Reply:
 
 def huge_event(size: int) -> Reply:
     """One stream event whose text is `size` characters, then a finished answer."""
-    head = b'data: {"id":"x","object":"chat.completion.chunk","created":0,"model":"m",' \
-           b'"choices":[{"index":0,"delta":{"content":"'
-    tail = b'"},"finish_reason":null}]}\n\ndata: {"id":"x","object":"chat.completion.chunk",' \
-           b'"created":0,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}' \
-           b'\n\ndata: [DONE]\n\n'
+    head = (
+        b'data: {"id":"x","object":"chat.completion.chunk","created":0,"model":"m",'
+        b'"choices":[{"index":0,"delta":{"content":"'
+    )
+    tail = (
+        b'"},"finish_reason":null}]}\n\ndata: {"id":"x","object":"chat.completion.chunk",'
+        b'"created":0,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
+        b"\n\ndata: [DONE]\n\n"
+    )
     return Reply(flood=(head, size, tail))
 
 
@@ -157,8 +170,9 @@ class ScriptedServer:
         self.structured_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name="scripted-openai")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, name="scripted-openai"
+        )
 
     @property
     def url(self) -> str:
@@ -198,17 +212,29 @@ class ScriptedServer:
         quirks = self.quirks
         for i, message in enumerate(body.get("messages", [])):
             if quirks.strict_messages and "content" in message and message["content"] is None:
-                return error(500, "1 validation error: {'type': 'string_type', 'loc': "
-                             f"('body', 'messages', {i}, 'content'), 'msg': 'Input should be a "
-                             "valid string', 'input': None}")
+                return error(
+                    500,
+                    "1 validation error: {'type': 'string_type', 'loc': "
+                    f"('body', 'messages', {i}, 'content'), 'msg': 'Input should be a "
+                    "valid string', 'input': None}",
+                )
         sent = len(json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))) // 4
         if quirks.context_tokens is not None and sent > quirks.context_tokens:
-            return Reply(status=400, error=(
-                f"This model's maximum context length is {quirks.context_tokens} tokens. "
-                f"However, your messages resulted in {sent} tokens. Please reduce the length "
-                "of the messages."), code="context_length_exceeded")
-        if (quirks.no_streamed_tools and body.get("tools") and body.get("stream")
-                and body.get("tool_choice") == "auto"):
+            return Reply(
+                status=400,
+                error=(
+                    f"This model's maximum context length is {quirks.context_tokens} tokens. "
+                    f"However, your messages resulted in {sent} tokens. Please reduce the length "
+                    "of the messages."
+                ),
+                code="context_length_exceeded",
+            )
+        if (
+            quirks.no_streamed_tools
+            and body.get("tools")
+            and body.get("stream")
+            and body.get("tool_choice") == "auto"
+        ):
             return Reply(empty=True)
         return None
 
@@ -219,8 +245,13 @@ class ScriptedServer:
             return replace(reply, tool_calls=[])
         return reply
 
-    def _take(self, script: list[ScriptItem], seen: list[dict[str, Any]], body: dict[str, Any],
-              when_empty: Reply) -> Reply:
+    def _take(
+        self,
+        script: list[ScriptItem],
+        seen: list[dict[str, Any]],
+        body: dict[str, Any],
+        when_empty: Reply,
+    ) -> Reply:
         """The next reply of `script` for `body` (kept when it repeats), recorded in `seen`."""
         with self._lock:
             seen.append(body)
@@ -245,11 +276,18 @@ class ScriptedServer:
                 if not self._authorised():
                     return
                 if self.path == "/props" and server.quirks.props_n_ctx:
-                    self._json(200, {"default_generation_settings":
-                                     {"n_ctx": server.quirks.props_n_ctx}, "total_slots": 1})
+                    self._json(
+                        200,
+                        {
+                            "default_generation_settings": {"n_ctx": server.quirks.props_n_ctx},
+                            "total_slots": 1,
+                        },
+                    )
                 elif self.path.rstrip("/").endswith("/models"):
-                    data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
-                            for m in server.models]
+                    data = [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
+                        for m in server.models
+                    ]
                     self._json(200, {"object": "list", "data": data})
                 else:
                     self._json(404, _err("not found", "not_found"))
@@ -270,8 +308,10 @@ class ScriptedServer:
                 if server.models and body.get("model") not in server.models:
                     with server._lock:
                         server.requests.append(body)
-                    self._json(404, _err(f"The model `{body.get('model')}` does not exist",
-                                         "model_not_found"))
+                    self._json(
+                        404,
+                        _err(f"The model `{body.get('model')}` does not exist", "model_not_found"),
+                    )
                     return
                 refusal = server._refusal(body)
                 if refusal is not None:
@@ -303,8 +343,14 @@ class ScriptedServer:
                 elif body.get("stream"):
                     self._stream(body, server._answer(body, reply))
                 else:
-                    self._json(200, _completion(body, server._answer(body, reply),
-                                                not server.quirks.ignores_stream_options))
+                    self._json(
+                        200,
+                        _completion(
+                            body,
+                            server._answer(body, reply),
+                            not server.quirks.ignores_stream_options,
+                        ),
+                    )
 
             def _authorised(self) -> bool:
                 if server.api_key is None:
@@ -342,7 +388,7 @@ class ScriptedServer:
                 self.wfile.write(head)
                 block = b"x" * (1 << 20)
                 for start in range(0, size, len(block)):
-                    self.wfile.write(block[:size - start])
+                    self.wfile.write(block[: size - start])
                 self.wfile.write(tail)
                 self.wfile.flush()
 
@@ -371,8 +417,11 @@ class ScriptedServer:
 
 def _empty_of(response_format: dict[str, Any]) -> dict[str, Any]:
     schema = response_format.get("json_schema", {}).get("schema", {})
-    return {name: [] for name, spec in schema.get("properties", {}).items()
-            if spec.get("type") == "array"}
+    return {
+        name: []
+        for name, spec in schema.get("properties", {}).items()
+        if spec.get("type") == "array"
+    }
 
 
 def _err(message: str, code: str) -> dict[str, Any]:
@@ -388,33 +437,47 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     prompt = reply.prompt_tokens if reply.prompt_tokens is not None else len(sent) // 4
     out = len(reply.text) + sum(len(_arguments(a)) for _, a in reply.tool_calls)
     completion = reply.completion_tokens if reply.completion_tokens is not None else out // 4
-    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
-                             "total_tokens": prompt + completion}
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
     if reply.cached_tokens is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
     return usage
 
 
 def _base(body: dict[str, Any], kind: str) -> dict[str, Any]:
-    return {"id": "chatcmpl-scripted", "object": kind, "created": int(time.time()),
-            "model": body.get("model", "")}
+    return {
+        "id": "chatcmpl-scripted",
+        "object": kind,
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+    }
 
 
 def _completion(body: dict[str, Any], reply: Reply, usage: bool = True) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function",
-             "function": {"name": name, "arguments": _arguments(args)}}
-            for i, (name, args) in enumerate(reply.tool_calls)]
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": _arguments(args)},
+            }
+            for i, (name, args) in enumerate(reply.tool_calls)
+        ]
     finish = reply.finish or ("tool_calls" if reply.tool_calls else "stop")
-    return {**_base(body, "chat.completion"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            **({"usage": _usage(body, reply)} if usage else {})}
+    return {
+        **_base(body, "chat.completion"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        **({"usage": _usage(body, reply)} if usage else {}),
+    }
 
 
-def _chunks(body: dict[str, Any], reply: Reply, size: int, usage: bool = True
-            ) -> Iterable[dict[str, Any]]:
+def _chunks(
+    body: dict[str, Any], reply: Reply, size: int, usage: bool = True
+) -> Iterable[dict[str, Any]]:
     base = _base(body, "chat.completion.chunk")
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -422,14 +485,24 @@ def _chunks(body: dict[str, Any], reply: Reply, size: int, usage: bool = True
 
     yield chunk({"role": "assistant", "content": ""})
     for start in range(0, len(reply.text), size):
-        yield chunk({"content": reply.text[start:start + size]})
+        yield chunk({"content": reply.text[start : start + size]})
     # Calls' ids and names come first, arguments in two pieces: clients must accumulate.
     stamp = f"{len(body.get('messages', []))}"
     for i, (name, args) in enumerate(reply.tool_calls):
         raw = _arguments(args)
         half = len(raw) // 2
-        yield chunk({"tool_calls": [{"index": i, "id": f"call_{stamp}_{i}", "type": "function",
-                                     "function": {"name": name, "arguments": raw[:half]}}]})
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": f"call_{stamp}_{i}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": raw[:half]},
+                    }
+                ]
+            }
+        )
         yield chunk({"tool_calls": [{"index": i, "function": {"arguments": raw[half:]}}]})
     yield chunk({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop"))
     if usage and (body.get("stream_options") or {}).get("include_usage"):

@@ -74,8 +74,11 @@ class Checkpoints:
             if after == before:
                 continue
             parts += difflib.unified_diff(
-                _lines(before), _lines(after), fromfile=f"a/{rel}" if before is not None
-                else "/dev/null", tofile=f"b/{rel}" if after is not None else "/dev/null")
+                _lines(before),
+                _lines(after),
+                fromfile=f"a/{rel}" if before is not None else "/dev/null",
+                tofile=f"b/{rel}" if after is not None else "/dev/null",
+            )
         return "".join(parts)
 
     def _turns(self) -> list[Path]:

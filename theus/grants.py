@@ -64,16 +64,20 @@ def read(path: Path, root: Path) -> tuple[dict[str, Any], str]:
         return {}, f"{path} is not a JSON object: nothing in it is granted"
     granted_to = raw.get(KEY)
     if not isinstance(granted_to, dict):
-        return {}, (f"{path} was written before grants were tied to a repository: nothing in "
-                    "it is granted; grant again to replace it")
+        return {}, (
+            f"{path} was written before grants were tied to a repository: nothing in "
+            "it is granted; grant again to replace it"
+        )
     try:
         here = identity(root)
     except OSError as exc:
         return {}, f"the repository at {root} cannot be identified ({exc}): nothing is granted"
     if granted_to != here:
-        return {}, (f"{path} was granted to {describe(granted_to)}, not to the repository now "
-                    f"at {root} ({describe(here)}): nothing in it is granted; grant again to "
-                    "replace it")
+        return {}, (
+            f"{path} was granted to {describe(granted_to)}, not to the repository now "
+            f"at {root} ({describe(here)}): nothing in it is granted; grant again to "
+            "replace it"
+        )
     return raw, ""
 
 
@@ -96,11 +100,15 @@ def _git(root: Path, *args: str) -> str:
     """git's answer, "" outside a repository or without git. `safe.directory` lets root read a
     repository another user owns (plain reads: nothing it runs comes from the repository)."""
     try:
-        done = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(root), *args],
-                              capture_output=True, text=True, errors="replace",
-                              timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                              env={k: v for k, v in os.environ.items()
-                                   if not k.startswith("GIT_")})
+        done = subprocess.run(
+            ["git", "-c", "safe.directory=*", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=GIT_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout if done.returncode == 0 else ""

@@ -49,10 +49,15 @@ if TYPE_CHECKING:
     from theus.model.meter import Meter
 
 log = logging.getLogger("theus")
-HEADLESS_DENIED = ("headless runs need --allow-edits for edits, --allow-shell for commands "
-                   "and --allow-mcp or --allow-mcp-tool SERVER__TOOL for MCP tools")
-FLAG_FOR = {"edit": "--allow-edits", "shell": "--allow-shell",
-            "mcp": "--allow-mcp (or --allow-mcp-tool SERVER__TOOL)"}
+HEADLESS_DENIED = (
+    "headless runs need --allow-edits for edits, --allow-shell for commands "
+    "and --allow-mcp or --allow-mcp-tool SERVER__TOOL for MCP tools"
+)
+FLAG_FOR = {
+    "edit": "--allow-edits",
+    "shell": "--allow-shell",
+    "mcp": "--allow-mcp (or --allow-mcp-tool SERVER__TOOL)",
+}
 UNSANDBOXED_FLAG = "--allow-shell --allow-unsandboxed-shell (no sandbox on this machine)"
 # With a prompt given, piped stdin is added to it; a pipe that sends nothing this long (a
 # script's stdin left open) is not waited on further, as in Claude Code.
@@ -81,20 +86,29 @@ class Printer:
             payload.setdefault("uuid", str(uuid.uuid4()))
         self.write(escape_controls(json.dumps(payload, ensure_ascii=False, default=str)) + "\n")
 
-    def deny(self, request: ApprovalRequest, flag: str | None = None,
-             reason: str | None = None) -> None:
+    def deny(
+        self, request: ApprovalRequest, flag: str | None = None, reason: str | None = None
+    ) -> None:
         """An edit or command the run's permissions refused, for `permission_denials`. It
         belongs to the latest tool call still running: the conversation's own call (or, for a
         subagent's, the call that started the subagent)."""
         call = next(reversed(self.running.values()), None)
-        where = ({"path": request.path} if request.kind == "edit" else
-                 {"tool": request.tool} if request.kind == "mcp" else {"command": request.detail})
-        self.denials.append({
-            "tool_name": call.name if call else request.kind,
-            "tool_use_id": call.id if call else None,
-            "tool_input": call.arguments if call else where,
-            "reason": f"{request.summary}: "
-                      f"{reason or 'needs ' + (flag or FLAG_FOR[request.kind])}"})
+        where = (
+            {"path": request.path}
+            if request.kind == "edit"
+            else {"tool": request.tool}
+            if request.kind == "mcp"
+            else {"command": request.detail}
+        )
+        self.denials.append(
+            {
+                "tool_name": call.name if call else request.kind,
+                "tool_use_id": call.id if call else None,
+                "tool_input": call.arguments if call else where,
+                "reason": f"{request.summary}: "
+                f"{reason or 'needs ' + (flag or FLAG_FOR[request.kind])}",
+            }
+        )
 
     def write(self, text: str) -> None:
         if self.gone:
@@ -115,8 +129,9 @@ class Printer:
         elif isinstance(event, ToolCallFinished):
             self.running.pop(event.id, None)
         if isinstance(event, Error):
-            self.err.write(f"theus: {'error' if event.fatal else 'warning'}: "
-                           f"{printable(event.message)}\n")
+            self.err.write(
+                f"theus: {'error' if event.fatal else 'warning'}: {printable(event.message)}\n"
+            )
         if self.fmt != "stream-json":
             return
         payload = _event_json(event, self.model)
@@ -132,16 +147,37 @@ def _event_json(event: Event, model: str = "") -> dict[str, Any] | None:
     if isinstance(event, AssistantMessage):
         content: list[dict[str, Any]] = [{"type": "text", "text": event.text}] if event.text else []
         content += [_tool_use(call) for call in event.tool_calls]
-        return {"type": "assistant", "parent_tool_use_id": None, "message": {
-            "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant",
-            "model": model, "content": content, "stop_sequence": None,
-            "stop_reason": "tool_use" if event.tool_calls else "end_turn"}}
+        return {
+            "type": "assistant",
+            "parent_tool_use_id": None,
+            "message": {
+                "id": f"msg_{uuid.uuid4().hex}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_sequence": None,
+                "stop_reason": "tool_use" if event.tool_calls else "end_turn",
+            },
+        }
     if isinstance(event, ToolCallFinished):
-        return {"type": "user", "parent_tool_use_id": None, "message": {
-            "role": "user", "content": [{
-                "type": "tool_result", "tool_use_id": event.id, "content": event.result,
-                "is_error": event.is_error, "name": event.name,
-                "took_ms": round(event.took_ms, 2)}]}}
+        return {
+            "type": "user",
+            "parent_tool_use_id": None,
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": event.id,
+                        "content": event.result,
+                        "is_error": event.is_error,
+                        "name": event.name,
+                        "took_ms": round(event.took_ms, 2),
+                    }
+                ],
+            },
+        }
     own = _theus_event(event)
     return {"type": "system", **own} if own is not None else None
 
@@ -152,26 +188,49 @@ def _tool_use(call: ToolCall) -> dict[str, Any]:
         given = json.loads(call.arguments or "{}")
     except ValueError:
         given = None
-    block = {"type": "tool_use", "id": call.id, "name": call.name,
-             "input": given if isinstance(given, dict) else {}}
+    block = {
+        "type": "tool_use",
+        "id": call.id,
+        "name": call.name,
+        "input": given if isinstance(given, dict) else {},
+    }
     return block if isinstance(given, dict) else {**block, "raw_input": call.arguments}
 
 
 def _theus_event(event: Event) -> dict[str, Any] | None:
     if isinstance(event, InjectionInfo):
-        return {"subtype": "injection", "tokens": event.tokens,
-                "took_ms": round(event.took_ms, 2), "dropped": event.dropped,
-                "best_score": round(event.best_score, 3), "attached": bool(event.block),
-                "reason": event.reason, "examples": event.examples}
+        return {
+            "subtype": "injection",
+            "tokens": event.tokens,
+            "took_ms": round(event.took_ms, 2),
+            "dropped": event.dropped,
+            "best_score": round(event.best_score, 3),
+            "attached": bool(event.block),
+            "reason": event.reason,
+            "examples": event.examples,
+        }
     if isinstance(event, MicrocompactCleared):
-        return {"subtype": "microcompact", "cleared": event.cleared, "kept": event.kept,
-                "tokens_saved": event.tokens_saved}
+        return {
+            "subtype": "microcompact",
+            "cleared": event.cleared,
+            "kept": event.kept,
+            "tokens_saved": event.tokens_saved,
+        }
     if isinstance(event, Compacted):
-        return {"subtype": "compaction", "messages_replaced": event.messages_replaced,
-                "tokens_before": event.tokens_before, "tokens_after": event.tokens_after}
+        return {
+            "subtype": "compaction",
+            "messages_replaced": event.messages_replaced,
+            "tokens_before": event.tokens_before,
+            "tokens_after": event.tokens_after,
+        }
     if isinstance(event, SubagentStarted):
-        return {"subtype": "subagent_start", "id": event.id, "description": event.description,
-                "fork": event.fork, "seeded_tokens": event.seeded_tokens}
+        return {
+            "subtype": "subagent_start",
+            "id": event.id,
+            "description": event.description,
+            "fork": event.fork,
+            "seeded_tokens": event.seeded_tokens,
+        }
     if isinstance(event, SubagentFinished):
         return {"subtype": "subagent_end", "id": event.id, "is_error": event.is_error}
     if isinstance(event, Error):
@@ -179,10 +238,19 @@ def _theus_event(event: Event) -> dict[str, Any] | None:
     return None
 
 
-def result_payload(*, subtype: str, text: str, session_id: str | None, num_turns: int,
-                   usage: Usage, started: float, error: str | None = None,
-                   meter: Meter | None = None, model: str = "",
-                   denials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def result_payload(
+    *,
+    subtype: str,
+    text: str,
+    session_id: str | None,
+    num_turns: int,
+    usage: Usage,
+    started: float,
+    error: str | None = None,
+    meter: Meter | None = None,
+    model: str = "",
+    denials: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The final `result` event. Claude Code's fields (`usage.input_tokens`…,
     `duration_api_ms`, `total_cost_usd`, `permission_denials`) sit beside Theus's own; the
     README documents both."""
@@ -201,7 +269,8 @@ def result_payload(*, subtype: str, text: str, session_id: str | None, num_turns
         "duration_ms": round((time.monotonic() - started) * 1000),
         "duration_api_ms": round(meter.api_seconds * 1000) if meter else 0,
         "total_cost_usd": cost_usd(model, meter.input_tokens, meter.output_tokens)
-        if meter and model else None,
+        if meter and model
+        else None,
         "permission_denials": denials or [],
     }
     if error:
@@ -212,11 +281,18 @@ def result_payload(*, subtype: str, text: str, session_id: str | None, num_turns
 def _spent(meter: Meter | None) -> dict[str, int | None]:
     """Claude Code's usage fields: every model call of the run, fact extraction included."""
     if meter is None:  # the run never started
-        return {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": None,
-                "cache_read_input_tokens": None}
-    return {"input_tokens": meter.input_tokens, "output_tokens": meter.output_tokens,
-            "cache_creation_input_tokens": meter.cache_creation_tokens,
-            "cache_read_input_tokens": meter.cache_read_tokens}
+        return {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_creation_input_tokens": None,
+            "cache_read_input_tokens": None,
+        }
+    return {
+        "input_tokens": meter.input_tokens,
+        "output_tokens": meter.output_tokens,
+        "cache_creation_input_tokens": meter.cache_creation_tokens,
+        "cache_read_input_tokens": meter.cache_read_tokens,
+    }
 
 
 def _first_request(args: argparse.Namespace, fmt: str) -> str:
@@ -256,9 +332,11 @@ def _piped(stdin: Any, wait_s: float | None) -> str:
         except (OSError, ValueError):  # not a selectable stream: read it as it is
             ready = [stdin]
         if not ready:
-            sys.stderr.write(f"theus: warning: nothing came on stdin within {wait_s:g}s; going "
-                             "on with the prompt alone (redirect `< /dev/null` to skip the "
-                             "wait)\n")
+            sys.stderr.write(
+                f"theus: warning: nothing came on stdin within {wait_s:g}s; going "
+                "on with the prompt alone (redirect `< /dev/null` to skip the "
+                "wait)\n"
+            )
             return ""
     return str(stdin.read())
 
@@ -289,8 +367,10 @@ def run_headless(args: argparse.Namespace) -> int:
         _mcp_allowance(args, rules)
         for given in getattr(args, "mcp_config", None) or ():
             if not Path(given).is_file():
-                raise UsageError(f"--mcp-config {given}: no such file (give a JSON file "
-                                 'like .mcp.json: {"mcpServers": {...}})')
+                raise UsageError(
+                    f"--mcp-config {given}: no such file (give a JSON file "
+                    'like .mcp.json: {"mcpServers": {...}})'
+                )
         settings = load_model_settings(getattr(args, "model", None))
         if settings is None:
             raise UsageError(MISSING_MODEL_HELP)
@@ -298,12 +378,21 @@ def run_headless(args: argparse.Namespace) -> int:
     except UsageError as exc:
         sys.stderr.write(f"theus: {exc}\n")
         if fmt != "text":
-            printer.line(result_payload(subtype="error_usage", text="", session_id=None,
-                                        num_turns=0, usage=Usage(), started=started,
-                                        error=str(exc)))
+            printer.line(
+                result_payload(
+                    subtype="error_usage",
+                    text="",
+                    session_id=None,
+                    num_turns=0,
+                    usage=Usage(),
+                    started=started,
+                    error=str(exc),
+                )
+            )
         return 2
-    return asyncio.run(_run(args, root, prompt, settings, session, messages, printer, started,
-                            rules))
+    return asyncio.run(
+        _run(args, root, prompt, settings, session, messages, printer, started, rules)
+    )
 
 
 def _open_session(root: Path, args: argparse.Namespace, model: str) -> tuple[Any, list[Any]]:
@@ -313,19 +402,32 @@ def _open_session(root: Path, args: argparse.Namespace, model: str) -> tuple[Any
         session = SessionStore(root).choose(
             resume=getattr(args, "resume", None),
             continue_last=getattr(args, "continue_last", False),
-            root=str(root), model=model, headless=True)
+            root=str(root),
+            model=model,
+            headless=True,
+        )
     except SessionNotFound as exc:
         raise UsageError(str(exc)) from None
     return session, session.messages()
 
 
-async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any, session: Any,
-               messages: list[Any], printer: Printer, started: float,
-               rules: ToolRules) -> int:
+async def _run(
+    args: argparse.Namespace,
+    root: Path,
+    prompt: str,
+    settings: Any,
+    session: Any,
+    messages: list[Any],
+    printer: Printer,
+    started: float,
+    rules: ToolRules,
+) -> int:
     from theus.agent.setup import start_headless
 
-    allow = {"edit": bool(args.allow_edits) or "edit" in rules.kinds,
-             "shell": bool(args.allow_shell) or "shell" in rules.kinds}
+    allow = {
+        "edit": bool(args.allow_edits) or "edit" in rules.kinds,
+        "shell": bool(args.allow_shell) or "shell" in rules.kinds,
+    }
     mcp_allowed, hub = _start_mcp(args, root, rules)
 
     async def approve(request: ApprovalRequest) -> bool:
@@ -334,42 +436,66 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
             request.reason = f"refused by {_given(args)}"
             printer.deny(request, reason=request.reason)
             return False
-        ok = verdict or (mcp_allowed.allows(request.tool or "") if request.kind == "mcp"
-                         else allow[request.kind])
+        ok = verdict or (
+            mcp_allowed.allows(request.tool or "") if request.kind == "mcp" else allow[request.kind]
+        )
         unconfined = request.kind == "shell" and bool(request.protected)  # no sandbox here
         if ok and unconfined and not getattr(args, "allow_unsandboxed_shell", False):
             ok = False
-            log.warning("shell commands refused: %s; pass --allow-unsandboxed-shell to run "
-                        "them anyway", request.protected)
+            log.warning(
+                "shell commands refused: %s; pass --allow-unsandboxed-shell to run them anyway",
+                request.protected,
+            )
         if not ok:
             printer.deny(request, UNSANDBOXED_FLAG if unconfined else None)
         return ok
 
     printer.session_id, printer.model = session.id, settings.model
     runtime = await asyncio.to_thread(
-        start_headless, root, settings, session, prompt, sink=printer, approver=approve,
-        messages=messages, max_turns=args.max_turns,
+        start_headless,
+        root,
+        settings,
+        session,
+        prompt,
+        sink=printer,
+        approver=approve,
+        messages=messages,
+        max_turns=args.max_turns,
         allow_config_edits=bool(getattr(args, "allow_config_edits", False)),
-        denied_hint=HEADLESS_DENIED, mcp=hub)
+        denied_hint=HEADLESS_DENIED,
+        mcp=hub,
+    )
     agent = runtime.agent
     extra = getattr(args, "append_system_prompt", None)
     if extra and agent.messages and agent.messages[0].get("role") == "system":
         # This run's wire only, as in Claude Code: the session keeps the prompt it began with.
-        agent.messages[0] = {**agent.messages[0],
-                             "content": f"{agent.messages[0]['content']}\n\n{extra}"}
+        agent.messages[0] = {
+            **agent.messages[0],
+            "content": f"{agent.messages[0]['content']}\n\n{extra}",
+        }
     for name in list(agent.tools):  # subagents get their tools from this set
         if name in rules.removed or any(fnmatchcase(name, n) for n in rules.mcp_denied):
             del agent.tools[name]
     if printer.fmt == "stream-json":
-        printer.line({"type": "system", "subtype": "init", "session_id": session.id,
-                      "model": settings.model, "cwd": str(root), "tools": sorted(agent.tools),
-                      "mcp_servers": [{"name": c.name, "status": "connected" if
-                                       c.state == "ready" else c.state}
-                                      for c in (hub.connections.values() if hub else ())],
-                      "permissionMode": _permission_mode(allow, rules.mode),
-                      "apiKeySource": "none", "slash_commands": [],
-                      "allowed": sorted(kind for kind, on in allow.items() if on),
-                      "instructions": list(agent.instructions.files)})
+        printer.line(
+            {
+                "type": "system",
+                "subtype": "init",
+                "session_id": session.id,
+                "model": settings.model,
+                "cwd": str(root),
+                "tools": sorted(agent.tools),
+                "mcp_servers": [
+                    {"name": c.name, "status": "connected" if c.state == "ready" else c.state}
+                    for c in (hub.connections.values() if hub else ())
+                ],
+                "permissionMode": _permission_mode(allow, rules.mode),
+                "apiKeySource": "none",
+                "slash_commands": [],
+                "allowed": sorted(kind for kind, on in allow.items() if on),
+                "instructions": list(agent.instructions.files),
+            }
+        )
     turn = asyncio.current_task()
     if turn is not None:  # nobody reads the answer any more: stop working on it
         printer.on_gone = turn.cancel
@@ -385,8 +511,9 @@ async def _run(args: argparse.Namespace, root: Path, prompt: str, settings: Any,
             try:
                 following = await asyncio.to_thread(requests.next)
             except ValueError as exc:
-                printer.line({"type": "system", "subtype": "error", "message": str(exc),
-                              "fatal": True})
+                printer.line(
+                    {"type": "system", "subtype": "error", "message": str(exc), "fatal": True}
+                )
                 sys.stderr.write(f"theus: {exc}\n")
                 return 1
             if following is None:  # stdin closed: the conversation is over
@@ -419,15 +546,27 @@ async def _answer(agent: Any, prompt: str, printer: Printer) -> _Outcome:
     return _Outcome(result.text, result.stop, result.error, result.incomplete)
 
 
-def _report(outcome: _Outcome, agent: Any, session: Any, settings: Any, printer: Printer,
-            started: float) -> int:
+def _report(
+    outcome: _Outcome, agent: Any, session: Any, settings: Any, printer: Printer, started: float
+) -> int:
     """Print a turn's result (json, stream-json) and give the exit code it means."""
-    subtype = {"end": "success", "max_turns": "error_max_turns",
-               "cancelled": "error_interrupted"}.get(outcome.stop, "error_during_execution")
-    payload = result_payload(subtype=subtype, text=outcome.text, session_id=session.id,
-                             num_turns=agent.num_turns, usage=agent.usage, started=started,
-                             error=outcome.error, meter=agent.model.meter,
-                             model=settings.model, denials=printer.denials)
+    subtype = {
+        "end": "success",
+        "max_turns": "error_max_turns",
+        "cancelled": "error_interrupted",
+    }.get(outcome.stop, "error_during_execution")
+    payload = result_payload(
+        subtype=subtype,
+        text=outcome.text,
+        session_id=session.id,
+        num_turns=agent.num_turns,
+        usage=agent.usage,
+        started=started,
+        error=outcome.error,
+        meter=agent.model.meter,
+        model=settings.model,
+        denials=printer.denials,
+    )
     if outcome.incomplete:  # "answer cut at N tokens", a dropped connection (stderr said it)
         payload["incomplete"] = outcome.incomplete
     if agent.usage_estimated:  # the server reported no usage: these counts are ours
@@ -469,12 +608,15 @@ def user_text(line: str) -> str:
     message = event.get("message") if isinstance(event, dict) else None
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, list):
-        content = "\n\n".join(b.get("text", "") for b in content
-                               if isinstance(b, dict) and b.get("type") == "text")
+        content = "\n\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
     if event.get("type") != "user" or not isinstance(content, str) or not content.strip():
-        raise ValueError("--input-format stream-json reads lines like {\"type\": \"user\", "
-                         "\"message\": {\"role\": \"user\", \"content\": \"...\"}}, not "
-                         f"{line.strip()[:80]!r}")
+        raise ValueError(
+            '--input-format stream-json reads lines like {"type": "user", '
+            '"message": {"role": "user", "content": "..."}}, not '
+            f"{line.strip()[:80]!r}"
+        )
     return content
 
 
@@ -482,8 +624,9 @@ def _stream_input(args: argparse.Namespace) -> bool:
     return getattr(args, "input_format", "text") == "stream-json"
 
 
-def _start_mcp(args: argparse.Namespace, root: Path, rules: ToolRules
-               ) -> tuple[Allowance, McpHub | None]:
+def _start_mcp(
+    args: argparse.Namespace, root: Path, rules: ToolRules
+) -> tuple[Allowance, McpHub | None]:
     """The run's MCP allowance, and the hub of the servers it names (None when it names
     none: nothing is started). Started now, so the servers come up while the memory opens."""
     from theus.mcp.client import start_hub
@@ -498,9 +641,10 @@ def _mcp_allowance(args: argparse.Namespace, rules: ToolRules) -> Allowance:
     from theus.mcp.allow import Allowance
 
     try:
-        return Allowance.parse(bool(getattr(args, "allow_mcp", False)),
-                               (getattr(args, "allow_mcp_tool", None) or [])
-                               + rules.mcp_allowed)
+        return Allowance.parse(
+            bool(getattr(args, "allow_mcp", False)),
+            (getattr(args, "allow_mcp_tool", None) or []) + rules.mcp_allowed,
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -510,26 +654,36 @@ def _tool_rules(args: argparse.Namespace) -> ToolRules:
         mode = getattr(args, "permission_mode", None)
         if getattr(args, "dangerously_skip_permissions", False):
             if mode not in (None, "bypassPermissions"):
-                raise ValueError(f"--dangerously-skip-permissions is --permission-mode "
-                                 f"bypassPermissions, not {mode}: give one of them")
+                raise ValueError(
+                    f"--dangerously-skip-permissions is --permission-mode "
+                    f"bypassPermissions, not {mode}: give one of them"
+                )
             mode = "bypassPermissions"
-        rules = ToolRules.parse(getattr(args, "allowed_tools", None),
-                                getattr(args, "disallowed_tools", None), mode)
+        rules = ToolRules.parse(
+            getattr(args, "allowed_tools", None), getattr(args, "disallowed_tools", None), mode
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if rules.mode == "plan" and (getattr(args, "allow_edits", False)
-                                 or getattr(args, "allow_shell", False)):
-        raise UsageError("--permission-mode plan changes nothing: drop --allow-edits and "
-                         "--allow-shell, or choose another mode")
+    if rules.mode == "plan" and (
+        getattr(args, "allow_edits", False) or getattr(args, "allow_shell", False)
+    ):
+        raise UsageError(
+            "--permission-mode plan changes nothing: drop --allow-edits and "
+            "--allow-shell, or choose another mode"
+        )
     return rules
 
 
 def _given(args: argparse.Namespace) -> str:
     """The run's Claude Code rule flags as given, for a refusal's reason."""
-    parts = [f"--disallowedTools {' '.join(args.disallowed_tools)}"
-             if getattr(args, "disallowed_tools", None) else "",
-             f"--permission-mode {args.permission_mode}"
-             if getattr(args, "permission_mode", None) else ""]
+    parts = [
+        f"--disallowedTools {' '.join(args.disallowed_tools)}"
+        if getattr(args, "disallowed_tools", None)
+        else "",
+        f"--permission-mode {args.permission_mode}"
+        if getattr(args, "permission_mode", None)
+        else "",
+    ]
     return "; ".join(p for p in parts if p) or "none"
 
 

@@ -62,18 +62,22 @@ class Rule:
             except Unchecked as exc:
                 return f"the shell rule {self.command!r} cannot be checked: {exc}"
             if len(parts) != 1:
-                return ("a shell rule names one command prefix (`make test`), not "
-                        f"{self.command!r}")
+                return f"a shell rule names one command prefix (`make test`), not {self.command!r}"
             return ""
         if self.tool == "edit":
             clean = posixpath.normpath(self.path) if self.path else ""
             if clean in ("", ".", "..") or clean.startswith(("/", "../")):
-                return ("an edit rule names a file or a folder (ending with /) inside the "
-                        f"project, not {self.path!r}")
+                return (
+                    "an edit rule names a file or a folder (ending with /) inside the "
+                    f"project, not {self.path!r}"
+                )
             return ""
         if self.tool == "mcp":
-            return "" if self.name and self.server else (
-                "an MCP rule names the tool and its server's identity")
+            return (
+                ""
+                if self.name and self.server
+                else ("an MCP rule names the tool and its server's identity")
+            )
         return f"unknown tool {self.tool!r} (shell, edit or mcp)"
 
     @property
@@ -85,11 +89,10 @@ class Rule:
         if request.kind != self.tool:
             return False
         if self.tool == "shell":
-            return part[:len(self.words)] == self.words
+            return part[: len(self.words)] == self.words
         if self.tool == "edit":
             target = request.path or ""
-            return target == self.path or (self.path.endswith("/")
-                                           and target.startswith(self.path))
+            return target == self.path or (self.path.endswith("/") and target.startswith(self.path))
         return (self.name, self.server) == (request.tool, request.server)
 
     def describe(self) -> str:
@@ -102,9 +105,17 @@ class Rule:
         return f"edit and write {self.path}"
 
     def as_json(self) -> dict[str, str]:
-        return {key: value for key, value in (("tool", self.tool), ("command", self.command),
-                                              ("path", self.path), ("name", self.name),
-                                              ("server", self.server)) if value}
+        return {
+            key: value
+            for key, value in (
+                ("tool", self.tool),
+                ("command", self.command),
+                ("path", self.path),
+                ("name", self.name),
+                ("server", self.server),
+            )
+            if value
+        }
 
 
 def asked_each_time(request: ApprovalRequest) -> str:
@@ -169,9 +180,11 @@ class Permissions:
             return
         with atomic.locked(self._lock):
             kept = self._project_rules()
-            grants.write(self.path, self.root,
-                         {"allow": [r.as_json() for r in kept + [r for r in rules
-                                                                 if r not in kept]]})
+            grants.write(
+                self.path,
+                self.root,
+                {"allow": [r.as_json() for r in kept + [r for r in rules if r not in kept]]},
+            )
 
     def listed(self) -> list[tuple[Scope, Rule]]:
         """Session rules first, then the project's; `/permissions` numbers them in this order."""
@@ -188,8 +201,11 @@ class Permissions:
             self.session.remove(rule)
         else:
             with atomic.locked(self._lock):
-                grants.write(self.path, self.root, {"allow": [
-                    r.as_json() for r in self._project_rules() if r != rule]})
+                grants.write(
+                    self.path,
+                    self.root,
+                    {"allow": [r.as_json() for r in self._project_rules() if r != rule]},
+                )
         return scope, rule
 
     def forget_session(self) -> None:
@@ -214,7 +230,7 @@ class Permissions:
 
 def _rule(row: Any) -> Rule:
     if not isinstance(row, dict) or row.get("tool") not in TOOLS:
-        raise ValueError(f"expected {{\"tool\": \"shell\"|\"edit\"|\"mcp\", ...}}, not {row!r}")
+        raise ValueError(f'expected {{"tool": "shell"|"edit"|"mcp", ...}}, not {row!r}')
     fields = {k: row[k] for k in ("command", "path", "name", "server") if k in row}
     if not all(isinstance(v, str) for v in fields.values()):
         raise ValueError(f"expected strings in {row!r}")

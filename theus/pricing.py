@@ -60,13 +60,18 @@ def load_prices() -> dict[str, Price]:
         try:
             table[str(model)] = Price(float(row["input"]), float(row["output"]))
         except (TypeError, KeyError, ValueError):
-            log.warning("ignoring the price of %s in %s: expected {\"input\": USD per million "
-                        "tokens, \"output\": USD per million tokens}", model, path)
+            log.warning(
+                'ignoring the price of %s in %s: expected {"input": USD per million '
+                'tokens, "output": USD per million tokens}',
+                model,
+                path,
+            )
     return table
 
 
-def cost_usd(model: str, input_tokens: int, output_tokens: int,
-             prices: dict[str, Price] | None = None) -> float | None:
+def cost_usd(
+    model: str, input_tokens: int, output_tokens: int, prices: dict[str, Price] | None = None
+) -> float | None:
     """The cost of these tokens on `model`, or None when the table has no price for it."""
     table = load_prices() if prices is None else prices
     price = table.get(model)

@@ -62,7 +62,8 @@ def printable_last_resort() -> None:
 _COMPLETE = re.compile(
     r"\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\|(?=\n))|\x1b[P^_X][^\x1b\n]*(?:\x1b\\|(?=\n))"
     r"|\x1b\[[0-?]*[ -/]*[@-~]"
-    r"|\x1b[ -/]*[0-OQ-WYZ\\`-~]|\x9b[0-?]*[ -/]*[@-~]")  # not the openers [ ] P X ^ _
+    r"|\x1b[ -/]*[0-OQ-WYZ\\`-~]|\x9b[0-?]*[ -/]*[@-~]"
+)  # not the openers [ ] P X ^ _
 HOLD = 4096  # a sequence still open after this many characters is dropped, not waited for
 
 

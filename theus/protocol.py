@@ -215,9 +215,18 @@ class Error:
 
 
 Event = (
-    TextDelta | AssistantMessage | ToolCallStarted | ToolCallFinished | InjectionInfo
-    | ApprovalRequest | TurnFinished | Compacted | MicrocompactCleared | SubagentStarted
-    | SubagentFinished | Error
+    TextDelta
+    | AssistantMessage
+    | ToolCallStarted
+    | ToolCallFinished
+    | InjectionInfo
+    | ApprovalRequest
+    | TurnFinished
+    | Compacted
+    | MicrocompactCleared
+    | SubagentStarted
+    | SubagentFinished
+    | Error
 )
 Sink = Callable[[Event], None]
 

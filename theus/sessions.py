@@ -44,8 +44,14 @@ class SessionInfo:
     messages: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "created": self.created, "updated": self.updated,
-                "title": self.title, "messages": self.messages, "path": str(self.path)}
+        return {
+            "id": self.id,
+            "created": self.created,
+            "updated": self.updated,
+            "title": self.title,
+            "messages": self.messages,
+            "path": str(self.path),
+        }
 
 
 class Session:
@@ -73,8 +79,9 @@ class Session:
         """Stop writing the transcript, with one warning; the conversation goes on."""
         self.unsaved = exc.strerror or str(exc)
         if not report_unwritable(exc):
-            log.warning("the session transcript is not being saved (%s): %s", self.unsaved,
-                        self.path)
+            log.warning(
+                "the session transcript is not being saved (%s): %s", self.unsaved, self.path
+            )
 
     def records(self) -> list[dict[str, Any]]:
         out = []
@@ -130,24 +137,29 @@ class SessionStore:
         if len(matches) == 1:
             return Session(matches[0], self.dir / f"{matches[0]}.jsonl")
         if matches:
-            raise SessionNotFound(f"{len(matches)} sessions start with {session_id}: "
-                                  + ", ".join(matches[:5]) + " (give more of the id)")
-        raise SessionNotFound(f"no session {session_id} in this project "
-                              "(see `theus sessions`)")
+            raise SessionNotFound(
+                f"{len(matches)} sessions start with {session_id}: "
+                + ", ".join(matches[:5])
+                + " (give more of the id)"
+            )
+        raise SessionNotFound(f"no session {session_id} in this project (see `theus sessions`)")
 
-    def choose(self, *, resume: str | None = None, continue_last: bool = False,
-               **meta: Any) -> Session:
+    def choose(
+        self, *, resume: str | None = None, continue_last: bool = False, **meta: Any
+    ) -> Session:
         """What `-r ID` / `-c` / neither mean: the given session, the latest, or a new one."""
         if resume == "":  # `-r` with no id: only the app has a picker to choose with
-            raise SessionNotFound("-r needs a session id here (see `theus sessions`; a unique "
-                                  "prefix will do)")
+            raise SessionNotFound(
+                "-r needs a session id here (see `theus sessions`; a unique prefix will do)"
+            )
         if resume:
             return self.open(resume)
         if continue_last:
             session = self.last()
             if session is None:
-                raise SessionNotFound("no earlier session in this project to continue "
-                                      "(drop -c to start one)")
+                raise SessionNotFound(
+                    "no earlier session in this project to continue (drop -c to start one)"
+                )
             return session
         return self.create(**meta)
 
@@ -167,13 +179,22 @@ class SessionStore:
                 updated = path.stat().st_mtime
             except OSError:
                 continue
-            created = next((r.get("created") for r in records if r.get("type") == "meta"),
-                           updated)
-            messages = [r["message"] for r in records
-                        if r.get("type") == "message" and isinstance(r.get("message"), dict)]
-            title = next((str(m.get("content") or "") for m in messages
-                          if is_request(m)), "")
-            infos.append(SessionInfo(path.stem, path, float(created or updated), updated,
-                                     " ".join(title.split())[:80], len(messages)))
+            created = next((r.get("created") for r in records if r.get("type") == "meta"), updated)
+            messages = [
+                r["message"]
+                for r in records
+                if r.get("type") == "message" and isinstance(r.get("message"), dict)
+            ]
+            title = next((str(m.get("content") or "") for m in messages if is_request(m)), "")
+            infos.append(
+                SessionInfo(
+                    path.stem,
+                    path,
+                    float(created or updated),
+                    updated,
+                    " ".join(title.split())[:80],
+                    len(messages),
+                )
+            )
         infos.sort(key=lambda i: (i.updated, i.id), reverse=True)
         return infos

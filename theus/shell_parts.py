@@ -38,7 +38,7 @@ def simple_commands(command: str) -> list[tuple[str, ...]]:
     i = 0
     while i < len(command):
         c = command[i]
-        if c in "<>" or (c == "&" and command[i + 1:i + 2] == ">"):
+        if c in "<>" or (c == "&" and command[i + 1 : i + 2] == ">"):
             fd = word if word.isdigit() and c != "&" else ""
             if word and not fd:
                 words.append(word)
@@ -107,6 +107,7 @@ def _skip_redirection(command: str, i: int) -> int:
     target = command[start:j]
     harmless = _HARMLESS_TARGET.get(op)
     if (harmless is not None and harmless.fullmatch(target)) or (
-            op in _NULL_OPS and target == "/dev/null"):
+        op in _NULL_OPS and target == "/dev/null"
+    ):
         return j
     raise Unchecked("it redirects to or from a file")

@@ -33,14 +33,37 @@ from theus.protocol import ApprovalRequest
 from theus.shell_parts import Unchecked, simple_commands
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
-CLAUDE_TOOLS = {"Bash": "shell", "Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit",
-                "Write": "write", "Read": "read", "Grep": "grep", "Glob": "list", "LS": "list",
-                "Task": "task"}
+CLAUDE_TOOLS = {
+    "Bash": "shell",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "NotebookEdit": "edit",
+    "Write": "write",
+    "Read": "read",
+    "Grep": "grep",
+    "Glob": "list",
+    "LS": "list",
+    "Task": "task",
+}
 THEUS_TOOLS = ("read", "list", "grep", "recall", "edit", "write", "shell", "task")
 # Claude Code's tools with no Theus counterpart: a rule about one has nothing to act on.
-ABSENT = frozenset({"WebFetch", "WebSearch", "TodoWrite", "TodoRead", "NotebookRead",
-                    "ExitPlanMode", "BashOutput", "KillShell", "KillBash", "SlashCommand",
-                    "Skill", "AskUserQuestion", "Agent"})
+ABSENT = frozenset(
+    {
+        "WebFetch",
+        "WebSearch",
+        "TodoWrite",
+        "TodoRead",
+        "NotebookRead",
+        "ExitPlanMode",
+        "BashOutput",
+        "KillShell",
+        "KillBash",
+        "SlashCommand",
+        "Skill",
+        "AskUserQuestion",
+        "Agent",
+    }
+)
 KIND_OF = {"shell": "shell", "edit": "edit", "write": "edit"}  # tools that ask approval
 CHANGING = ("edit", "write", "shell")
 _RULE = re.compile(r"(?P<name>[A-Za-z_][\w-]*)(?:\((?P<spec>.*)\))?", re.DOTALL)
@@ -57,7 +80,7 @@ class _Pattern:
     paths: pathspec.GitIgnoreSpec | None = None
 
     def covers_command(self, part: tuple[str, ...]) -> bool:
-        return part == self.words if self.exact else part[:len(self.words)] == self.words
+        return part == self.words if self.exact else part[: len(self.words)] == self.words
 
     def covers_path(self, path: str) -> bool:
         return self.paths is not None and self.paths.match_file(path)
@@ -76,8 +99,9 @@ class ToolRules:
     mcp_denied: list[str] = field(default_factory=list)
 
     @classmethod
-    def parse(cls, allowed: list[str] | None, disallowed: list[str] | None,
-              mode: str | None) -> ToolRules:
+    def parse(
+        cls, allowed: list[str] | None, disallowed: list[str] | None, mode: str | None
+    ) -> ToolRules:
         """Raises ValueError (one line) for an unknown tool, mode or specifier."""
         rules = cls(mode=mode or "default")
         if rules.mode not in MODES:
@@ -101,18 +125,21 @@ class ToolRules:
             raise ValueError(f"{flag}: {text!r} is not a rule (Tool or Tool(specifier))")
         name, spec = match["name"], match["spec"]
         if name.startswith(MCP_PREFIX):
-            server, _, tool = name[len(MCP_PREFIX):].partition("__")
+            server, _, tool = name[len(MCP_PREFIX) :].partition("__")
             if not server or spec is not None:
-                raise ValueError(f"{flag}: {text!r}: an MCP rule is mcp__SERVER or "
-                                 "mcp__SERVER__TOOL")
+                raise ValueError(
+                    f"{flag}: {text!r}: an MCP rule is mcp__SERVER or mcp__SERVER__TOOL"
+                )
             (self.mcp_allowed if allow else self.mcp_denied).append(f"{server}__{tool or '*'}")
             return
         if name in ABSENT:
             return
         tool = CLAUDE_TOOLS.get(name, name if name in THEUS_TOOLS else "")
         if not tool:
-            raise ValueError(f"{flag}: unknown tool {name!r} (Bash, Edit, Write, Read, Grep, "
-                             "Glob, Task, mcp__SERVER__TOOL, or Theus's own names)")
+            raise ValueError(
+                f"{flag}: unknown tool {name!r} (Bash, Edit, Write, Read, Grep, "
+                "Glob, Task, mcp__SERVER__TOOL, or Theus's own names)"
+            )
         if spec is None:
             if allow and tool in KIND_OF:
                 self.kinds.add(KIND_OF[tool])
@@ -122,8 +149,10 @@ class ToolRules:
         if tool not in KIND_OF:
             if allow:
                 return
-            raise ValueError(f"{flag}: {text!r}: {name} asks no approval, so only the whole "
-                             f"tool can be disallowed ({name})")
+            raise ValueError(
+                f"{flag}: {text!r}: {name} asks no approval, so only the whole "
+                f"tool can be disallowed ({name})"
+            )
         (self.allowed if allow else self.denied).append(_pattern(KIND_OF[tool], spec, flag))
 
     @property
@@ -145,22 +174,27 @@ class ToolRules:
                 parts = simple_commands(request.detail)
             except Unchecked:
                 return False if self.shell_denied else None
-            if any(p.kind == "shell" and p.covers_command(part)
-                   for p in self.denied for part in parts):
+            if any(
+                p.kind == "shell" and p.covers_command(part) for p in self.denied for part in parts
+            ):
                 return False
             if request.kind in self.kinds:
                 return True
             shell_rules = [p for p in self.allowed if p.kind == "shell"]
-            covered = parts and all(any(p.covers_command(part) for p in shell_rules)
-                                    for part in parts)
+            covered = parts and all(
+                any(p.covers_command(part) for p in shell_rules) for part in parts
+            )
             return True if covered else None
         path = request.path or ""
         if path and any(p.kind == "edit" and p.covers_path(path) for p in self.denied):
             return False
         if request.kind in self.kinds:
             return True
-        return True if path and any(p.kind == "edit" and p.covers_path(path)
-                                    for p in self.allowed) else None
+        return (
+            True
+            if path and any(p.kind == "edit" and p.covers_path(path) for p in self.allowed)
+            else None
+        )
 
 
 def split_rules(values: list[str] | None) -> list[str]:
@@ -191,7 +225,11 @@ def _pattern(kind: str, spec: str, flag: str) -> _Pattern:
             raise ValueError(f"{flag}: Bash({spec}) names one command (Bash(git diff:*))")
         return _Pattern("shell", words=parts[0], exact=not prefix)
     if not spec or spec.startswith(("//", "~")):
-        raise ValueError(f"{flag}: Edit({spec}) names paths inside the project, as a "
-                         "gitignore pattern (Edit(src/**))")
-    return _Pattern("edit", paths=pathspec.GitIgnoreSpec.from_lines(
-        [spec[2:] if spec.startswith("./") else spec]))
+        raise ValueError(
+            f"{flag}: Edit({spec}) names paths inside the project, as a "
+            "gitignore pattern (Edit(src/**))"
+        )
+    return _Pattern(
+        "edit",
+        paths=pathspec.GitIgnoreSpec.from_lines([spec[2:] if spec.startswith("./") else spec]),
+    )

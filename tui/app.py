@@ -67,25 +67,58 @@ class TheusApp(App[int]):
     COMMANDS = App.COMMANDS | {PanelCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="app.help", tooltip="Keys, slash commands, model setup"),
-        Binding("f2", "panel('chat')", "Chat", id="app.chat", group=PANELS,
-                tooltip="The conversation"),
-        Binding("f3", "panel('graph')", "Graph", id="app.graph", group=PANELS,
-                tooltip="Search and browse the knowledge graph"),
-        Binding("f4", "panel('episodes')", "Episodes", id="app.episodes", group=PANELS,
-                tooltip="What earlier sessions did"),
-        Binding("f5", "panel('memories')", "Memories", id="app.memories", group=PANELS,
-                tooltip="Add, edit and delete memories"),
+        Binding(
+            "f2", "panel('chat')", "Chat", id="app.chat", group=PANELS, tooltip="The conversation"
+        ),
+        Binding(
+            "f3",
+            "panel('graph')",
+            "Graph",
+            id="app.graph",
+            group=PANELS,
+            tooltip="Search and browse the knowledge graph",
+        ),
+        Binding(
+            "f4",
+            "panel('episodes')",
+            "Episodes",
+            id="app.episodes",
+            group=PANELS,
+            tooltip="What earlier sessions did",
+        ),
+        Binding(
+            "f5",
+            "panel('memories')",
+            "Memories",
+            id="app.memories",
+            group=PANELS,
+            tooltip="Add, edit and delete memories",
+        ),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", tooltip="Leave theus", priority=True),
         # Priority, so the request box's copy does not take it: Ctrl+C stops, as in a shell.
-        Binding("ctrl+c", "interrupt", "Interrupt", id="app.interrupt", show=False,
-                priority=True, tooltip="Stop the running turn; twice within 2 s quits"),
+        Binding(
+            "ctrl+c",
+            "interrupt",
+            "Interrupt",
+            id="app.interrupt",
+            show=False,
+            priority=True,
+            tooltip="Stop the running turn; twice within 2 s quits",
+        ),
     ]
 
-    def __init__(self, root: Path, model_settings: ModelSettings | None, *,
-                 resume: list[Message] | None = None,
-                 session: Any = None, agent_settings: AgentSettings | None = None,
-                 pick_session: bool = False, first_request: str = "",
-                 end_process: Callable[[int], NoReturn] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        model_settings: ModelSettings | None,
+        *,
+        resume: list[Message] | None = None,
+        session: Any = None,
+        agent_settings: AgentSettings | None = None,
+        pick_session: bool = False,
+        first_request: str = "",
+        end_process: Callable[[int], NoReturn] | None = None,
+    ) -> None:
         super().__init__()
         # Given (a real run, not a test): quitting restores the terminal and ends the process
         # once the memory is closed, instead of Textual's teardown, which unmounts every
@@ -105,9 +138,19 @@ class TheusApp(App[int]):
         self._last_interrupt = -QUIT_WINDOW_S
         self.status: dict[str, Any] = {
             "model": model_settings.model if model_settings else "no model",
-            "counts": {}, "indexing": True, "failed": "", "watcher": "", "recall_ms": None,
-            "turn_tokens": 0, "total_tokens": 0, "off": (), "tokens_in": 0, "tokens_out": 0,
-            "cost": None, "mcp": "", "embedding": "",
+            "counts": {},
+            "indexing": True,
+            "failed": "",
+            "watcher": "",
+            "recall_ms": None,
+            "turn_tokens": 0,
+            "total_tokens": 0,
+            "off": (),
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "cost": None,
+            "mcp": "",
+            "embedding": "",
         }
         self.status_bars: set[StatusBar] = set()
         self._agents: list[Any] = []
@@ -143,8 +186,9 @@ class TheusApp(App[int]):
 
     def on_graph_loaded(self, message: GraphLoaded) -> None:
         if message.error:
-            self.notify(f"project memory unavailable: {message.error}", severity="error",
-                        markup=False)
+            self.notify(
+                f"project memory unavailable: {message.error}", severity="error", markup=False
+            )
             self.update_status(failed=message.error[:60])
         self.refresh_status()
 
@@ -185,7 +229,8 @@ class TheusApp(App[int]):
             semantic = self.engine.memory.semantic
             fields: dict[str, Any] = {
                 "watcher": self._watcher_state(),
-                "embedding": embedding_text(semantic.progress if semantic else None)}
+                "embedding": embedding_text(semantic.progress if semantic else None),
+            }
             graph = self.engine.project.graph
             version = graph.version
             counts = self.engine.counts() if version != self._graph_version else None
@@ -205,8 +250,9 @@ class TheusApp(App[int]):
         try:
             from knowledge import watch
 
-            return watcher_text(watch.status_section(self.engine.project,
-                                                     self.engine.memory.watcher))
+            return watcher_text(
+                watch.status_section(self.engine.project, self.engine.memory.watcher)
+            )
         except Exception:
             return "watch –"
 
@@ -215,8 +261,11 @@ class TheusApp(App[int]):
         from theus.pricing import cost_usd
 
         model = self.model_settings.model if self.model_settings else ""
-        self.update_status(tokens_in=usage.prompt_tokens, tokens_out=usage.completion_tokens,
-                           cost=cost_usd(model, usage.prompt_tokens, usage.completion_tokens))
+        self.update_status(
+            tokens_in=usage.prompt_tokens,
+            tokens_out=usage.completion_tokens,
+            cost=cost_usd(model, usage.prompt_tokens, usage.completion_tokens),
+        )
 
     def reset_usage(self) -> None:
         """A new session (or a resumed one) starts its own figures."""
@@ -230,21 +279,29 @@ class TheusApp(App[int]):
             return
         self._last_interrupt = now
         stopped = self.chat is not None and self.chat.interrupt()
-        self.notify(("Interrupted. " if stopped else "") + "Press Ctrl+C again to quit",
-                    timeout=QUIT_WINDOW_S)
+        self.notify(
+            ("Interrupted. " if stopped else "") + "Press Ctrl+C again to quit",
+            timeout=QUIT_WINDOW_S,
+        )
 
     def on_recall_done(self, message: RecallDone) -> None:
         self.update_status(recall_ms=message.took_ms)
 
     def on_injected_tokens(self, message: InjectedTokens) -> None:
-        self.update_status(recall_ms=message.took_ms, turn_tokens=message.tokens,
-                           total_tokens=self.status["total_tokens"] + message.tokens)
+        self.update_status(
+            recall_ms=message.took_ms,
+            turn_tokens=message.tokens,
+            total_tokens=self.status["total_tokens"] + message.tokens,
+        )
 
     @on(Worker.StateChanged)
     def worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
-            self.notify(f"{event.worker.name or 'a task'} failed: {event.worker.error}",
-                        severity="error", markup=False)
+            self.notify(
+                f"{event.worker.name or 'a task'} failed: {event.worker.error}",
+                severity="error",
+                markup=False,
+            )
 
     # -- panels and actions ---------------------------------------------------------------------
     async def action_panel(self, name: str) -> None:
@@ -281,8 +338,9 @@ class TheusApp(App[int]):
             from knowledge.status import gather
 
             project, memory = self.engine.load(), self.engine.memory
-            self._dashboard = start_dashboard(project,
-                                              status_provider=lambda: gather(project, memory))
+            self._dashboard = start_dashboard(
+                project, status_provider=lambda: gather(project, memory)
+            )
         return self._dashboard[0]
 
     def switch_model(self, name: str) -> str:
@@ -290,9 +348,12 @@ class TheusApp(App[int]):
 
         settings = self.model_settings
         if not name:
-            return (f"model: {settings.model} ({settings.source})" if settings
-                    else "no model configured: set THEUS_BASE_URL, THEUS_API_KEY and "
-                         "THEUS_MODEL, or run `theus login`")
+            return (
+                f"model: {settings.model} ({settings.source})"
+                if settings
+                else "no model configured: set THEUS_BASE_URL, THEUS_API_KEY and "
+                "THEUS_MODEL, or run `theus login`"
+            )
         if settings is None:
             return "cannot switch: no model server configured (THEUS_BASE_URL or `theus login`)"
         self.model_settings = dataclasses.replace(settings, model=name)
@@ -313,10 +374,18 @@ class TheusApp(App[int]):
         session, messages = self.resume_session, self.resume
         self.resume_session = self.resume = None
         if session is None:
-            session = SessionStore(root).create(root=str(root), model=self.model_settings.model,
-                                                headless=False)
-        agent = make_agent(self.engine.memory, self.model_settings, session, sink=sink,
-                           approver=approver, settings=self.agent_settings, messages=messages)
+            session = SessionStore(root).create(
+                root=str(root), model=self.model_settings.model, headless=False
+            )
+        agent = make_agent(
+            self.engine.memory,
+            self.model_settings,
+            session,
+            sink=sink,
+            approver=approver,
+            settings=self.agent_settings,
+            messages=messages,
+        )
         self._agents.append(agent)
         return agent
 
@@ -369,8 +438,9 @@ class TheusApp(App[int]):
         if self._dashboard is not None:
             self._dashboard[1]()
         self.mcp.close()
-        self._memory_closing = threading.Thread(target=self.engine.close, name="theus-close",
-                                         daemon=True)
+        self._memory_closing = threading.Thread(
+            target=self.engine.close, name="theus-close", daemon=True
+        )
         self._memory_closing.start()
 
     async def on_unmount(self) -> None:
@@ -441,10 +511,15 @@ def run_app(args: argparse.Namespace) -> NoReturn:
         if session is None:
             raise UsageError("no earlier session in this project to continue (drop -c)")
         messages = session.messages()
-    app = TheusApp(root, load_model_settings(getattr(args, "model", None)), resume=messages,
-                   session=session, pick_session=pick,
-                   first_request=" ".join(getattr(args, "request", None) or ()),
-                   end_process=exit_now)
+    app = TheusApp(
+        root,
+        load_model_settings(getattr(args, "model", None)),
+        resume=messages,
+        session=session,
+        pick_session=pick,
+        first_request=" ".join(getattr(args, "request", None) or ()),
+        end_process=exit_now,
+    )
     app.run()
     app._say_how_to_resume()  # quit by another way than action_quit (an error, a signal)
     # Everything durable was closed on unmount: only buffers are left to flush.

@@ -78,7 +78,7 @@ def _read(jail: Jail, raw: str, start: str | None, end: str | None) -> tuple[str
             raise ToolError(f"{raw}:{start}-{end}: give a range such as 10-40")
         if first > len(lines):
             raise ToolError(f"{raw} has {len(lines)} lines; {first} is past the end")
-        lines = lines[first - 1:last]
+        lines = lines[first - 1 : last]
     body = redact("\n".join(lines))
     if len(body) > ATTACH_CHARS:
         body = body[:ATTACH_CHARS] + f"\n… (cut at {ATTACH_CHARS} characters; read the rest)"

@@ -22,18 +22,29 @@ class PanelCommands(Provider):
         screen = self.screen
         found: list[Command] = [
             ("Chat", "the conversation (F2)", partial(app.open_panel, "chat")),
-            ("Graph panel", "browse files, symbols and edges (F3)",
-             partial(app.open_panel, "graph")),
-            ("Episodes panel", "what earlier sessions did (F4)",
-             partial(app.open_panel, "episodes")),
+            (
+                "Graph panel",
+                "browse files, symbols and edges (F3)",
+                partial(app.open_panel, "graph"),
+            ),
+            (
+                "Episodes panel",
+                "what earlier sessions did (F4)",
+                partial(app.open_panel, "episodes"),
+            ),
             ("Memories panel", "MEMORY.md entries (F5)", partial(app.open_panel, "memories")),
             ("Help", "keys, slash commands, setting a model (F1)", app.action_help),
         ]
         # The panel's own bindings, so every action is reachable by name too.
         for binding in getattr(screen, "BINDINGS", []):
             if binding.description and binding.id:
-                found.append((f"{_panel(screen)}: {binding.description}", binding.tooltip,
-                              partial(screen.run_action, binding.action)))
+                found.append(
+                    (
+                        f"{_panel(screen)}: {binding.description}",
+                        binding.tooltip,
+                        partial(screen.run_action, binding.action),
+                    )
+                )
         return found
 
     async def discover(self) -> Hits:

@@ -21,8 +21,14 @@ PREVIEW_BYTES = 400_000  # larger files are previewed truncated
 # The preview's syntax by suffix: each indexed language's, then formats that are not indexed.
 HIGHLIGHT = {
     **{s: spec.highlight for spec in LANGUAGES.values() if spec.highlight for s in spec.suffixes},
-    ".json": "json", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".html": "html",
-    ".css": "css", ".sh": "bash", ".xml": "xml",
+    ".json": "json",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".html": "html",
+    ".css": "css",
+    ".sh": "bash",
+    ".xml": "xml",
 }
 
 
@@ -43,9 +49,10 @@ class Folders:
         with graph.lock:
             paths = [(n.path, n.key) for n in graph.nodes("file")]
             with_parts = {key for _, key in paths if graph.out_edges(key, "contains")}
-            told = sorted(((printable(n.label), n.key) for n in graph.nodes()
-                           if holds_records(n)),
-                          key=lambda t: t[0].casefold())
+            told = sorted(
+                ((printable(n.label), n.key) for n in graph.nodes() if holds_records(n)),
+                key=lambda t: t[0].casefold(),
+            )
         for path, key in paths:
             pure = PurePosixPath(path)
             parent = "" if str(pure.parent) == "." else str(pure.parent)
@@ -55,9 +62,12 @@ class Folders:
                 up_s = "" if str(up) == "." else str(up)
                 dirs[up_s].add(parent)
                 parent = up_s
-        return cls({d: sorted(s, key=str.casefold) for d, s in dirs.items()},
-                   {d: sorted(f, key=lambda t: t[0].casefold()) for d, f in files.items()},
-                   with_parts, told)
+        return cls(
+            {d: sorted(s, key=str.casefold) for d, s in dirs.items()},
+            {d: sorted(f, key=lambda t: t[0].casefold()) for d, f in files.items()},
+            with_parts,
+            told,
+        )
 
 
 def children(graph: Graph, key: str) -> list[Node]:
@@ -132,8 +142,10 @@ def header(node: Node) -> str:
     if node.summary:
         lines.append(f"summary  {node.summary}")
     records = [(r, str(r.get("text", ""))) for r in node.facts]
-    records += [(r, f"{r.get('type', '')} → {r.get('label', r.get('target', ''))}")
-                for r in node.data.get("relations", [])]
+    records += [
+        (r, f"{r.get('type', '')} → {r.get('label', r.get('target', ''))}")
+        for r in node.data.get("relations", [])
+    ]
     for record, text in sorted(records, key=lambda rt: rt[0].get("valid_to") is not None):
         until = record.get("valid_to")
         said = f"[{str(record.get('layer', '')).lower()}, {record.get('source', '')}]"

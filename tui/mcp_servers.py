@@ -29,8 +29,7 @@ class McpServers:
         self._starting: threading.Thread | None = None
 
     def start(self) -> None:
-        self._starting = threading.Thread(target=self._start, name="theus-mcp-start",
-                                          daemon=True)
+        self._starting = threading.Thread(target=self._start, name="theus-mcp-start", daemon=True)
         self._starting.start()
 
     def _start(self) -> None:
@@ -80,10 +79,14 @@ class McpServers:
         self.hub.connect(servers)
         from theus.mcp.report import variables
 
-        return "\n".join([
-            "starting " + ", ".join(s.name for s in servers)
-            + ": their tools join the chat from the next request",
-            *(line for s in servers if variables(s) for line in [f"{s.name}:", *variables(s)])])
+        return "\n".join(
+            [
+                "starting "
+                + ", ".join(s.name for s in servers)
+                + ": their tools join the chat from the next request",
+                *(line for s in servers if variables(s) for line in [f"{s.name}:", *variables(s)]),
+            ]
+        )
 
     def status_word(self) -> str:
         from theus.mcp.report import status_word

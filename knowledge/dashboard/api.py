@@ -201,9 +201,17 @@ def _neighbourhood(snap: Snapshot, query: GraphQuery) -> tuple[list[int], dict[i
 def _brief(snap: Snapshot, i: int, hops: dict[int, int] | None) -> dict[str, Any]:
     n = snap.nodes[i]
     out: dict[str, Any] = {
-        "id": i, "key": n.key, "kind": n.kind, "label": n.label, "path": n.path,
-        "sub": n.subkind, "line": n.line, "x": snap.x[i], "y": snap.y[i],
-        "w": snap.importance[i], "deg": snap.degree(i),
+        "id": i,
+        "key": n.key,
+        "kind": n.kind,
+        "label": n.label,
+        "path": n.path,
+        "sub": n.subkind,
+        "line": n.line,
+        "x": snap.x[i],
+        "y": snap.y[i],
+        "w": snap.importance[i],
+        "deg": snap.degree(i),
     }
     if hops is not None:
         out["hop"] = hops[i]
@@ -218,22 +226,44 @@ def node_detail(snap: Snapshot, i: int) -> dict[str, Any]:
         out_edge = snap.src[eid] == i
         other = snap.dst[eid] if out_edge else snap.src[eid]
         m = snap.nodes[other]
-        neighbours.append({
-            "id": other, "key": m.key, "label": m.label, "kind": m.kind, "path": m.path,
-            "edge": snap.kinds[eid], "dir": "out" if out_edge else "in",
-            "w": snap.importance[other],
-        })
+        neighbours.append(
+            {
+                "id": other,
+                "key": m.key,
+                "label": m.label,
+                "kind": m.kind,
+                "path": m.path,
+                "edge": snap.kinds[eid],
+                "dir": "out" if out_edge else "in",
+                "w": snap.importance[other],
+            }
+        )
     neighbours.sort(key=lambda e: (e["edge"], e["dir"], -e["w"], e["key"]))
     return {
-        "id": i, "key": n.key, "kind": n.kind, "label": n.label, "path": n.path,
-        "line": n.line, "end_line": n.end_line, "summary": n.summary[:_TEXT_CAP],
-        "subkind": n.subkind, "signature": n.signature[:_TEXT_CAP], "layer": n.layer,
-        "source": n.source, "status": n.status, "valid_from": n.valid_from,
-        "valid_to": n.valid_to, "facts": n.facts[:20],
+        "id": i,
+        "key": n.key,
+        "kind": n.kind,
+        "label": n.label,
+        "path": n.path,
+        "line": n.line,
+        "end_line": n.end_line,
+        "summary": n.summary[:_TEXT_CAP],
+        "subkind": n.subkind,
+        "signature": n.signature[:_TEXT_CAP],
+        "layer": n.layer,
+        "source": n.source,
+        "status": n.status,
+        "valid_from": n.valid_from,
+        "valid_to": n.valid_to,
+        "facts": n.facts[:20],
         "data": {k: n.data[k] for k in _PUBLIC_DATA if k in n.data},
-        "folder": snap.folder[i], "x": snap.x[i], "y": snap.y[i],
-        "w": snap.importance[i], "degree": len(neighbours),
-        "neighbours": neighbours[:MAX_NEIGHBOURS], "neighbour_count": len(neighbours),
+        "folder": snap.folder[i],
+        "x": snap.x[i],
+        "y": snap.y[i],
+        "w": snap.importance[i],
+        "degree": len(neighbours),
+        "neighbours": neighbours[:MAX_NEIGHBOURS],
+        "neighbour_count": len(neighbours),
     }
 
 
@@ -257,16 +287,27 @@ def database(snap: Snapshot) -> dict[str, Any]:
         for col in columns:
             if col["references"]:
                 ref = col["references"]
-                foreign_keys.append({
-                    "from_table": n.label, "from_column": col["name"],
-                    "to_table": ref["table"], "to_column": ref["column"],
-                    "resolved": ref["resolved"],
-                })
-        tables.append({
-            "key": n.key, "name": n.label, "path": n.path, "line": n.line,
-            "summary": n.summary[:_TEXT_CAP], "source": n.subkind, "columns": columns,
-            "referenced_by": sorted(referenced_by),
-        })
+                foreign_keys.append(
+                    {
+                        "from_table": n.label,
+                        "from_column": col["name"],
+                        "to_table": ref["table"],
+                        "to_column": ref["column"],
+                        "resolved": ref["resolved"],
+                    }
+                )
+        tables.append(
+            {
+                "key": n.key,
+                "name": n.label,
+                "path": n.path,
+                "line": n.line,
+                "summary": n.summary[:_TEXT_CAP],
+                "source": n.subkind,
+                "columns": columns,
+                "referenced_by": sorted(referenced_by),
+            }
+        )
     tables.sort(key=lambda t: t["name"].casefold())
     return {"version": snap.version, "tables": tables, "foreign_keys": foreign_keys}
 
@@ -287,8 +328,11 @@ def _column(snap: Snapshot, i: int) -> dict[str, Any]:
     if ref is None and isinstance(raw, list | tuple) and len(raw) == 2:
         ref = {"table": str(raw[0]), "column": str(raw[1]), "key": None, "resolved": False}
     return {
-        "key": n.key, "name": name, "type": parts[1] if len(parts) == 2 else "",
-        "line": n.line, "references": ref,
+        "key": n.key,
+        "name": name,
+        "type": parts[1] if len(parts) == 2 else "",
+        "line": n.line,
+        "references": ref,
     }
 
 
@@ -305,9 +349,23 @@ def schema(snap: Snapshot) -> dict[str, Any]:
         "version": snap.version,
         "node_kinds": {k: node_kinds.get(k, 0) for k in _ordered(NODE_KINDS, node_kinds)},
         "edge_kinds": {k: edge_kinds.get(k, 0) for k in _ordered(EDGE_KINDS, edge_kinds)},
-        "node_fields": ["key", "kind", "label", "path", "line", "end_line", "summary",
-                        "subkind", "signature", "layer", "source", "status", "facts",
-                        "valid_from", "valid_to"],
+        "node_fields": [
+            "key",
+            "kind",
+            "label",
+            "path",
+            "line",
+            "end_line",
+            "summary",
+            "subkind",
+            "signature",
+            "layer",
+            "source",
+            "status",
+            "facts",
+            "valid_from",
+            "valid_to",
+        ],
         "schema_files": files,
     }
 

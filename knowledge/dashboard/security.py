@@ -32,6 +32,7 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 
+
 # Defence in depth: the index never reads secret files, but a summary or signature could still
 # quote a key pasted into source. Token shapes that are never legitimate graph content, each
 # behind a literal prefix so a whole answer is scanned only for prefixes that occur in it.
@@ -70,7 +71,7 @@ def origin_ok(origin: str | None, allowed: frozenset[str]) -> bool:
     if origin is None:
         return True
     origin = origin.strip().lower()
-    return origin.startswith("http://") and origin[len("http://"):] in allowed
+    return origin.startswith("http://") and origin[len("http://") :] in allowed
 
 
 def token_ok(given: str | None, token: str) -> bool:

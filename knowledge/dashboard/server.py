@@ -108,8 +108,10 @@ class Dashboard:
 
     def start(self) -> Dashboard:
         self._thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
-            name="theus-dashboard", daemon=True,
+            target=self.httpd.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="theus-dashboard",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -194,8 +196,9 @@ _API: dict[str, Callable[[Dashboard, Mapping[str, list[str]]], dict[str, Any]]] 
     "/api/graph": _route_graph,
     "/api/database": lambda d, _: api.database(d.snapshot()),
     "/api/schema": lambda d, _: api.schema(d.snapshot()),
-    "/api/history": lambda d, _: {"runs": [r.to_json() for r in d.history.journal.records()]
-                                  if d.history is not None else []},
+    "/api/history": lambda d, _: {
+        "runs": [r.to_json() for r in d.history.journal.records()] if d.history is not None else []
+    },
 }
 HISTORY_ACTIONS = {("POST", "invalidate"), ("POST", "restore"), ("DELETE", "")}
 
@@ -230,8 +233,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(405, {"error": "method not allowed"})
             return
         if not token_ok(self._token({}), self.dashboard.token):  # headers only
-            self._json(401, {"error": "missing or wrong token (send X-Theus-Token)"},
-                       extra={"WWW-Authenticate": 'Bearer realm="theus"'})
+            self._json(
+                401,
+                {"error": "missing or wrong token (send X-Theus-Token)"},
+                extra={"WWW-Authenticate": 'Bearer realm="theus"'},
+            )
             return
         self._history_change(parts[2], action)
 
@@ -244,21 +250,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": "no run history here"})
             return
         try:
-            record = (history.delete(ref) if action == "" else
-                      history.set_invalid(ref, action == "invalidate"))
+            record = (
+                history.delete(ref)
+                if action == ""
+                else history.set_invalid(ref, action == "invalidate")
+            )
         except NoSuchRun:
             self._json(404, {"error": f"no run matches {ref!r}"})
         except AmbiguousRun as exc:
             self._json(400, {"error": str(exc)})
         except StoreUnavailable as exc:
-            self._json(503, {"error": f"{exc}; nothing was changed",
-                             "code": "VECTOR_STORE_UNAVAILABLE"}, extra={"Retry-After": "30"})
+            self._json(
+                503,
+                {"error": f"{exc}; nothing was changed", "code": "VECTOR_STORE_UNAVAILABLE"},
+                extra={"Retry-After": "30"},
+            )
         except Exception:
             log.exception("dashboard: history %s %s failed", action or "delete", ref)
             self._json(500, {"error": "internal error"})
         else:
-            self._json(200, {"id": record.id, "invalid": record.invalid,
-                             "deleted": action == ""})
+            self._json(200, {"id": record.id, "invalid": record.invalid, "deleted": action == ""})
 
     do_POST = do_DELETE = _change
     do_PUT = do_PATCH = do_OPTIONS = _refuse_method
@@ -307,8 +318,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(403, {"error": "cross-site request"})
             return
         if not token_ok(self._token(params), self.dashboard.token):
-            self._json(401, {"error": "missing or wrong token"},
-                       extra={"WWW-Authenticate": 'Bearer realm="theus"'})
+            self._json(
+                401,
+                {"error": "missing or wrong token"},
+                extra={"WWW-Authenticate": 'Bearer realm="theus"'},
+            )
             return
         try:
             payload = _API[route](self.dashboard, params)
@@ -317,8 +331,9 @@ class _Handler(BaseHTTPRequestHandler):
         except LookupError as exc:
             self._json(404, {"error": str(exc.args[0]) if exc.args else "not found"})
         except StaleCursor as exc:
-            self._json(409, {"error": "the graph changed: start paging again",
-                             "version": exc.version})
+            self._json(
+                409, {"error": "the graph changed: start paging again", "version": exc.version}
+            )
         except Exception:
             log.exception("dashboard: %s failed", route)
             self._json(500, {"error": "internal error"})
@@ -366,14 +381,18 @@ def project_status(project: Project) -> dict[str, Any]:
     """The index section a bare `knowledge` host can offer (the app passes a richer one)."""
     for _ in range(3):  # the indexer may be mutating these dicts: retry, never lock it out
         try:
-            return {"index": {
-                "root": str(project.root),
-                "indexed": project.has_index,
-                "skipped": dict(sorted(project.skipped_counts().items())),
-                "last_index": time.strftime(
-                    "%Y-%m-%d %H:%M:%S", time.localtime(project.last_index)
-                ) if project.last_index else None,
-            }}
+            return {
+                "index": {
+                    "root": str(project.root),
+                    "indexed": project.has_index,
+                    "skipped": dict(sorted(project.skipped_counts().items())),
+                    "last_index": time.strftime(
+                        "%Y-%m-%d %H:%M:%S", time.localtime(project.last_index)
+                    )
+                    if project.last_index
+                    else None,
+                }
+            }
         except RuntimeError:
             continue
     return {"index": {"root": str(project.root), "error": "busy indexing"}}
@@ -401,8 +420,12 @@ def start_dashboard(
     from knowledge.run_history.layer import RunHistory
 
     dashboard = Dashboard(
-        graph, host=host, port=port, unsafe_host=unsafe_host,
-        status=status_provider or (lambda: project_status(project)), title=project.root.name,
+        graph,
+        host=host,
+        port=port,
+        unsafe_host=unsafe_host,
+        status=status_provider or (lambda: project_status(project)),
+        title=project.root.name,
         history=RunHistory.for_project(project.paths),
     ).start()
     return dashboard.url, dashboard.stop

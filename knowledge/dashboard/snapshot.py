@@ -100,8 +100,15 @@ def _derive(
     importance = _importance(len(nodes), src, dst, adjacency)
     order = sorted(range(len(nodes)), key=lambda i: (-importance[i], nodes[i].key))
     snap = Snapshot(
-        version=version, nodes=nodes, index=index, src=src, dst=dst, kinds=kinds,
-        adjacency=adjacency, importance=importance, order=order,
+        version=version,
+        nodes=nodes,
+        index=index,
+        src=src,
+        dst=dst,
+        kinds=kinds,
+        adjacency=adjacency,
+        importance=importance,
+        order=order,
         folder=[folder_of(n) for n in nodes],
     )
     snap.x, snap.y = layout(snap.nodes, snap.folder, _contains_parent(snap))
@@ -181,4 +188,3 @@ class SnapshotCache:
 
     def at(self, version: int) -> Snapshot | None:
         return self._by_version.get(version)
-

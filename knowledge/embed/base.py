@@ -84,6 +84,7 @@ def normalise_rows(matrix: npt.NDArray[np.floating]) -> Vectors:
     """L2-normalise each row; an all-zero row stays zero instead of becoming NaN."""
     rows = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    normalised: Vectors = (rows / np.maximum(norms, np.float32(1e-12))).astype(np.float32,
-                                                                               copy=False)
+    normalised: Vectors = (rows / np.maximum(norms, np.float32(1e-12))).astype(
+        np.float32, copy=False
+    )
     return normalised

@@ -46,14 +46,14 @@ class VectorCache:
             self._store = EmbeddedStore(path, collection(model_id), dim)
         except StoreMismatch:
             stored = EmbeddedStore.existing(path, collection(model_id))
-            raise DimensionMismatch(model_id, expected=stored.dim if stored else -1,
-                                    got=dim) from None
+            raise DimensionMismatch(
+                model_id, expected=stored.dim if stored else -1, got=dim
+            ) from None
 
     def get_many(self, texts: Iterable[str]) -> dict[str, npt.NDArray[np.float32]]:
         """Cached vectors for those texts that have one, keyed by text."""
         by_id = {_point_id(t): t for t in texts}
-        return {by_id[p.id]: p.vector
-                for p in self._store.get(list(by_id), with_vectors=True)}
+        return {by_id[p.id]: p.vector for p in self._store.get(list(by_id), with_vectors=True)}
 
     def put_many(self, texts: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
         """Store one vector per text (rows in the same order), replacing older ones."""
@@ -61,8 +61,7 @@ class VectorCache:
             raise ValueError(f"{len(texts)} texts but vectors of shape {vectors.shape}")
         if vectors.shape[1] != self.dim:
             raise DimensionMismatch(self.model_id, expected=self.dim, got=vectors.shape[1])
-        self._store.put([Point(_point_id(t), v, {})
-                         for t, v in zip(texts, vectors, strict=True)])
+        self._store.put([Point(_point_id(t), v, {}) for t, v in zip(texts, vectors, strict=True)])
 
     def close(self) -> None:
         self._store.close()
@@ -74,8 +73,9 @@ class VectorCache:
         self.close()
 
 
-def cached(path: Path, model_id: str,
-           texts: Iterable[str] = ()) -> tuple[int | None, int, set[str]]:
+def cached(
+    path: Path, model_id: str, texts: Iterable[str] = ()
+) -> tuple[int | None, int, set[str]]:
     """(stored dimension, vectors stored, which of `texts` have one) for `model_id`, read-only:
     never creates the file (`theus status`)."""
     try:

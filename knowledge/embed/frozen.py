@@ -39,9 +39,13 @@ def save(path: Path, stacked: Stacked, *, generation: int, model_id: str) -> boo
     """Write the snapshot; False (logged) when the disk refused: the next one-shot looks the
     vectors up in the cache instead."""
     blob, offsets = snapshot.Strings.pack(name for _, name in stacked.groups)
-    arrays: dict[str, np.ndarray] = {"rows": stacked.rows, "group_of": stacked.group_of,
-              "keyed": np.array([keyed for keyed, _ in stacked.groups], dtype=np.bool_),
-              "names": blob, "name_offsets": offsets}
+    arrays: dict[str, np.ndarray] = {
+        "rows": stacked.rows,
+        "group_of": stacked.group_of,
+        "keyed": np.array([keyed for keyed, _ in stacked.groups], dtype=np.bool_),
+        "names": blob,
+        "name_offsets": offsets,
+    }
     meta = {"format": FORMAT, "generation": generation, "model_id": model_id}
     try:
         snapshot.write(path, arrays, meta)
@@ -59,9 +63,14 @@ def load(path: Path, *, generation: int, model_id: str, dim: int) -> FrozenVecto
     except (OSError, snapshot.SnapshotError):
         return None
     rows = arrays.get("rows")
-    if (meta.get("format") != FORMAT or meta.get("generation") != generation
-            or meta.get("model_id") != model_id or rows is None or rows.ndim != 2
-            or rows.shape[1] != dim):
+    if (
+        meta.get("format") != FORMAT
+        or meta.get("generation") != generation
+        or meta.get("model_id") != model_id
+        or rows is None
+        or rows.ndim != 2
+        or rows.shape[1] != dim
+    ):
         return None
     names = snapshot.Strings(arrays["names"], arrays["name_offsets"]).all()
     groups = list(zip(arrays["keyed"].tolist(), names, strict=True))

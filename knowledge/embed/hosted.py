@@ -139,8 +139,10 @@ class HostedEmbedder:
             raise EndpointError(f"{self.base_url}: not an embeddings answer ({exc})") from exc
         data = getattr(response, "data", None)
         if not isinstance(data, list):  # an HTML page or a proxy's error, parsed as a string
-            raise EndpointError(f"{self.base_url}: not an embeddings answer (got "
-                                f"{type(response).__name__}); check THEUS_EMBEDDINGS_URL")
+            raise EndpointError(
+                f"{self.base_url}: not an embeddings answer (got "
+                f"{type(response).__name__}); check THEUS_EMBEDDINGS_URL"
+            )
         return self._check(data, len(texts))
 
     def _check(self, data: list[openai.types.Embedding], expected_rows: int) -> Vectors:

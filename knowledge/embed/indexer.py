@@ -81,8 +81,9 @@ def file_chunks(node: Node, root: Path) -> list[str]:
     return [] if text is None else chunk_text(node.path, text, lines)
 
 
-def chunk_text(path: str, text: str, lines: int = PASSAGE_LINES,
-               limit: int = CHUNK_CHARS) -> list[str]:
+def chunk_text(
+    path: str, text: str, lines: int = PASSAGE_LINES, limit: int = CHUNK_CHARS
+) -> list[str]:
     """`path` + each passage of `text` (`lines` long), cut at `limit` characters (at least
     one chunk)."""
     return [f"{path}\n{body}"[:limit] for body in passages(text, lines)]
@@ -156,8 +157,11 @@ class NodeVectors:
                 name = (False, node.path) if node.path else (True, node.key)
                 group = groups.setdefault(name, len(groups))
                 group_of.extend([group] * len(rows))
-            matrix = (np.concatenate([r for _, r in entries]) if entries
-                      else np.empty((0, self.dim), dtype=np.float32))
+            matrix = (
+                np.concatenate([r for _, r in entries])
+                if entries
+                else np.empty((0, self.dim), dtype=np.float32)
+            )
             stacked = Stacked(list(groups), np.array(group_of, dtype=np.int64), matrix)
             self._memo = (self._changes, stacked)
             return stacked
@@ -191,8 +195,9 @@ class _Todo:
     degree: int
 
 
-def pending_nodes(graph: Graph, root: Path, store: NodeVectors,
-                  cancel: threading.Event | None = None) -> list[_Todo]:
+def pending_nodes(
+    graph: Graph, root: Path, store: NodeVectors, cancel: threading.Event | None = None
+) -> list[_Todo]:
     """Embeddable nodes whose current object has no vectors yet, with their texts (those
     read before `cancel` was set)."""
     with graph.lock:
@@ -250,20 +255,30 @@ def embed_pass(
         todo = rest
     report.pending = len(todo)
     if compute:
-        report.pending -= _compute(todo, found, embedder, cache, store, report, progress,
-                                   cancel, first, batch)
+        report.pending -= _compute(
+            todo, found, embedder, cache, store, report, progress, cancel, first, batch
+        )
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _compute(todo: list[_Todo], found: dict[str, Rows], embedder: Embedder,
-             cache: VectorCache | None, store: NodeVectors, report: PassReport,
-             progress: Progress | None, cancel: threading.Event | None,
-             first: set[str] | None, batch: int) -> int:
+def _compute(
+    todo: list[_Todo],
+    found: dict[str, Rows],
+    embedder: Embedder,
+    cache: VectorCache | None,
+    store: NodeVectors,
+    report: PassReport,
+    progress: Progress | None,
+    cancel: threading.Event | None,
+    first: set[str] | None,
+    batch: int,
+) -> int:
     """Embed the missing texts of `todo` in batches; returns how many nodes were stored."""
     first = first or set()
-    todo.sort(key=lambda i: (i.node.key not in first and i.node.path not in first,
-                             -i.degree, i.node.key))
+    todo.sort(
+        key=lambda i: (i.node.key not in first and i.node.path not in first, -i.degree, i.node.key)
+    )
     missing = list(dict.fromkeys(t for item in todo for t in item.texts if t not in found))
     total, done = len(missing), 0
     if progress is not None:

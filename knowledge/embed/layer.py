@@ -140,13 +140,17 @@ class SemanticLayer:
             return self._ready
 
     def _may_retry(self) -> bool:
-        return self.selection is not None and self.selection.embedder is not None and (
-            time.monotonic() - self._failed_at > RETRY_S)
+        return (
+            self.selection is not None
+            and self.selection.embedder is not None
+            and (time.monotonic() - self._failed_at > RETRY_S)
+        )
 
     def _prepare(self) -> Ready | None:
         loader = self._local_loader or self._load_local
-        self.selection = select_embedder(self._env, self._credentials_now(),
-                                         local_loader=loader, timeout=self._timeout)
+        self.selection = select_embedder(
+            self._env, self._credentials_now(), local_loader=loader, timeout=self._timeout
+        )
         embedder = self.selection.embedder
         if embedder is None:
             self.load_error = self.selection.reason
@@ -166,19 +170,21 @@ class SemanticLayer:
             vectors = self._vectors = NodeVectors(dim)
         return Ready(embedder, vectors, cache, self.project.root)
 
-    def _saved_vectors(self, embedder: Embedder, dim: int,
-                       cache: VectorCache | None) -> VectorSet:
+    def _saved_vectors(self, embedder: Embedder, dim: int, cache: VectorCache | None) -> VectorSet:
         """One-shot: the saved vectors when they are as new as the store; else what the cache
         holds for the graph, saved for the next command."""
         generation = self._generation()
         if generation is not None:
-            found = frozen.load(self.project.paths.vector_index, generation=generation,
-                                model_id=embedder.model_id, dim=dim)
+            found = frozen.load(
+                self.project.paths.vector_index,
+                generation=generation,
+                model_id=embedder.model_id,
+                dim=dim,
+            )
             if found is not None:
                 return found
         vectors = NodeVectors(dim)
-        embed_pass(self.project.graph, self.project.root, embedder, cache, vectors,
-                   compute=False)
+        embed_pass(self.project.graph, self.project.root, embedder, cache, vectors, compute=False)
         self._save_vectors(vectors, generation, embedder.model_id)
         return vectors
 
@@ -192,8 +198,12 @@ class SemanticLayer:
         """Save what one-shot commands map, when it stands for a saved generation of the graph
         (read before the pass: a save during it leaves the snapshot stale, never wrong)."""
         if generation is not None and not self.project.unsaved:
-            frozen.save(self.project.paths.vector_index, vectors.matrix(),
-                        generation=generation, model_id=model_id)
+            frozen.save(
+                self.project.paths.vector_index,
+                vectors.matrix(),
+                generation=generation,
+                model_id=model_id,
+            )
 
     def _load_local(self) -> Embedder:
         from knowledge.embed.local import load_local
@@ -237,8 +247,9 @@ class SemanticLayer:
         return ready.embedder if ready is not None else None
 
     # -- embedding -----------------------------------------------------------------------------
-    def embed_all(self, progress: Progress | None = None,
-                  cancel: threading.Event | None = None) -> PassReport | None:
+    def embed_all(
+        self, progress: Progress | None = None, cancel: threading.Event | None = None
+    ) -> PassReport | None:
         """Embed every node that has no vector yet, now (for `theus index`); None when off."""
         ready = self.prepare()
         vectors = self._vectors
@@ -247,9 +258,16 @@ class SemanticLayer:
         first, self._changed = self._changed, set()
         generation = self._generation()
         point = None if self.project.unsaved else saved_point(self.project.store)
-        report = embed_pass(self.project.graph, self.project.root, ready.embedder,
-                            ready.cache, vectors, progress=progress, cancel=cancel,
-                            first=first)
+        report = embed_pass(
+            self.project.graph,
+            self.project.root,
+            ready.embedder,
+            ready.cache,
+            vectors,
+            progress=progress,
+            cancel=cancel,
+            first=first,
+        )
         self._pass_point = point
         if report.failed and not self._stop.is_set():  # a batch cut short by `stop` is no fault
             self.stats.count("failed", report.errors[-1] if report.errors else "")
@@ -296,8 +314,11 @@ class SemanticLayer:
         if self._native_load.acquire(timeout=LOAD_WAIT_S if wait_for_load else 0):
             self._native_load.release()
         self._persist(force=True)
-        if self._ready is not None and self._ready.cache is not None and (
-                thread is None or not thread.is_alive()):
+        if (
+            self._ready is not None
+            and self._ready.cache is not None
+            and (thread is None or not thread.is_alive())
+        ):
             self._ready.cache.close()
 
     def _ensure_thread(self, embed: bool) -> None:
@@ -319,8 +340,11 @@ class SemanticLayer:
                 ready = self.prepare()
                 wait = RETRY_S if ready is None else PERSIST_S
                 graph = self.project.graph
-                due = ready is not None and (graph.version != done_version or bool(self._changed)
-                                             or (self._embedding and not done_embedding))
+                due = ready is not None and (
+                    graph.version != done_version
+                    or bool(self._changed)
+                    or (self._embedding and not done_embedding)
+                )
                 if ready is not None and due:
                     self._wake.clear()
                     version = graph.version
@@ -334,8 +358,14 @@ class SemanticLayer:
                             version, wait = -1, RETRY_S  # endpoint trouble: later
                     elif self._vectors is not None:  # what the cache holds; embeds nothing
                         self._changed.clear()
-                        embed_pass(graph, self.project.root, ready.embedder, ready.cache,
-                                   self._vectors, compute=False)
+                        embed_pass(
+                            graph,
+                            self.project.root,
+                            ready.embedder,
+                            ready.cache,
+                            self._vectors,
+                            compute=False,
+                        )
                     done_version = version
                     if self._changed:
                         continue
@@ -360,8 +390,9 @@ class SemanticLayer:
         return {
             "provider": selection.provider if selection else None,
             "reason": selection.reason if selection else None,
-            "model_id": ready.embedder.model_id if ready else (
-                selection.embedder.model_id if selection and selection.embedder else None),
+            "model_id": ready.embedder.model_id
+            if ready
+            else (selection.embedder.model_id if selection and selection.embedder else None),
             "dim": ready.vectors.dim if ready else None,
             "loaded": ready is not None,
             "load_error": self.load_error,
@@ -370,16 +401,22 @@ class SemanticLayer:
             "pending": last.pending if last is not None else None,
             "pending_at": self._pass_point if last is not None else None,
             "stats": self.stats.as_dict(),
-            "last_pass": None if last is None else {
-                "seen": last.seen, "cached": last.cached, "embedded": last.embedded,
-                "failed": last.failed, "seconds": round(last.seconds, 2),
+            "last_pass": None
+            if last is None
+            else {
+                "seen": last.seen,
+                "cached": last.cached,
+                "embedded": last.embedded,
+                "failed": last.failed,
+                "seconds": round(last.seconds, 2),
             },
         }
 
     def _persist(self, force: bool = False) -> None:
         state = self.state()
-        if not force and (state == self._persisted
-                          or time.monotonic() - self._persisted_at < PERSIST_S):
+        if not force and (
+            state == self._persisted or time.monotonic() - self._persisted_at < PERSIST_S
+        ):
             return
         self._persisted, self._persisted_at = state, time.monotonic()
         if self.last_pass is None:  # no pass here (a one-shot): the last one's count stands

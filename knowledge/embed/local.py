@@ -135,7 +135,8 @@ class LocalEmbedder:
                 options.inter_op_num_threads = 1
                 if not self._optimize:
                     options.graph_optimization_level = (
-                        onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL)
+                        onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+                    )
                 # Idle worker threads must not spin: the machine is shared with the agent, the
                 # TUI and the user's own tools.
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")

@@ -27,6 +27,8 @@ from knowledge.store import Store, StoreError
 from knowledge.switches import is_off
 
 STATE_FILE = "embed.json"
+
+
 class HasPaths(Protocol):
     @property
     def paths(self) -> ProjectPaths: ...
@@ -83,8 +85,11 @@ def read_state(paths: ProjectPaths) -> dict[str, Any]:
     return atomic.read_state(state_path(paths))
 
 
-def status_section(project: HasStore, env: Mapping[str, str] | None = None,
-                   live: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+def status_section(
+    project: HasStore,
+    env: Mapping[str, str] | None = None,
+    live: Callable[[], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """`live`: the state of the layer running in this process (`SemanticLayer.state`), which
     beats the file and spares reading every file to count what is pending; so does the file
     when its last pass saw the graph as it is saved now."""
@@ -103,17 +108,23 @@ def status_section(project: HasStore, env: Mapping[str, str] | None = None,
     if same and state.get("load_error"):
         out["reason"] += f"; last load failed: {state['load_error']}"
     wanted: dict[str, list[str]] = {}
-    counted = same and (live is not None or (
-        state.get("pending") is not None and state.get("pending_at") is not None
-        and state["pending_at"] == saved_point(project.store)))
+    counted = same and (
+        live is not None
+        or (
+            state.get("pending") is not None
+            and state.get("pending_at") is not None
+            and state["pending_at"] == saved_point(project.store)
+        )
+    )
     if counted:
         dim, count, _ = cached(project.paths.vectors, model_id)
     else:  # another process (or none) ran the layer: count what is pending from the disk
         with project.graph.lock:
             nodes = list(project.graph.nodes())
         wanted = {n.key: embed_texts(n, project.root) for n in nodes}
-        dim, count, stored = cached(project.paths.vectors, model_id,
-                                    (t for texts in wanted.values() for t in texts))
+        dim, count, stored = cached(
+            project.paths.vectors, model_id, (t for texts in wanted.values() for t in texts)
+        )
     known_dim = state.get("dim") if same else None
     if selection.provider == "local":
         known_dim = selection.embedder.dim
@@ -122,9 +133,11 @@ def status_section(project: HasStore, env: Mapping[str, str] | None = None,
     elif same and state.get("cache_error"):
         out["cache"] = f"refused: {state['cache_error']}"
     out["vectors_cached"] = count
-    out["nodes_pending"] = (state.get("pending") if counted else
-                            sum(1 for texts in wanted.values()
-                                if any(t not in stored for t in texts)))
+    out["nodes_pending"] = (
+        state.get("pending")
+        if counted
+        else sum(1 for texts in wanted.values() if any(t not in stored for t in texts))
+    )
     if same:
         stats = state.get("stats", {})
         for name in ("used", "skipped", "late", "failed"):

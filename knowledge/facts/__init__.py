@@ -22,7 +22,21 @@ from knowledge.facts.ontology import EntityType, Ontology, register_relation, re
 from knowledge.facts.records import FactView
 
 __all__ = [
-    "EXTRACTION_SCHEMA", "ApplyReport", "Correction", "Entity", "EntityType", "Extraction",
-    "ExtractionError", "Fact", "FactView", "FactsLayer", "Ontology", "Refusal", "Relation",
-    "extraction_prompt", "parse_extraction", "register_relation", "register_type",
+    "EXTRACTION_SCHEMA",
+    "ApplyReport",
+    "Correction",
+    "Entity",
+    "EntityType",
+    "Extraction",
+    "ExtractionError",
+    "Fact",
+    "FactView",
+    "FactsLayer",
+    "Ontology",
+    "Refusal",
+    "Relation",
+    "extraction_prompt",
+    "parse_extraction",
+    "register_relation",
+    "register_type",
 ]

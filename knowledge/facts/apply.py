@@ -35,8 +35,10 @@ from knowledge.keys import ENTITY_PREFIX, entity_key, fold_label, normalize
 from knowledge.redact import MARK, redact
 
 SELF_LABEL = "User"  # the entity first-person subjects ("I", "me", "yo") stand for
-_SELF = frozenset(fold_label(w) for w in ("I", "me", "my", "myself", "user", "the user", "yo",
-                                          "mi", "usuario", "el usuario"))
+_SELF = frozenset(
+    fold_label(w)
+    for w in ("I", "me", "my", "myself", "user", "the user", "yo", "mi", "usuario", "el usuario")
+)
 _CONFIDENCE = {"user": 1.0, "assistant": 0.8}  # what the user asserts is ground truth
 PHANTOM = "not said in the message and not in the graph"
 _LAYER_SOURCE = {"PERSONAL": "user_assertion", "UNIVERSAL": "world"}
@@ -61,22 +63,31 @@ class ApplyReport:
     error: str = ""  # the save failed: the changes stay in the graph for the next save
 
     def counts(self) -> dict[str, int]:
-        return {"added": len(self.added), "merged": len(self.merged),
-                "completed": len(self.completed), "refused": len(self.refused),
-                "superseded": len(self.superseded), "facts": self.facts,
-                "relations": self.relations}
+        return {
+            "added": len(self.added),
+            "merged": len(self.merged),
+            "completed": len(self.completed),
+            "refused": len(self.refused),
+            "superseded": len(self.superseded),
+            "facts": self.facts,
+            "relations": self.relations,
+        }
 
 
 def redacted(found: Extraction) -> Extraction:
     """Every text of `found` redacted, before any of it is applied."""
     return Extraction(
         tuple(replace(e, label=redact(e.label)) for e in found.entities),
-        tuple(replace(r, source=redact(r.source), target=redact(r.target))
-              for r in found.relations),
+        tuple(
+            replace(r, source=redact(r.source), target=redact(r.target)) for r in found.relations
+        ),
         tuple(replace(f, subject=redact(f.subject), text=redact(f.text)) for f in found.facts),
-        tuple(replace(c, subject=redact(c.subject), old=redact(c.old), new=redact(c.new))
-              for c in found.corrections),
-        tuple(redact(d) for d in found.dropped))
+        tuple(
+            replace(c, subject=redact(c.subject), old=redact(c.old), new=redact(c.new))
+            for c in found.corrections
+        ),
+        tuple(redact(d) for d in found.dropped),
+    )
 
 
 def commit(graph: Graph, node: Node) -> None:
@@ -95,8 +106,17 @@ def commit(graph: Graph, node: Node) -> None:
 
 
 class Turn:
-    def __init__(self, graph: Graph, names: Names, ontology: Ontology, said: Said,
-                 speaker: Speaker, now: float, holders: set[str], report: ApplyReport) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        names: Names,
+        ontology: Ontology,
+        said: Said,
+        speaker: Speaker,
+        now: float,
+        holders: set[str],
+        report: ApplyReport,
+    ) -> None:
         self.graph, self.names, self.ontology = graph, names, ontology
         self.said, self.speaker, self.now = said, speaker, now
         self.holders, self.report = holders, report
@@ -105,8 +125,7 @@ class Turn:
         self.fresh: set[str] = set()  # ids of records made in this turn
 
     def run(self, extraction: Extraction) -> None:
-        aliases = [r for r in extraction.relations if self.ontology.relation_of(r.type)
-                   == ALIAS_OF]
+        aliases = [r for r in extraction.relations if self.ontology.relation_of(r.type) == ALIAS_OF]
         alias_labels = {fold_label(r.source) for r in aliases}
         for entity in extraction.entities:
             if fold_label(entity.label) not in alias_labels:
@@ -152,8 +171,11 @@ class Turn:
         if is_self:
             label, type_name, layer = SELF_LABEL, type_name or "Person", "PERSONAL"
         key = self.names.find(label)
-        if key is not None and not key.startswith(ENTITY_PREFIX) and (
-                is_self or self._of_the_world(type_name)):
+        if (
+            key is not None
+            and not key.startswith(ENTITY_PREFIX)
+            and (is_self or self._of_the_world(type_name))
+        ):
             key = None  # the user is the user; a person is never a table or a class
         if key is None and entity_key(label) in self.graph:  # an alias two nodes share
             key = entity_key(label)
@@ -179,12 +201,18 @@ class Turn:
         entity_type = self.ontology.resolve_type(type_name)
         layer = layer or (entity_type.layer_default if entity_type else "PERSONAL")
         node = Node(
-            key=entity_key(label), kind="entity", label=label,
-            subkind=entity_type.name if entity_type else "", layer=layer,
-            source=_LAYER_SOURCE[layer], status="complete" if entity_type else "incomplete",
+            key=entity_key(label),
+            kind="entity",
+            label=label,
+            subkind=entity_type.name if entity_type else "",
+            layer=layer,
+            source=_LAYER_SOURCE[layer],
+            status="complete" if entity_type else "incomplete",
             valid_from=self.now,
-            data={"confidence": _CONFIDENCE[self.speaker],
-                  "pending_fields": [] if entity_type else ["type"]},
+            data={
+                "confidence": _CONFIDENCE[self.speaker],
+                "pending_fields": [] if entity_type else ["type"],
+            },
         )
         self.graph.upsert(node)  # in the graph now, so relations can reach it
         self.names.add(node)
@@ -210,8 +238,9 @@ class Turn:
         if entity_type is None:
             return
         node.subkind, node.status = entity_type.name, "complete"
-        node.data["pending_fields"] = [f for f in node.data.get("pending_fields", [])
-                                       if f != "type"]
+        node.data["pending_fields"] = [
+            f for f in node.data.get("pending_fields", []) if f != "type"
+        ]
         self.report.completed.append(key)
 
     # -- records -----------------------------------------------------------------------------
@@ -248,8 +277,13 @@ class Turn:
             if is_current(known) and known["type"] == name and known["target"] == dst:
                 return str(known["id"])
         record: dict[str, Any] = {
-            "id": next_id(node), "type": name, "target": dst, "label": self.node(dst).label,
-            "source": self.speaker, "layer": node.layer, "valid_from": self.now,
+            "id": next_id(node),
+            "type": name,
+            "target": dst,
+            "label": self.node(dst).label,
+            "source": self.speaker,
+            "layer": node.layer,
+            "valid_from": self.now,
             "valid_to": None,
         }
         node.data.setdefault("relations", []).append(record)
@@ -260,8 +294,9 @@ class Turn:
     def fact(self, fact: Fact) -> None:
         key = self.admit(fact.subject)
         if key is not None:
-            self.add_fact(key, fact.text, fact.source,
-                          "UNIVERSAL" if fact.source == "world" else "PERSONAL")
+            self.add_fact(
+                key, fact.text, fact.source, "UNIVERSAL" if fact.source == "world" else "PERSONAL"
+            )
 
     def add_fact(self, key: str, text: str, source: str, layer: str) -> str:
         node = self.node(key)
@@ -270,8 +305,13 @@ class Turn:
             if is_current(known) and normalize(str(known["text"])) == wanted:
                 return str(known["id"])
         record: dict[str, Any] = {
-            "id": next_id(node), "text": text, "source": source, "layer": layer,
-            "speaker": self.speaker, "valid_from": self.now, "valid_to": None,
+            "id": next_id(node),
+            "text": text,
+            "source": source,
+            "layer": layer,
+            "speaker": self.speaker,
+            "valid_from": self.now,
+            "valid_to": None,
         }
         node.facts.append(record)
         self.fresh.add(record["id"])
@@ -290,15 +330,19 @@ class Turn:
         if not self.said.mentions(new) and self.names.find(new) is None:
             self.refuse(new, PHANTOM)  # the new value of a fact is checked like an entity
             return
-        subject = (self._self_key() if fold_label(correction.subject) in _SELF
-                   else self.names.find(correction.subject))
+        subject = (
+            self._self_key()
+            if fold_label(correction.subject) in _SELF
+            else self.names.find(correction.subject)
+        )
         pattern = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
         old_key = self.names.find(old)
         matched = False
         for key in [subject] if subject else sorted(self.holders):
             found = self.work.get(key) or self.graph.get(key)
-            if found is None or not any(self._names_old(r, old, old_key, pattern)
-                                        for r in (*relations(found), *found.facts)):
+            if found is None or not any(
+                self._names_old(r, old, old_key, pattern) for r in (*relations(found), *found.facts)
+            ):
                 continue
             matched = True
             self.mention(key)
@@ -309,19 +353,24 @@ class Turn:
             for record in list(node.facts):
                 if self._names_old(record, old, old_key, pattern):
                     text = pattern.sub(lambda _: new, str(record["text"]))
-                    supersede(record, self.add_fact(key, text, record["source"],
-                                                    record["layer"]), self.now)
+                    supersede(
+                        record,
+                        self.add_fact(key, text, record["source"], record["layer"]),
+                        self.now,
+                    )
                     self.report.superseded.append(record["id"])
         if not matched:
             self.refuse(old, "no current relation or fact names it")
 
-    def _names_old(self, record: dict[str, Any], old: str, old_key: str | None,
-                   pattern: re.Pattern[str]) -> bool:
+    def _names_old(
+        self, record: dict[str, Any], old: str, old_key: str | None, pattern: re.Pattern[str]
+    ) -> bool:
         if not is_current(record) or record["id"] in self.fresh:
             return False
         if "target" in record:
-            return bool(record["target"] == old_key
-                        or fold_label(str(record["label"])) == fold_label(old))
+            return bool(
+                record["target"] == old_key or fold_label(str(record["label"])) == fold_label(old)
+            )
         return pattern.search(str(record["text"])) is not None
 
     def _replace_target(self, node: Node, record: dict[str, Any], new: str) -> None:

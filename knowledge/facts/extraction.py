@@ -35,8 +35,12 @@ _FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(?P<body>.*?)\n?```$", re.DOTALL)
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
     """A strict-mode object: every property required, nothing else allowed."""
-    return {"type": "object", "properties": properties, "required": list(properties),
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def _list_of(properties: dict[str, Any]) -> dict[str, Any]:
@@ -44,14 +48,22 @@ def _list_of(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 _STRING = {"type": "string"}
-EXTRACTION_SCHEMA: dict[str, Any] = _object({
-    "entities": _list_of({"label": _STRING, "type": _STRING,
-                          "layer": {"type": "string", "enum": list(LAYERS)}}),
-    "relations": _list_of({"source": _STRING, "target": _STRING, "type": _STRING}),
-    "facts": _list_of({"subject": _STRING, "text": _STRING,
-                       "source": {"type": "string", "enum": list(FACT_SOURCES)}}),
-    "corrections": _list_of({"subject": _STRING, "old": _STRING, "new": _STRING}),
-})
+EXTRACTION_SCHEMA: dict[str, Any] = _object(
+    {
+        "entities": _list_of(
+            {"label": _STRING, "type": _STRING, "layer": {"type": "string", "enum": list(LAYERS)}}
+        ),
+        "relations": _list_of({"source": _STRING, "target": _STRING, "type": _STRING}),
+        "facts": _list_of(
+            {
+                "subject": _STRING,
+                "text": _STRING,
+                "source": {"type": "string", "enum": list(FACT_SOURCES)},
+            }
+        ),
+        "corrections": _list_of({"subject": _STRING, "old": _STRING, "new": _STRING}),
+    }
+)
 
 _SYSTEM = """You extract durable knowledge from one chat message for a knowledge graph.
 Return JSON matching the schema, nothing else.
@@ -84,8 +96,10 @@ def extraction_prompt(speaker: Speaker, text: str, known: list[str]) -> list[dic
     who = "the user" if speaker == "user" else "the assistant (its reply to the user)"
     return [
         {"role": "system", "content": _SYSTEM},
-        {"role": "user", "content": f"Known entities: {labels}\n\nMessage from {who}:\n"
-                                    f"<<<\n{text}\n>>>"},
+        {
+            "role": "user",
+            "content": f"Known entities: {labels}\n\nMessage from {who}:\n<<<\n{text}\n>>>",
+        },
     ]
 
 
@@ -165,12 +179,16 @@ def parse_extraction(raw: str) -> Extraction:
                 dropped.append(f"{name}[{n}]: {exc}")
     if total and len(dropped) == total:
         raise ExtractionError("no usable item: " + "; ".join(dropped[:3]))
-    return Extraction(tuple(found["entities"]), tuple(found["relations"]),
-                      tuple(found["facts"]), tuple(found["corrections"]), tuple(dropped))
+    return Extraction(
+        tuple(found["entities"]),
+        tuple(found["relations"]),
+        tuple(found["facts"]),
+        tuple(found["corrections"]),
+        tuple(dropped),
+    )
 
 
-def _fields(item: object, names: tuple[str, ...], optional: tuple[str, ...] = ()
-            ) -> dict[str, str]:
+def _fields(item: object, names: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, str]:
     """The string fields of one item, stripped; raises for a missing, non-string or empty
     field (an optional one may be missing)."""
     if not isinstance(item, dict):
@@ -217,9 +235,9 @@ def _fact(item: object) -> Fact:
 
 def _correction(item: object) -> Correction:
     f = _fields(item, ("subject", "old", "new"))
-    return Correction(_label(f["subject"], "subject"), _label(f["old"], "old"),
-                      _label(f["new"], "new"))
+    return Correction(
+        _label(f["subject"], "subject"), _label(f["old"], "old"), _label(f["new"], "new")
+    )
 
 
-_ITEMS = {"entities": _entity, "relations": _relation, "facts": _fact,
-          "corrections": _correction}
+_ITEMS = {"entities": _entity, "relations": _relation, "facts": _fact, "corrections": _correction}

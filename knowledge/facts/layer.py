@@ -74,8 +74,16 @@ class FactsLayer:
             with graph.lock:
                 self.ontology.refresh()
                 names = self._names_of(graph)
-                turn = Turn(graph, names, self.ontology, Said(text), speaker, self.now(),
-                            self._holders_of(graph), report)
+                turn = Turn(
+                    graph,
+                    names,
+                    self.ontology,
+                    Said(text),
+                    speaker,
+                    self.now(),
+                    self._holders_of(graph),
+                    report,
+                )
                 turn.run(extraction)
                 names.version = graph.version  # `Names` followed this turn's changes
             if turn.work:
@@ -118,8 +126,9 @@ class FactsLayer:
             for node in self._nodes(graph):
                 if mentioned(said, [node.label, *node.data.get("aliases", [])]):
                     rank = 0
-                    node = replace(node, data={**node.data, "heat": "hot",
-                                               "mentioned_at": self.now()})
+                    node = replace(
+                        node, data={**node.data, "heat": "hot", "mentioned_at": self.now()}
+                    )
                     self._put(graph, node)
                 elif node.data.get("heat") == "hot":
                     rank = 1
@@ -150,9 +159,14 @@ class FactsLayer:
         order = {"hot": 0, "warm": 1}
         graph = self.project.graph
         with graph.lock:
-            nodes = sorted(self._nodes(graph),
-                           key=lambda n: (order.get(str(n.data.get("heat")), 2),
-                                          -float(n.data.get("mentioned_at", 0)), n.label))
+            nodes = sorted(
+                self._nodes(graph),
+                key=lambda n: (
+                    order.get(str(n.data.get("heat")), 2),
+                    -float(n.data.get("mentioned_at", 0)),
+                    n.label,
+                ),
+            )
         return [n.label for n in nodes[:limit]]
 
     # -- helpers -----------------------------------------------------------------------------
@@ -164,8 +178,11 @@ class FactsLayer:
     def _holders_of(self, graph: Graph) -> set[str]:
         """Keys of the nodes this layer looks after; found once, then kept up to date."""
         if self._holders is None:
-            self._holders = {n.key for n in graph.nodes()
-                             if n.kind == "entity" or holds_records(n) or "heat" in n.data}
+            self._holders = {
+                n.key
+                for n in graph.nodes()
+                if n.kind == "entity" or holds_records(n) or "heat" in n.data
+            }
         return self._holders
 
     def _nodes(self, graph: Graph) -> list[Node]:

@@ -59,8 +59,9 @@ BUILTIN_TYPES: tuple[tuple[EntityType, tuple[str, ...]], ...] = tuple(
 )
 # Types whose entities live in the world, never in the code: "Person: User" or "Character:
 # Batman" is never the `User` table or a `Batman` class that happens to share the name.
-WORLD_TYPES = frozenset({"Person", "Character", "Organization", "Place", "Work", "Universe",
-                         "Publisher"})
+WORLD_TYPES = frozenset(
+    {"Person", "Character", "Organization", "Place", "Work", "Universe", "Publisher"}
+)
 BUILTIN_RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("IS_A", ("ES_UN",)),
     ("CREATED_BY", ("CREADO_POR",)),
@@ -134,8 +135,9 @@ class Ontology:
         """The relation `raw` names, registering it when new; None when it names nothing."""
         return self.relation_of(raw) or (self.register_relation(raw) if fold_label(raw) else None)
 
-    def register_type(self, name: str, attributes: tuple[str, ...] = (),
-                      layer_default: Layer = "PERSONAL") -> EntityType:
+    def register_type(
+        self, name: str, attributes: tuple[str, ...] = (), layer_default: Layer = "PERSONAL"
+    ) -> EntityType:
         known = self.type_of(name)
         entity_type = EntityType(name.strip(), tuple(attributes), layer_default)
         if known is not None and (known.builtin or known == entity_type):
@@ -174,8 +176,10 @@ class Ontology:
             if isinstance(item, dict) and isinstance(item.get("name"), str):
                 attributes = item.get("attributes", [])
                 entity_type = EntityType(
-                    item["name"], tuple(str(a) for a in attributes if isinstance(a, str)),
-                    as_layer(str(item.get("layer_default"))) or "PERSONAL")
+                    item["name"],
+                    tuple(str(a) for a in attributes if isinstance(a, str)),
+                    as_layer(str(item.get("layer_default"))) or "PERSONAL",
+                )
                 if self.type_of(entity_type.name) is None:
                     self._types[fold_label(entity_type.name)] = entity_type
         for name in raw.get("relations", []):
@@ -191,11 +195,18 @@ class Ontology:
             # Another process may have registered something since: merge it in, not over it.
             with atomic.locked(self.path.with_name(f".{FILE_NAME}.lock")):
                 self._load()
-                custom = sorted({t for t in self._types.values() if not t.builtin},
-                                key=lambda t: t.name)
+                custom = sorted(
+                    {t for t in self._types.values() if not t.builtin}, key=lambda t: t.name
+                )
                 state = {
-                    "types": [{"name": t.name, "attributes": list(t.attributes),
-                               "layer_default": t.layer_default} for t in custom],
+                    "types": [
+                        {
+                            "name": t.name,
+                            "attributes": list(t.attributes),
+                            "layer_default": t.layer_default,
+                        }
+                        for t in custom
+                    ],
                     "relations": sorted(set(self._custom_relations)),
                 }
                 atomic.write_text(self.path, json.dumps(state, indent=1) + "\n")
@@ -205,8 +216,9 @@ class Ontology:
                 log.warning("facts: the ontology was not saved to %s: %s", self.path, exc)
 
 
-def register_type(project: Project, name: str, attributes: tuple[str, ...] = (),
-                  layer_default: Layer = "PERSONAL") -> EntityType:
+def register_type(
+    project: Project, name: str, attributes: tuple[str, ...] = (), layer_default: Layer = "PERSONAL"
+) -> EntityType:
     """Add (or redefine) a custom entity type of `project`; built-ins stay as they are."""
     return Ontology.of(project).register_type(name, attributes, layer_default)
 

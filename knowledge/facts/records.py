@@ -74,15 +74,35 @@ def human(relation: str) -> str:
 def views(node: Node) -> list[FactView]:
     """Every record of `node`, oldest first."""
     out = [
-        FactView(r["id"], node.label, node.key, "fact", str(r["text"]), str(r["source"]),
-                 str(r["layer"]), float(r["valid_from"]), r.get("valid_to"),
-                 str(r.get("superseded_by", "")))
+        FactView(
+            r["id"],
+            node.label,
+            node.key,
+            "fact",
+            str(r["text"]),
+            str(r["source"]),
+            str(r["layer"]),
+            float(r["valid_from"]),
+            r.get("valid_to"),
+            str(r.get("superseded_by", "")),
+        )
         for r in node.facts
     ]
     out += [
-        FactView(r["id"], node.label, node.key, "relation", f"{r['type']} {r['label']}",
-                 str(r["source"]), str(r["layer"]), float(r["valid_from"]), r.get("valid_to"),
-                 str(r.get("superseded_by", "")), str(r["type"]), str(r["target"]))
+        FactView(
+            r["id"],
+            node.label,
+            node.key,
+            "relation",
+            f"{r['type']} {r['label']}",
+            str(r["source"]),
+            str(r["layer"]),
+            float(r["valid_from"]),
+            r.get("valid_to"),
+            str(r.get("superseded_by", "")),
+            str(r["type"]),
+            str(r["target"]),
+        )
         for r in relations(node)
     ]
     return sorted(out, key=lambda v: (v.valid_from, v.id))
@@ -106,7 +126,8 @@ def line(node: Node, used_by: dict[str, list[str]]) -> str:
     kind = node.subkind if node.kind == "entity" else node.kind
     head = f"{node.label} [{kind}]" if kind else node.label
     body = described(node)
-    back = "; ".join(f"{', '.join(labels)} {human(relation)} it"
-                     for relation, labels in used_by.items())
+    back = "; ".join(
+        f"{', '.join(labels)} {human(relation)} it" for relation, labels in used_by.items()
+    )
     text = "; ".join(part for part in (body, back) if part)
     return (f"{head}: {text}" if text else head)[:LINE_CHARS]

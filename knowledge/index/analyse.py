@@ -67,7 +67,12 @@ def analyse(root: str, rel: str, size: int, mtime_ns: int, data: bytes | None = 
         extract = _redacted(extract_file(rel, content), text, redact(text))
     except Exception as exc:  # an extractor bug must not lose the rest of the index
         return Analysed(
-            rel, len(data), mtime_ns, sha1, "partial", f"extractor error: {type(exc).__name__}",
+            rel,
+            len(data),
+            mtime_ns,
+            sha1,
+            "partial",
+            f"extractor error: {type(exc).__name__}",
             Extract(language=language_of(rel), lines=text.count("\n") + 1),
         )
     why = extract.partial or (reason if reason == "invalid-utf8" else "")
@@ -81,8 +86,9 @@ def _redacted(extract: Extract, text: str, clean: str) -> Extract:
     if clean == text:
         return extract
     words = set(_WORD.findall(clean))
-    extract.identifiers = {i for i in extract.identifiers
-                           if all(w in words for w in _WORD.findall(i))}
+    extract.identifiers = {
+        i for i in extract.identifiers if all(w in words for w in _WORD.findall(i))
+    }
     extract.summary = redact(extract.summary)
     for symbol in extract.symbols:
         symbol.signature, symbol.doc = redact(symbol.signature), redact(symbol.doc)

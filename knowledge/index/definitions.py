@@ -10,9 +10,37 @@ from knowledge.graph import Graph
 
 # Names too generic to link by name even when only one definition exists.
 GENERIC = frozenset(
-    {"main", "init", "run", "get", "set", "new", "test", "setup", "start", "stop", "close",
-     "open", "read", "write", "update", "create", "delete", "load", "save", "name", "value",
-     "data", "type", "self", "this", "none", "true", "false", "null"}
+    {
+        "main",
+        "init",
+        "run",
+        "get",
+        "set",
+        "new",
+        "test",
+        "setup",
+        "start",
+        "stop",
+        "close",
+        "open",
+        "read",
+        "write",
+        "update",
+        "create",
+        "delete",
+        "load",
+        "save",
+        "name",
+        "value",
+        "data",
+        "type",
+        "self",
+        "this",
+        "none",
+        "true",
+        "false",
+        "null",
+    }
 )
 LINKED_KINDS = frozenset(
     {"class", "function", "interface", "type", "struct", "enum", "trait", "const", "method"}
@@ -50,8 +78,9 @@ class Definitions:
 
     def replace(self, rel: str, before: FileNames, after: FileNames) -> set[str]:
         """Swap one file's definitions; returns the names whose definitions changed."""
-        changed = {name for name in before.keys() | after.keys()
-                   if before.get(name) != after.get(name)}
+        changed = {
+            name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
+        }
         for name in changed:
             entry = self._by_name.get(name, {})
             for key in before.get(name, ()):

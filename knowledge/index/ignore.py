@@ -15,29 +15,95 @@ import pathspec
 # Folders that are dependencies, caches or build output in every ecosystem we index.
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
-        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".next", ".nuxt",
-        ".turbo", ".cache", ".gradle", ".idea", "dist", "build", "target", "bower_components",
-        ".terraform", ".eggs", "site-packages", ".theus",
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".next",
+        ".nuxt",
+        ".turbo",
+        ".cache",
+        ".gradle",
+        ".idea",
+        "dist",
+        "build",
+        "target",
+        "bower_components",
+        ".terraform",
+        ".eggs",
+        "site-packages",
+        ".theus",
     }
 )
 
 # Data and config formats a credentials or secrets file comes in. Source code named
 # `credentials.py` is code about credentials, and is indexed.
-_DATA_FORMATS = ("", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml",
-                 ".csv", ".txt", ".properties", ".env")
+_DATA_FORMATS = (
+    "",
+    ".json",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".ini",
+    ".cfg",
+    ".conf",
+    ".xml",
+    ".csv",
+    ".txt",
+    ".properties",
+    ".env",
+)
 # Never read at all, whatever the ignore files say.
 _SECRET_PATTERNS = (
-    ".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
-    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*credentials*.json", ".netrc",
-    ".pgpass", ".npmrc", ".pypirc", "*.kdbx", ".htpasswd",
+    ".env",
+    ".env.*",
+    "*.env",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*credentials*.json",
+    ".netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    "*.kdbx",
+    ".htpasswd",
     *(f"{stem}{ext}" for stem in ("credentials", "secrets") for ext in _DATA_FORMATS),
 )
 
 # Editor and tool temp files: saved-by-rename artefacts that must never enter the graph.
 _TEMP_PATTERNS = (
-    "*.swp", "*.swo", "*.swx", "*~", ".#*", "#*#", "*.tmp", "*.temp", "*.bak", "*.orig",
-    "4913", ".*.kate-swp", "*.crdownload", "*___jb_tmp___", "*___jb_old___",
+    "*.swp",
+    "*.swo",
+    "*.swx",
+    "*~",
+    ".#*",
+    "#*#",
+    "*.tmp",
+    "*.temp",
+    "*.bak",
+    "*.orig",
+    "4913",
+    ".*.kate-swp",
+    "*.crdownload",
+    "*___jb_tmp___",
+    "*___jb_old___",
 )
 
 

@@ -58,10 +58,15 @@ def file_nodes(result: Analysed, language: str) -> tuple[list[Node], list[Edge]]
         key = keys.section_key(rel, slug)
         nodes.append(
             Node(
-                key=key, kind="section", label=sec.title, path=rel, line=sec.line,
-                end_line=sec.end_line, summary=sec.summary, subkind=f"h{sec.level}",
+                key=key,
+                kind="section",
+                label=sec.title,
+                path=rel,
+                line=sec.line,
+                end_line=sec.end_line,
+                summary=sec.summary,
+                subkind=f"h{sec.level}",
             )
         )
         edges.append(Edge(fkey, key, "contains"))
     return nodes, edges
-

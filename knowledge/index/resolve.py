@@ -209,8 +209,9 @@ def _script(importer: str, imp: Import, files: RepoFiles) -> list[str]:
         if base in ("", "..") or base.startswith("../"):
             continue
         # `require("../")` from a folder below the root: the root's index file.
-        candidates = ([f"index{e}" for e in _SCRIPT_EXTENSIONS] if base == "."
-                      else _script_candidates(base))
+        candidates = (
+            [f"index{e}" for e in _SCRIPT_EXTENSIONS] if base == "." else _script_candidates(base)
+        )
         found = files.first(candidates)
         if found:
             return found

@@ -42,24 +42,40 @@ def discover(graph: Graph, definitions: list[tuple[str, str, list[dict[str, Any]
         for table in tables:
             tkey = keys.table_key(table["name"], scope)
             if tkey not in nodes:
-                nodes[tkey] = Node(tkey, "table", table["name"], path=path, line=table["line"],
-                                   end_line=table["end_line"], summary=table.get("summary", ""),
-                                   subkind=language, source="schema")
+                nodes[tkey] = Node(
+                    tkey,
+                    "table",
+                    table["name"],
+                    path=path,
+                    line=table["line"],
+                    end_line=table["end_line"],
+                    summary=table.get("summary", ""),
+                    subkind=language,
+                    source="schema",
+                )
             defined_in.append(Edge(keys.file_key(path), tkey, "defines"))
             for col in table.get("columns", []):
                 ckey = keys.column_key(table["name"], col["name"], scope)
                 if ckey not in nodes:
-                    nodes[ckey] = Node(ckey, "column", f"{nodes[tkey].label}.{col['name']}",
-                                       path=path, line=col["line"], end_line=col["line"],
-                                       signature=f"{col['name']} {col['type']}".strip(),
-                                       subkind="column", source="schema")
+                    nodes[ckey] = Node(
+                        ckey,
+                        "column",
+                        f"{nodes[tkey].label}.{col['name']}",
+                        path=path,
+                        line=col["line"],
+                        end_line=col["line"],
+                        signature=f"{col['name']} {col['type']}".strip(),
+                        subkind="column",
+                        source="schema",
+                    )
                     internal.append(Edge(tkey, ckey, "contains"))
                 if col.get("references"):
                     other, other_col = col["references"]
                     references.append(Edge(tkey, keys.table_key(other, scope), "references"))
                     if other_col:
-                        references.append(Edge(ckey, keys.column_key(other, other_col, scope),
-                                               "references"))
+                        references.append(
+                            Edge(ckey, keys.column_key(other, other_col, scope), "references")
+                        )
     graph.replace_owner(OWNER, list(nodes.values()), internal + references)
     for edge in defined_in:
         graph.add_edge(edge.src, edge.dst, edge.kind)
@@ -74,7 +90,6 @@ def _scopes(prisma_files: list[str]) -> Callable[[str], str]:
 
     def scope(path: str) -> str:
         here = posixpath.dirname(path)
-        return next((f for f in folders if f == "" or here == f or here.startswith(f + "/")),
-                    "")
+        return next((f for f in folders if f == "" or here == f or here.startswith(f + "/")), "")
 
     return scope

@@ -74,8 +74,9 @@ def walk(root: Path, rules: IgnoreRules | None = None, skip: Path | None = None)
                         out.skipped[rel] = reason
                         continue
                 st = entry.stat(follow_symlinks=True)
-                inside_skip = (is_dir and skip is not None
-                               and _inside(Path(entry.path).resolve(), skip))
+                inside_skip = (
+                    is_dir and skip is not None and _inside(Path(entry.path).resolve(), skip)
+                )
             except (OSError, RuntimeError):
                 out.skipped[rel] = "unreadable"
                 continue

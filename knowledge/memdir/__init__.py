@@ -45,11 +45,22 @@ if TYPE_CHECKING:
 # Each name's module, imported when first used: a one-shot run that only checks whether
 # MEMORY.md moved (`bridge`) does not pay for the rest.
 _HOME = {
-    "SyncReport": "bridge", "sync": "bridge", "sync_if_changed": "seen",
-    "AmbiguousKey": "crud", "MemoryChange": "crud", "MemoryNotFound": "crud",
-    "add_memory": "crud", "delete_memory": "crud", "edit_memory": "crud", "memories": "crud",
-    "resolve_key": "crud", "MemdirFull": "files", "MemoryDir": "files",
-    "DEFAULT_CAPS": "format", "Caps": "format", "status_section": "status",
+    "SyncReport": "bridge",
+    "sync": "bridge",
+    "sync_if_changed": "seen",
+    "AmbiguousKey": "crud",
+    "MemoryChange": "crud",
+    "MemoryNotFound": "crud",
+    "add_memory": "crud",
+    "delete_memory": "crud",
+    "edit_memory": "crud",
+    "memories": "crud",
+    "resolve_key": "crud",
+    "MemdirFull": "files",
+    "MemoryDir": "files",
+    "DEFAULT_CAPS": "format",
+    "Caps": "format",
+    "status_section": "status",
     "MemdirWatcher": "watcher",
 }
 

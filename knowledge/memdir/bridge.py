@@ -36,9 +36,14 @@ class SyncReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "enabled": self.enabled, "entries": self.entries, "not_loaded": self.not_loaded,
-            "added": self.added, "updated": self.updated, "removed": self.removed,
-            "exported": self.exported, "warnings": self.warnings,
+            "enabled": self.enabled,
+            "entries": self.entries,
+            "not_loaded": self.not_loaded,
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "exported": self.exported,
+            "warnings": self.warnings,
             "seconds": round(self.seconds, 4),
         }
 
@@ -68,8 +73,9 @@ def sync(project: Project, caps: Caps = DEFAULT_CAPS) -> SyncReport:
     return report
 
 
-def sync_locked(project: Project, mdir: MemoryDir, report: SyncReport,
-                present: list[Node] | None = None) -> None:
+def sync_locked(
+    project: Project, mdir: MemoryDir, report: SyncReport, present: list[Node] | None = None
+) -> None:
     """`sync` for a caller that holds the project and directory locks already."""
     index = mdir.read()
     report.entries, report.not_loaded = len(index.entries), len(index.not_loaded)
@@ -110,8 +116,7 @@ def _export_pending(mdir: MemoryDir, present: list[Node], report: SyncReport) ->
         try:
             write_memory(mdir, node.key, node.data.get("text") or node.label)
         except MemdirFull as exc:
-            report.warnings.append(
-                f"{len(pending) - done} memories kept in the graph only: {exc}")
+            report.warnings.append(f"{len(pending) - done} memories kept in the graph only: {exc}")
             return
         report.exported.append(node.key)
 

@@ -90,8 +90,7 @@ def _upsert_graph_only(project: Project, key: str, text: str, change: MemoryChan
     change.warnings.extend(report.warnings)
 
 
-def edit_memory(project: Project, key: str, text: str, caps: Caps = DEFAULT_CAPS
-                ) -> MemoryChange:
+def edit_memory(project: Project, key: str, text: str, caps: Caps = DEFAULT_CAPS) -> MemoryChange:
     """Replace a memory's text (redacted). Its key stays: the key a person or a script holds
     still finds it after any number of edits."""
     text = redact(text.strip())

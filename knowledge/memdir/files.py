@@ -72,7 +72,8 @@ class MemoryDir:
         if new.count("\n") > self.caps.lines or len(new.encode("utf-8")) > self.caps.bytes:
             raise MemdirFull(
                 f"{INDEX_NAME} is full ({self.caps.describe()}): a new line there would not be "
-                "loaded; free some lines")
+                "loaded; free some lines"
+            )
         return new
 
     def replace_line(self, number: int, expected: str, new: str | None) -> bool:

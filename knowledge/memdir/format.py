@@ -71,9 +71,12 @@ class Entry:
         if self.topic:
             data["topic"] = self.topic
         return Node(
-            key=self.key, kind="memory", label=redact(self.title),
+            key=self.key,
+            kind="memory",
+            label=redact(self.title),
             summary=shorten(first_line(text), 200),
-            source="graph" if self.origin == "graph" else "memdir", data=data,
+            source="graph" if self.origin == "graph" else "memdir",
+            data=data,
         )
 
 
@@ -166,24 +169,30 @@ def parse_index(text: str, caps: Caps, read_topic: ReadTopic) -> Index:
         if entry is None:
             continue
         if entry.key in seen:
-            index.problems.append(Problem(
-                INDEX_NAME, number, f"same memory as line {seen[entry.key]}; ignored"))
+            index.problems.append(
+                Problem(INDEX_NAME, number, f"same memory as line {seen[entry.key]}; ignored")
+            )
             continue
         seen[entry.key] = number
         (index.entries if loaded else index.not_loaded).append(entry)
     return index
 
 
-def _entry(number: int, line: str, problems: list[Problem], loaded: bool,
-           read_topic: ReadTopic) -> Entry | None:
+def _entry(
+    number: int, line: str, problems: list[Problem], loaded: bool, read_topic: ReadTopic
+) -> Entry | None:
     stripped = line.strip()
     if not stripped or stripped.startswith(("#", "<!--")):
         return None
     body = entry_body(line)
     if body is None:
-        problems.append(Problem(
-            INDEX_NAME, number,
-            "not an entry (expected `- memory` or `- [Title](topic.md) — hook`); skipped"))
+        problems.append(
+            Problem(
+                INDEX_NAME,
+                number,
+                "not an entry (expected `- memory` or `- [Title](topic.md) — hook`); skipped",
+            )
+        )
         return None
     if not body:
         problems.append(Problem(INDEX_NAME, number, "empty entry; skipped"))
@@ -199,14 +208,25 @@ def _entry(number: int, line: str, problems: list[Problem], loaded: bool,
     return _pointer(number, body, pointer, problems, loaded, read_topic)
 
 
-def _pointer(number: int, body: str, pointer: re.Match[str], problems: list[Problem],
-             loaded: bool, read_topic: ReadTopic) -> Entry | None:
+def _pointer(
+    number: int,
+    body: str,
+    pointer: re.Match[str],
+    problems: list[Problem],
+    loaded: bool,
+    read_topic: ReadTopic,
+) -> Entry | None:
     title, target = pointer["title"].strip(), pointer["target"]
     hook = (pointer["hook"] or "").strip()
-    if (target.startswith(("/", "\\")) or ".." in Path(target).parts
-            or not target.endswith(".md") or target == INDEX_NAME):
-        problems.append(Problem(
-            INDEX_NAME, number, f"topic {target!r} must be a .md file in the memory folder"))
+    if (
+        target.startswith(("/", "\\"))
+        or ".." in Path(target).parts
+        or not target.endswith(".md")
+        or target == INDEX_NAME
+    ):
+        problems.append(
+            Problem(INDEX_NAME, number, f"topic {target!r} must be a .md file in the memory folder")
+        )
         return None
     if not loaded:  # past the cap: reported by key, its topic file is not read
         return Entry(number, body, keys.memory_key(body), title, hook or title, target)
@@ -218,8 +238,7 @@ def _pointer(number: int, body: str, pointer: re.Match[str], problems: list[Prob
     meta, content, bad = parse_frontmatter(raw, target)
     if bad:
         problems.extend(bad)
-        problems.append(Problem(INDEX_NAME, number, f"topic file {target} is malformed; "
-                                "skipped"))
+        problems.append(Problem(INDEX_NAME, number, f"topic file {target} is malformed; skipped"))
         return None
     content = content.strip() or hook or title
     if meta.get("origin") == "graph":

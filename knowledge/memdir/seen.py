@@ -47,8 +47,11 @@ def _fingerprint(project: Project) -> str:
     """The memory folder's top-level files (episodes are a folder of their own) and how
     many saves changed memories in the store."""
     try:
-        files = sorted((p.name, st.st_mtime_ns, st.st_size)
-                       for p in project.paths.memory.glob("*.md") if (st := p.stat()))
+        files = sorted(
+            (p.name, st.st_mtime_ns, st.st_size)
+            for p in project.paths.memory.glob("*.md")
+            if (st := p.stat())
+        )
     except OSError:
         files = []
     seen = json.dumps([files, project.store.told()])

@@ -25,8 +25,13 @@ class MemdirWatcher:
     sync they trigger finds nothing to do.
     """
 
-    def __init__(self, project: Project, on_sync: Callable[[SyncReport], None] | None = None,
-                 caps: Caps = DEFAULT_CAPS, debounce_ms: int = 200) -> None:
+    def __init__(
+        self,
+        project: Project,
+        on_sync: Callable[[SyncReport], None] | None = None,
+        caps: Caps = DEFAULT_CAPS,
+        debounce_ms: int = 200,
+    ) -> None:
         self.project = project
         self.on_sync = on_sync
         self.caps = caps
@@ -58,9 +63,16 @@ class MemdirWatcher:
 
         path = self.project.paths.memory
         try:
-            for _changes in watch(path, watch_filter=_relevant_in(path), stop_event=self._stop,
-                                  debounce=self.debounce_ms, step=50, yield_on_timeout=True,
-                                  rust_timeout=50, raise_interrupt=False):
+            for _changes in watch(
+                path,
+                watch_filter=_relevant_in(path),
+                stop_event=self._stop,
+                debounce=self.debounce_ms,
+                step=50,
+                yield_on_timeout=True,
+                rust_timeout=50,
+                raise_interrupt=False,
+            ):
                 self.ready.set()
                 if not _changes:
                     continue

@@ -59,8 +59,16 @@ RERANK_BUDGET_S = 0.8  # the semantic layer's extra budget (DESIGN: +800 ms when
 THRESHOLD = 0.35  # the best score a recall needs before anything is injected
 # A PERSONAL entity (what the user said) on a request about their own world.
 PERSONAL_BOOST = 1.25
-__all__ = ["THRESHOLD", "Hit", "Recall", "RecallTuning", "Recaller", "Rerank", "Reranker",
-           "make_recaller"]
+__all__ = [
+    "THRESHOLD",
+    "Hit",
+    "Recall",
+    "RecallTuning",
+    "Recaller",
+    "Rerank",
+    "Reranker",
+    "make_recaller",
+]
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
@@ -80,8 +88,9 @@ class Hit:
 
     def rescored(self, score: float) -> Hit:
         """This hit at another score (a fifth of `dataclasses.replace`'s cost: a hot path)."""
-        return Hit(self.key, self.kind, self.path, self.name, self.line, score, self.why,
-                   self.layer)
+        return Hit(
+            self.key, self.kind, self.path, self.name, self.line, score, self.why, self.layer
+        )
 
 
 @dataclass
@@ -111,8 +120,13 @@ class Reranker(Protocol):
 class Recaller:
     """One per graph: keeps the scoring index in step with the graph between calls."""
 
-    def __init__(self, graph: GraphReader, root: Path, reranker: Reranker | None = None,
-                 tuning: RecallTuning | None = None) -> None:
+    def __init__(
+        self,
+        graph: GraphReader,
+        root: Path,
+        reranker: Reranker | None = None,
+        tuning: RecallTuning | None = None,
+    ) -> None:
         self.graph = graph
         self.root = Path(root)
         self.reranker = reranker
@@ -134,9 +148,14 @@ class Recaller:
 
     # -- the snapshot a one-shot command loads (`saved`) ------------------------------------
     @classmethod
-    def from_snapshot(cls, graph: GraphReader, root: Path, found: saved.Saved,
-                      reranker: Reranker | None = None, tuning: RecallTuning | None = None
-                      ) -> Recaller:
+    def from_snapshot(
+        cls,
+        graph: GraphReader,
+        root: Path,
+        found: saved.Saved,
+        reranker: Reranker | None = None,
+        tuning: RecallTuning | None = None,
+    ) -> Recaller:
         """A recaller that ranks exactly as one built from the store's rows (which is what
         the snapshot holds); `graph` may be a `store.StoreGraph` (it is only read for the
         hits shown)."""
@@ -185,8 +204,13 @@ class Recaller:
         self._warmer = threading.Thread(target=run, name="theus-recall-warm", daemon=True)
         self._warmer.start()
 
-    def recall(self, query: str, top: int = 10, path_prefix: str | None = None,
-               deadline: float | None = None) -> Recall:
+    def recall(
+        self,
+        query: str,
+        top: int = 10,
+        path_prefix: str | None = None,
+        deadline: float | None = None,
+    ) -> Recall:
         """Rank for `query`. `deadline` (a `time.perf_counter()` value) bounds the semantic
         re-rank, which otherwise gets `RERANK_BUDGET_S`: past it, the keyword order stands."""
         start = time.perf_counter()
@@ -199,8 +223,7 @@ class Recaller:
         graph = self.graph
         budget = start + RERANK_BUDGET_S
         budget = budget if deadline is None else min(deadline, budget)
-        rerank = (None if self.reranker is None
-                  else self._begin(self.reranker, query, notes, budget))
+        rerank = None if self.reranker is None else self._begin(self.reranker, query, notes, budget)
         with graph.lock:
             self.sync()
             if not self.content.read(time.perf_counter() + CONTENT_CATCH_UP_S):
@@ -209,27 +232,41 @@ class Recaller:
             elif self.history.stale:
                 self.warm_in_background()
             match = self.index.search(words, path_prefix)
-            factors = (kinds.factors(intent) if tuning.kinds
-                       else np.ones(len(kinds.KINDS) + 1))
+            factors = kinds.factors(intent) if tuning.kinds else np.ones(len(kinds.KINDS) + 1)
             weights = query_weights(query, tuning.head)
-            content = self.content.search(weights, kinds.wanted_kinds(intent), factors,
-                                          match.idf, path_prefix)
-            history = {p: v for p, v in self.history.votes(weights).items()
-                       if p in self.content and (not path_prefix or p.startswith(path_prefix))
-                       } if tuning.history else {}
-            named = {i: [p for p in self.index.named(i)
-                         if not path_prefix or p.startswith(path_prefix)]
-                     for i in mentioned_identifiers(query)}
-            files_named = {w: found for w in dict.fromkeys(terms(head(query)))
-                           if (found := self.files_named(w, path_prefix))}
-            signals = Signals(intent, match, content, named, history=history,
-                              files_named=files_named)
+            content = self.content.search(
+                weights, kinds.wanted_kinds(intent), factors, match.idf, path_prefix
+            )
+            history = (
+                {
+                    p: v
+                    for p, v in self.history.votes(weights).items()
+                    if p in self.content and (not path_prefix or p.startswith(path_prefix))
+                }
+                if tuning.history
+                else {}
+            )
+            named = {
+                i: [p for p in self.index.named(i) if not path_prefix or p.startswith(path_prefix)]
+                for i in mentioned_identifiers(query)
+            }
+            files_named = {
+                w: found
+                for w in dict.fromkeys(terms(head(query)))
+                if (found := self.files_named(w, path_prefix))
+            }
+            signals = Signals(
+                intent, match, content, named, history=history, files_named=files_named
+            )
             files = rank_files(graph, query, signals, self.index.hash_vectors, tuning)
             best = calibrate(files[0].coverage, match.total) if files else 0.0
             remembered = _memory_hits(graph, match, intent)
             remembered += _related_entities(graph, remembered)
-            candidates = (_file_hits(files, best) + remembered
-                          + _noted_files(graph, remembered, {f.path for f in files}))
+            candidates = (
+                _file_hits(files, best)
+                + remembered
+                + _noted_files(graph, remembered, {f.path for f in files})
+            )
         candidates.sort(key=lambda h: -h.score)  # stable: files keep their order
         late = False
         # Even with no lexical hit: the semantic layer can answer from nearest neighbours.
@@ -248,21 +285,24 @@ class Recaller:
         "session"; a symbol of the same name does not count."""
         if len(word) < 3:
             return []
-        return [p for p in self.index.named(word)
-                if word in (stem := file_stem(p), fold(stem))
-                and (not path_prefix or p.startswith(path_prefix))]
+        return [
+            p
+            for p in self.index.named(word)
+            if word in (stem := file_stem(p), fold(stem))
+            and (not path_prefix or p.startswith(path_prefix))
+        ]
 
     @staticmethod
-    def _begin(reranker: Reranker, query: str, notes: list[str], deadline: float
-               ) -> Rerank | None:
+    def _begin(reranker: Reranker, query: str, notes: list[str], deadline: float) -> Rerank | None:
         try:
             return reranker.begin(query, deadline)
         except Exception as exc:  # a failing layer must not fail recall
             notes.append(f"semantic re-rank skipped: {type(exc).__name__}")
             return None
 
-    def _rerank(self, rerank: Rerank, hits: list[Hit], notes: list[str], deadline: float
-                ) -> tuple[list[Hit], bool]:
+    def _rerank(
+        self, rerank: Rerank, hits: list[Hit], notes: list[str], deadline: float
+    ) -> tuple[list[Hit], bool]:
         """The re-ranked hits, or the keyword order when the layer fails or answers past its
         deadline (then the second value is True)."""
         try:
@@ -286,8 +326,12 @@ def calibrate(share: float, total: float) -> float:
     return 0.5 * share + 0.5 * (1.0 - math.exp(-share * total / EVIDENCE_SCALE))
 
 
-def make_recaller(project: Project, reranker: Reranker | None = None,
-                  tuning: RecallTuning | None = None, one_shot: bool = False) -> Recaller:
+def make_recaller(
+    project: Project,
+    reranker: Reranker | None = None,
+    tuning: RecallTuning | None = None,
+    one_shot: bool = False,
+) -> Recaller:
     """The one way every front end (app, `theus -p`, `theus recall`, `theus mcp`) builds its
     recaller, so that all of them rank identically.
 
@@ -300,16 +344,28 @@ def make_recaller(project: Project, reranker: Reranker | None = None,
     if one_shot and not project.unsaved:
         found = saved.current(project)
         if found is not None:
-            return Recaller.from_snapshot(StoreGraph(project.store), project.root, found,
-                                          reranker=reranker, tuning=tuning)
+            return Recaller.from_snapshot(
+                StoreGraph(project.store), project.root, found, reranker=reranker, tuning=tuning
+            )
     return Recaller(project.graph, project.root, reranker=reranker, tuning=tuning)
 
 
 def _file_hits(files: list[RankedFile], best: float) -> list[Hit]:
     """One hit per ranked file, scored on the request's scale (a file node's label is its
     name and its line 1: no graph read needed)."""
-    return [Hit(keys.file_key(f.path), "file", f.path, f.path.rpartition("/")[2], 1,
-                round(best * f.score, 4), f.why, f.layer) for f in files]
+    return [
+        Hit(
+            keys.file_key(f.path),
+            "file",
+            f.path,
+            f.path.rpartition("/")[2],
+            1,
+            round(best * f.score, 4),
+            f.why,
+            f.layer,
+        )
+        for f in files
+    ]
 
 
 def _memory_hits(graph: GraphReader, match: Match, intent: Intent) -> list[Hit]:
@@ -323,8 +379,9 @@ def _memory_hits(graph: GraphReader, match: Match, intent: Intent) -> list[Hit]:
             why = "matches " + ", ".join(match.terms_of(node))
             if intent.personal and node.kind == "entity" and node.layer == "PERSONAL":
                 score, why = min(1.0, score * PERSONAL_BOOST), why + "; what you said"
-            out.append(Hit(node.key, node.kind, "", node.label, node.line, round(score, 4),
-                           why, "HOT"))
+            out.append(
+                Hit(node.key, node.kind, "", node.label, node.line, round(score, 4), why, "HOT")
+            )
     return out
 
 
@@ -340,8 +397,11 @@ def _related_entities(graph: GraphReader, remembered: list[Hit]) -> list[Hit]:
         for key, score in sorted(frontier.items(), key=lambda kv: -kv[1]):
             outgoing, incoming, _ = graph.neighbours(key, FAN_OUT)
             for other, kind in (*outgoing, *incoming):
-                if (not kind.startswith(RELATION_EDGE) or other in seen
-                        or not other.startswith(keys.ENTITY_PREFIX)):
+                if (
+                    not kind.startswith(RELATION_EDGE)
+                    or other in seen
+                    or not other.startswith(keys.ENTITY_PREFIX)
+                ):
                     continue
                 if score * DECAY > reached.get(other, (0.0, "", ""))[0]:
                     reached[other] = (score * DECAY, key, kind.removeprefix(RELATION_EDGE))
@@ -352,8 +412,18 @@ def _related_entities(graph: GraphReader, remembered: list[Hit]) -> list[Hit]:
                 continue
             seen.add(key)
             frontier[key] = score
-            out.append(Hit(key, "entity", "", node.label, node.line, round(score, 4),
-                           f"{relation} {source}", layer))
+            out.append(
+                Hit(
+                    key,
+                    "entity",
+                    "",
+                    node.label,
+                    node.line,
+                    round(score, 4),
+                    f"{relation} {source}",
+                    layer,
+                )
+            )
     return out
 
 
@@ -369,8 +439,16 @@ def _noted_files(graph: GraphReader, remembered: list[Hit], ranked: set[str]) ->
         for dst, kind in graph.neighbours(hit.key, FAN_OUT)[0]:
             path = keys.path_of(dst) if kind == "derived-from" else None
             if path and path not in ranked and path not in out:
-                out[path] = Hit(keys.file_key(path), "file", path, path.rpartition("/")[2], 1,
-                                round(hit.score * step, 4), f"noted in {hit.key}", "WARM")
+                out[path] = Hit(
+                    keys.file_key(path),
+                    "file",
+                    path,
+                    path.rpartition("/")[2],
+                    1,
+                    round(hit.score * step, 4),
+                    f"noted in {hit.key}",
+                    "WARM",
+                )
     return list(out.values())
 
 
@@ -392,8 +470,11 @@ def _expand(graph: GraphReader, candidates: list[Hit], match: Match, limit: int)
                 continue
             terms = match.terms_of(node)
             why = "matches " + ", ".join(terms) if terms else hit.why
-            hits.append(Hit(node.key, node.kind, node.path, node.label, node.line, hit.score,
-                            why, hit.layer))
+            hits.append(
+                Hit(
+                    node.key, node.kind, node.path, node.label, node.line, hit.score, why, hit.layer
+                )
+            )
             shown += 1
         if not shown:
             hits.append(hit)

@@ -184,16 +184,28 @@ class ContentIndex:
         # What the index keeps (and its snapshot on disk) holds no secret-shaped value.
         return redact(read_text(self.root, node.path, int(node.data.get("size", 0) or 0)) or "")
 
-    def search(self, weights: dict[str, float], wanted: tuple[str, ...], factors: np.ndarray,
-               mass: dict[str, float], path_prefix: str | None = None) -> ContentMatch:
+    def search(
+        self,
+        weights: dict[str, float],
+        wanted: tuple[str, ...],
+        factors: np.ndarray,
+        mass: dict[str, float],
+        path_prefix: str | None = None,
+    ) -> ContentMatch:
         """BM25 of the files for the weighted request terms (IDF and average length over the
         files of the `wanted` kinds; `factors` by kind code choose the candidates), and each
         file's share of `mass` (term -> weight)."""
         with self.lock:
             return self._search(weights, wanted, factors, mass, path_prefix)
 
-    def _search(self, weights: dict[str, float], wanted: tuple[str, ...], factors: np.ndarray,
-                mass: dict[str, float], path_prefix: str | None) -> ContentMatch:
+    def _search(
+        self,
+        weights: dict[str, float],
+        wanted: tuple[str, ...],
+        factors: np.ndarray,
+        mass: dict[str, float],
+        path_prefix: str | None,
+    ) -> ContentMatch:
         size, count = self._size(), self._passages
         if not self._slot or not weights:
             return ContentMatch({}, {}, {})
@@ -208,12 +220,14 @@ class ContentIndex:
         n, n_passages = int(in_wanted.sum()), int(passage_wanted.sum())
         lengths, passage_lengths = self._length[:size], self._passage_length[:count]
         norm = K1 * (1.0 - B + B * lengths / max(1.0, float(lengths[in_wanted].mean())))
-        passage_norm = K1 * (1.0 - B + B * passage_lengths
-                             / max(1.0, float(passage_lengths[passage_wanted].mean())))
+        passage_norm = K1 * (
+            1.0 - B + B * passage_lengths / max(1.0, float(passage_lengths[passage_wanted].mean()))
+        )
         # All terms at once, their postings end to end in term order: bincount adds each
         # slot's parts in array order, so a file's score sums its terms' parts in term order.
-        by_file = {term: held for term in weights
-                   if (held := self._file_counts.get(term)) is not None}
+        by_file = {
+            term: held for term in weights if (held := self._file_counts.get(term)) is not None
+        }
         if not by_file:
             return ContentMatch({}, {}, {})
         terms = list(by_file)
@@ -222,8 +236,9 @@ class ContentIndex:
         # The three postings hold the same terms, and a term's passages in a file are
         # consecutive in its passage postings (slots only grow, files take theirs at once).
         files, tf, term = _joined(list(by_file.values()))
-        in_passages = np.concatenate([(self._file_passages.get(t) or _NONE)[1]
-                                      for t in terms]).astype(np.int64)
+        in_passages = np.concatenate(
+            [(self._file_passages.get(t) or _NONE)[1] for t in terms]
+        ).astype(np.int64)
         first = np.cumsum(in_passages) - in_passages  # where an entry's passages start
         if self._dead:  # a changed file's old slots stay in the postings until compacted
             alive = kinds[files] != DEAD
@@ -247,24 +262,31 @@ class ContentIndex:
         chosen[hit] = True
         pick = chosen[files]
         lengths_picked = in_passages[pick]
-        at = (np.repeat(first[pick] - np.cumsum(lengths_picked) + lengths_picked,
-                        lengths_picked) + np.arange(int(lengths_picked.sum())))
+        at = np.repeat(
+            first[pick] - np.cumsum(lengths_picked) + lengths_picked, lengths_picked
+        ) + np.arange(int(lengths_picked.sum()))
         by_passage = [self._postings.get(t) or _NONE for t in terms]
         ids = np.concatenate([p[0] for p in by_passage])[at]
         counts = np.concatenate([p[1] for p in by_passage])[at].astype(np.float64)
         passage_term = np.repeat(term[pick], lengths_picked)
-        p_part = ((term_weight * bm25_idf(n_passages, p_df))[passage_term]
-                  * counts * (K1 + 1.0) / (counts + passage_norm[ids]))
+        p_part = (
+            (term_weight * bm25_idf(n_passages, p_df))[passage_term]
+            * counts
+            * (K1 + 1.0)
+            / (counts + passage_norm[ids])
+        )
         passage_scores = np.bincount(ids, weights=p_part, minlength=count)
         best_passage = np.zeros(size, np.float64)
         np.maximum.at(best_passage, owner[ids], passage_scores[ids])
         total = sum(mass.values()) or 1.0
         paths = [self._path_of(slot) for slot in hit.tolist()]
-        out, best, share = ({p: v for p, v in zip(paths, values.tolist(), strict=True) if p}
-                            for values in (scores[hit], best_passage[hit], found[hit] / total))
-        return ContentMatch(out, best, share, float(scores.max(initial=0.0)),
-                            float(best_passage.max(initial=0.0)))
-
+        out, best, share = (
+            {p: v for p, v in zip(paths, values.tolist(), strict=True) if p}
+            for values in (scores[hit], best_passage[hit], found[hit] / total)
+        )
+        return ContentMatch(
+            out, best, share, float(scores.max(initial=0.0)), float(best_passage.max(initial=0.0))
+        )
 
     def _path_of(self, slot: int) -> str | None:
         node = self._nodes[slot]
@@ -282,11 +304,14 @@ class ContentIndex:
             if self._dead:
                 self._compact()
             size = len(self._nodes)
-            arrays = {**self._postings.export("content"),
-                      **self._file_counts.export("content.file"),
-                      **self._file_passages.export("content.file_passages")}
+            arrays = {
+                **self._postings.export("content"),
+                **self._file_counts.export("content.file"),
+                **self._file_passages.export("content.file_passages"),
+            }
             arrays["content.paths"], arrays["content.path_offsets"] = Strings.pack(
-                n.path if n is not None else "" for n in self._nodes)
+                n.path if n is not None else "" for n in self._nodes
+            )
             arrays["content.kind"] = self._kind[:size].copy()
             arrays["content.length"] = self._length[:size].copy()
             arrays["content.owner"] = self._owner[: self._passages].copy()
@@ -300,9 +325,13 @@ class FrozenContentIndex(ContentIndex):
     alike) and the snapshot's file slots they replace (`dead`), it searches as the one index
     `merge` would make of the two."""
 
-    def __init__(self, root: Path, base: dict[str, np.ndarray],
-                 overlay: dict[str, np.ndarray] | None = None, dead: np.ndarray | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        root: Path,
+        base: dict[str, np.ndarray],
+        overlay: dict[str, np.ndarray] | None = None,
+        dead: np.ndarray | None = None,
+    ) -> None:
         super().__init__(root)
         paths = Strings(base["content.paths"], base["content.path_offsets"]).all()
         self._slot = {p: i for i, p in enumerate(paths)}
@@ -315,7 +344,8 @@ class FrozenContentIndex(ContentIndex):
             self._postings = FrozenPostings(base, "content")  # type: ignore[assignment]
             self._file_counts = FrozenPostings(base, "content.file")  # type: ignore[assignment]
             self._file_passages = FrozenPostings(  # type: ignore[assignment]
-                base, "content.file_passages")
+                base, "content.file_passages"
+            )
         else:
             files, passages = len(paths), len(base["content.owner"])
             live = np.ones(files, bool)
@@ -325,19 +355,26 @@ class FrozenContentIndex(ContentIndex):
             added = Strings(overlay["content.paths"], overlay["content.path_offsets"]).all()
             self._slot.update((p, files + i) for i, p in enumerate(added))
             self._paths = paths + added
-            self._kind = np.concatenate([np.where(live, base["content.kind"], DEAD),
-                                         overlay["content.kind"]]).astype(np.int8)
+            self._kind = np.concatenate(
+                [np.where(live, base["content.kind"], DEAD), overlay["content.kind"]]
+            ).astype(np.int8)
             self._length = np.concatenate([base["content.length"], overlay["content.length"]])
-            self._owner = np.concatenate([base["content.owner"],
-                                          overlay["content.owner"] + np.int32(files)])
-            self._passage_length = np.concatenate([base["content.passage_length"],
-                                                   overlay["content.passage_length"]])
+            self._owner = np.concatenate(
+                [base["content.owner"], overlay["content.owner"] + np.int32(files)]
+            )
+            self._passage_length = np.concatenate(
+                [base["content.passage_length"], overlay["content.passage_length"]]
+            )
             self._postings = LayeredPostings(  # type: ignore[assignment]
-                FrozenPostings(base, "content"), live[base["content.owner"]],
-                FrozenPostings(overlay, "content"), passages)
+                FrozenPostings(base, "content"),
+                live[base["content.owner"]],
+                FrozenPostings(overlay, "content"),
+                passages,
+            )
             self._file_counts, self._file_passages = (  # type: ignore[assignment]
                 LayeredPostings(FrozenPostings(base, p), live, FrozenPostings(overlay, p), files)
-                for p in ("content.file", "content.file_passages"))
+                for p in ("content.file", "content.file_passages")
+            )
         self._passages = len(self._owner)
         self.complete = True
 
@@ -368,30 +405,41 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np
             new[mask] = np.arange(start, start + int(mask.sum()))
             renumber.append(new)
         files, passages = files + int(keep.sum()), passages + int(kept.sum())
-    out = postings.merge([(a, r) for (a, _), r in zip(parts, by_passage, strict=True)],
-                         "content")
+    out = postings.merge([(a, r) for (a, _), r in zip(parts, by_passage, strict=True)], "content")
     for prefix in ("content.file", "content.file_passages"):
-        out.update(postings.merge([(a, r) for (a, _), r in zip(parts, by_file, strict=True)],
-                                  prefix))
+        out.update(
+            postings.merge([(a, r) for (a, _), r in zip(parts, by_file, strict=True)], prefix)
+        )
     out["content.paths"], out["content.path_offsets"] = Strings.pack(
-        p for arrays, keep in parts
-        for p, k in zip(Strings(arrays["content.paths"], arrays["content.path_offsets"]).all(),
-                        keep.tolist(), strict=True) if k)
+        p
+        for arrays, keep in parts
+        for p, k in zip(
+            Strings(arrays["content.paths"], arrays["content.path_offsets"]).all(),
+            keep.tolist(),
+            strict=True,
+        )
+        if k
+    )
     for name in ("content.kind", "content.length"):
         out[name] = np.concatenate([a[name][keep] for a, keep in parts])
-    out["content.owner"] = np.concatenate([
-        renumber[a["content.owner"]][keep[a["content.owner"]]]
-        for (a, keep), renumber in zip(parts, by_file, strict=True)]).astype(np.int32)
-    out["content.passage_length"] = np.concatenate([
-        a["content.passage_length"][keep[a["content.owner"]]] for a, keep in parts])
+    out["content.owner"] = np.concatenate(
+        [
+            renumber[a["content.owner"]][keep[a["content.owner"]]]
+            for (a, keep), renumber in zip(parts, by_file, strict=True)
+        ]
+    ).astype(np.int32)
+    out["content.passage_length"] = np.concatenate(
+        [a["content.passage_length"][keep[a["content.owner"]]] for a, keep in parts]
+    )
     return out
 
 
 _NONE = (np.zeros(0, np.int32), np.zeros(0, np.int32))
 
 
-def _joined(postings: list[tuple[np.ndarray, np.ndarray]]
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _joined(
+    postings: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Terms' postings end to end: slots, values (as floats), and each entry's term number."""
     slots = np.concatenate([p[0] for p in postings])
     values = np.concatenate([p[1] for p in postings]).astype(np.float64)

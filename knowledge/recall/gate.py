@@ -57,8 +57,19 @@ ahora en no otro otra segundo primero dos
 """)
 _GLUE = _words("the a an and in for to of on el la los las un una y en de para por")
 # Opening a short follow-up that names something new.
-_CONNECTORS = ("and ", "what about ", "also ", "same for ", "now ", "how about ", "y ",
-               "que hay de ", "lo mismo para ", "ahora ", "tambien ")
+_CONNECTORS = (
+    "and ",
+    "what about ",
+    "also ",
+    "same for ",
+    "now ",
+    "how about ",
+    "y ",
+    "que hay de ",
+    "lo mismo para ",
+    "ahora ",
+    "tambien ",
+)
 _REMEMBER = (*ASKED_TO_REMEMBER, "what did we", "que hicimos", "did we decide")
 _CODE_LIKE = re.compile(r"[A-Za-z0-9]+[._/:][A-Za-z0-9]|[a-z][A-Z]|`|\w_\w")
 _WORD = re.compile(r"[a-z']+")
@@ -86,4 +97,3 @@ def gate(message: str) -> Decision:
         chat = sum(w in _SMALLTALK for w in known) >= sum(w in _FOLLOWUP for w in known)
         return "skip" if chat else "reuse"
     return "fresh"
-

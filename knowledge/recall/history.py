@@ -36,15 +36,15 @@ SUBJECT_WEIGHT = 2  # a commit's subject says what it did; its body, how
 
 
 class HistoryIndex:
-    def __init__(self, root: Path, arrays: dict[str, np.ndarray] | None = None,
-                 head_sha: str | None = None) -> None:
+    def __init__(
+        self, root: Path, arrays: dict[str, np.ndarray] | None = None, head_sha: str | None = None
+    ) -> None:
         """`arrays` (from `freeze`) hold the history `head_sha` reaches."""
         self.root = root
         self._head = head_sha
         self._checked = 0.0
         self._lock = threading.Lock()
-        self._load(_joined(None, np.zeros(0, np.int64), [], [], []) if arrays is None
-                   else arrays)
+        self._load(_joined(None, np.zeros(0, np.int64), [], [], []) if arrays is None else arrays)
 
     def _load(self, arrays: dict[str, np.ndarray]) -> None:
         length = arrays["history.length"]
@@ -128,8 +128,9 @@ class FrozenHistoryIndex(HistoryIndex):
         return False
 
 
-def updated(root: Path, arrays: dict[str, np.ndarray] | None, at: str
-            ) -> dict[str, np.ndarray] | None:
+def updated(
+    root: Path, arrays: dict[str, np.ndarray] | None, at: str
+) -> dict[str, np.ndarray] | None:
     """The index of the commits `at` reaches ("" for none), from `arrays` (an earlier
     index, or None) and the commits new to the window, read from git: the same arrays an
     index built from nothing would hold. None when git could not tell."""
@@ -159,9 +160,13 @@ def updated(root: Path, arrays: dict[str, np.ndarray] | None, at: str
     return _joined(arrays, renumber, fresh, shas, slots)
 
 
-def _joined(arrays: dict[str, np.ndarray] | None, renumber: np.ndarray,
-            fresh: list[tuple[int, Commit]], shas: list[str], slots: list[int]
-            ) -> dict[str, np.ndarray]:
+def _joined(
+    arrays: dict[str, np.ndarray] | None,
+    renumber: np.ndarray,
+    fresh: list[tuple[int, Commit]],
+    shas: list[str],
+    slots: list[int],
+) -> dict[str, np.ndarray]:
     """The earlier index's commits at their new numbers (`renumber`) and the fresh ones."""
     count = sum(s != DEAD for s in slots)
     index = Postings("i")

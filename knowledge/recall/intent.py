@@ -53,7 +53,9 @@ class Intent:
 
 def intent_of(query: str) -> Intent:
     first = head(query)
-    return Intent(tests=bool(_TESTS.search(_TESTS_IN_PASSING.sub(" ", first))),
-                  docs=bool(_DOCS.search(first)),
-                  examples=bool(_EXAMPLES.search(first)),
-                  personal=bool(_PERSONAL.search(first)))
+    return Intent(
+        tests=bool(_TESTS.search(_TESTS_IN_PASSING.sub(" ", first))),
+        docs=bool(_DOCS.search(first)),
+        examples=bool(_EXAMPLES.search(first)),
+        personal=bool(_PERSONAL.search(first)),
+    )

@@ -18,17 +18,46 @@ from knowledge.index.languages import LANGUAGES
 from knowledge.recall.intent import Intent
 
 CODE, TEST, EXAMPLE, DOC, DECLARATION, CHANGELOG, DATA = (
-    "code", "test", "example", "doc", "declaration", "changelog", "data")
+    "code",
+    "test",
+    "example",
+    "doc",
+    "declaration",
+    "changelog",
+    "data",
+)
 KINDS = (CODE, TEST, EXAMPLE, DOC, DECLARATION, CHANGELOG, DATA)
 
 DECLARATION_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
 DOC_SUFFIXES = frozenset({*LANGUAGES["markdown"].suffixes, ".rst", ".txt", ".adoc", ".org"})
 # Every indexed language but markdown, and code in languages without a spec.
-CODE_SUFFIXES = frozenset({
-    *(suffix for spec in LANGUAGES.values() for suffix in spec.suffixes),
-    ".kt", ".scala", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".vue",
-    ".svelte", ".lua", ".sh", ".ex", ".exs", ".dart", ".zig",
-}) - DOC_SUFFIXES
+CODE_SUFFIXES = (
+    frozenset(
+        {
+            *(suffix for spec in LANGUAGES.values() for suffix in spec.suffixes),
+            ".kt",
+            ".scala",
+            ".c",
+            ".h",
+            ".cc",
+            ".cpp",
+            ".hpp",
+            ".cs",
+            ".rb",
+            ".php",
+            ".swift",
+            ".vue",
+            ".svelte",
+            ".lua",
+            ".sh",
+            ".ex",
+            ".exs",
+            ".dart",
+            ".zig",
+        }
+    )
+    - DOC_SUFFIXES
+)
 # Tests by folder or by a name any file can have, then each language's own convention. Some of
 # those overlap the names here, which also catch the data beside tests (`test_data.json`).
 _SHARED_TESTS = (
@@ -37,10 +66,12 @@ _SHARED_TESTS = (
     r"[._-](test|spec)s?\.[^/]*$",
     r"Tests?\.(kt|cs)$",  # Kotlin and C#, which have no spec
 )
-_TEST = re.compile("|".join(
-    f"(?:{pattern})"
-    for pattern in (*_SHARED_TESTS, *(p for spec in LANGUAGES.values() for p in spec.tests))
-))
+_TEST = re.compile(
+    "|".join(
+        f"(?:{pattern})"
+        for pattern in (*_SHARED_TESTS, *(p for spec in LANGUAGES.values() for p in spec.tests))
+    )
+)
 # A leading underscore is Go's way to keep a folder out of the build (`_examples/`).
 _EXAMPLE = re.compile(r"(^|/)_?(examples?|samples?|demos?|benchmarks?|bench)/", re.IGNORECASE)
 _DOC_DIR = re.compile(r"(^|/)(docs?|documentation)/", re.IGNORECASE)
@@ -50,8 +81,15 @@ _CHANGELOG = re.compile(
 )
 
 # How much a file of each kind counts against code, by what the request wants.
-FACTORS = {CODE: 1.0, TEST: 0.3, EXAMPLE: 0.3, DOC: 0.3, DECLARATION: 0.5, CHANGELOG: 0.1,
-           DATA: 0.3}
+FACTORS = {
+    CODE: 1.0,
+    TEST: 0.3,
+    EXAMPLE: 0.3,
+    DOC: 0.3,
+    DECLARATION: 0.5,
+    CHANGELOG: 0.1,
+    DATA: 0.3,
+}
 WANTED = 1.0  # tests for a request about tests, docs for one about docs, examples...
 
 
@@ -77,8 +115,11 @@ def kind_of(path: str) -> str:
 
 def asked_for(kind: str, intent: Intent) -> bool:
     """Whether the request is about files of this kind: tests, docs or examples."""
-    return ((kind == TEST and intent.tests) or (kind == DOC and intent.docs)
-            or (kind == EXAMPLE and intent.examples))
+    return (
+        (kind == TEST and intent.tests)
+        or (kind == DOC and intent.docs)
+        or (kind == EXAMPLE and intent.examples)
+    )
 
 
 def factor(kind: str, intent: Intent) -> float:

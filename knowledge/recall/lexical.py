@@ -75,16 +75,16 @@ def node_terms(node: Node) -> dict[str, float]:
                     out[term] = weight
 
     if node.kind in _TEXT_KINDS:
-        text = " ".join(
-            str(t) for t in (node.label, node.summary, node.data.get("text", "")) if t
-        )
+        text = " ".join(str(t) for t in (node.label, node.summary, node.data.get("text", "")) if t)
         add(terms(text[:_MAX_TEXT]), W_TEXT)
         return out
     add(terms(node.summary), W_SUMMARY)
     add(terms(node.signature), W_SIGNATURE)
     # What a conversation said of this file or symbol (`knowledge.facts`), current facts only.
-    add(terms(" ".join(f.get("text", "") for f in node.facts if f.get("valid_to") is None)),
-        W_SUMMARY)
+    add(
+        terms(" ".join(f.get("text", "") for f in node.facts if f.get("valid_to") is None)),
+        W_SUMMARY,
+    )
     if node.kind == "file":
         parts = node.path.split("/")
         add(split_words("/".join(parts[:-1])), W_QUALIFIER)
@@ -160,7 +160,7 @@ class Match:
         if fid is None or fid not in self._runs:
             return []
         start, end = self._runs[fid]
-        slots = self._sorted[start:min(end, start + TOP_PER_FILE)]
+        slots = self._sorted[start : min(end, start + TOP_PER_FILE)]
         return [(float(self._scores[s]), index._keys[s] or "") for s in slots]  # type: ignore[union-attr]
 
     def terms_of(self, node: Node) -> list[str]:
@@ -212,8 +212,9 @@ class LexicalIndex:
             self._hash_file(path)
         if self._dead > max(postings.COMPACT_MIN, len(self.docs)):
             self._compact()
-        self.last_sync_changed = len(changed) + len({n.key for n in gone} - {
-            n.key for n in changed})
+        self.last_sync_changed = len(changed) + len(
+            {n.key for n in gone} - {n.key for n in changed}
+        )
         return self.last_sync_changed
 
     def _hash_file(self, path: str) -> None:
@@ -372,8 +373,11 @@ class LexicalIndex:
         paths, keys = self._file_path, self._keys
         match.best = {paths[f]: b for f, b in zip(held.tolist(), best[held].tolist(), strict=True)}
         texts = hit[owners == NO_FILE]
-        match.texts = {k: s for t, s in zip(texts.tolist(), scores[texts].tolist(), strict=True)
-                       if (k := keys[t]) is not None}
+        match.texts = {
+            k: s
+            for t, s in zip(texts.tolist(), scores[texts].tolist(), strict=True)
+            if (k := keys[t]) is not None
+        }
         nodes = with_path[~self._is_file[with_path]]
         owner = self._file[nodes]
         order = np.lexsort((nodes, -scores[nodes], owner))
@@ -382,10 +386,14 @@ class LexicalIndex:
         if len(grouped):
             starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
             ends = np.r_[starts[1:], len(grouped)]
-            match._runs = dict(zip(grouped[starts].tolist(),
-                                   zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
+            match._runs = dict(
+                zip(
+                    grouped[starts].tolist(),
+                    zip(starts.tolist(), ends.tolist(), strict=True),
+                    strict=True,
+                )
+            )
         return match
-
 
     # -- on disk (`snapshot`) ---------------------------------------------------------------
     def freeze(self, owner_of: Mapping[str, str]) -> dict[str, np.ndarray]:
@@ -417,8 +425,12 @@ class FrozenLexicalIndex(LexicalIndex):
     alike) and the snapshot's slots they replace (`dead`), it searches as the one index
     `merge` would make of the two (the overlay's slots after the snapshot's)."""
 
-    def __init__(self, base: dict[str, np.ndarray], overlay: dict[str, np.ndarray] | None = None,
-                 dead: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        base: dict[str, np.ndarray],
+        overlay: dict[str, np.ndarray] | None = None,
+        dead: np.ndarray | None = None,
+    ) -> None:
         super().__init__()
         size = len(base["lex.file"])
         self._named: FrozenPostings | LayeredPostings
@@ -437,18 +449,23 @@ class FrozenLexicalIndex(LexicalIndex):
             live[dead] = False
             exact, stems, named = (
                 LayeredPostings(FrozenPostings(base, p), live, FrozenPostings(overlay, p), size)
-                for p in ("lex.exact", "lex.stems", "lex.idents"))
+                for p in ("lex.exact", "lex.stems", "lex.idents")
+            )
             self._exact, self._stems = exact, stems  # type: ignore[assignment]
             self._named = named
             self._keys = Strings(  # type: ignore[assignment]
                 np.concatenate([base["lex.keys"], overlay["lex.keys"]]),
-                np.concatenate([base["lex.key_offsets"][:-1],
-                                overlay["lex.key_offsets"] + len(base["lex.keys"])]))
+                np.concatenate(
+                    [
+                        base["lex.key_offsets"][:-1],
+                        overlay["lex.key_offsets"] + len(base["lex.keys"]),
+                    ]
+                ),
+            )
             self._is_file = np.concatenate([base["lex.is_file"], overlay["lex.is_file"]])
             self._file, self._file_path = _files([(base, live), (overlay, None)])
             self._live = int(live.sum()) + len(overlay["lex.file"])
-            for path in Strings(overlay["lex.hash_gone"],
-                                overlay["lex.hash_gone_offsets"]).all():
+            for path in Strings(overlay["lex.hash_gone"], overlay["lex.hash_gone_offsets"]).all():
                 self.hash_vectors.pop(path, None)
             self.hash_vectors.update(hashes(overlay))
         self._file_id = {p: i for i, p in enumerate(self._file_path)}
@@ -460,8 +477,9 @@ class FrozenLexicalIndex(LexicalIndex):
         found = self._named.get(ident)
         if found is None:
             return []
-        return list(dict.fromkeys(
-            self._file_path[f] for f in self._file[found[0]].tolist() if f >= 0))
+        return list(
+            dict.fromkeys(self._file_path[f] for f in self._file[found[0]].tolist() if f >= 0)
+        )
 
     def _count(self) -> int:
         return self._live
@@ -485,19 +503,31 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np
         start += int(keep.sum())
     out: dict[str, np.ndarray] = {}
     for prefix in ("lex.exact", "lex.stems", "lex.idents"):
-        out.update(postings.merge([(a, r) for (a, _), r in zip(parts, renumber, strict=True)],
-                                  prefix))
+        out.update(
+            postings.merge([(a, r) for (a, _), r in zip(parts, renumber, strict=True)], prefix)
+        )
     out["lex.keys"], out["lex.key_offsets"] = Strings.pack(
-        k for arrays, keep in parts
-        for k, kept in zip(Strings(arrays["lex.keys"], arrays["lex.key_offsets"]).all(),
-                           keep.tolist(), strict=True) if kept)
+        k
+        for arrays, keep in parts
+        for k, kept in zip(
+            Strings(arrays["lex.keys"], arrays["lex.key_offsets"]).all(), keep.tolist(), strict=True
+        )
+        if kept
+    )
     out["lex.is_file"] = np.concatenate([a["lex.is_file"][keep] for a, keep in parts])
     at: dict[str, int] = {}
-    held = np.concatenate([
-        np.array([at.setdefault(o, len(at))
-                  for o in Strings(a["lex.owners"], a["lex.owner_offsets"]).all()], np.int32
-                 )[a["lex.owner"][keep]]
-        for a, keep in parts])
+    held = np.concatenate(
+        [
+            np.array(
+                [
+                    at.setdefault(o, len(at))
+                    for o in Strings(a["lex.owners"], a["lex.owner_offsets"]).all()
+                ],
+                np.int32,
+            )[a["lex.owner"][keep]]
+            for a, keep in parts
+        ]
+    )
     names = list(at)
     used = np.flatnonzero(np.bincount(held, minlength=len(names))).tolist()
     owners = sorted(names[c] for c in used)
@@ -525,20 +555,25 @@ def hashes(arrays: dict[str, np.ndarray]) -> dict[str, Vector]:
     return dict(zip(paths, arrays["lex.hash_vectors"], strict=True))
 
 
-def hash_arrays(vectors: Mapping[str, Vector], gone: Iterable[str] = ()
-                ) -> dict[str, np.ndarray]:
+def hash_arrays(vectors: Mapping[str, Vector], gone: Iterable[str] = ()) -> dict[str, np.ndarray]:
     """Hash vectors as arrays, paths sorted; `gone`: the paths whose earlier vector (in the
     snapshot an overlay is read over) no longer holds."""
     hashed = sorted(vectors)
-    out = {"lex.hash_vectors": (np.stack([vectors[p] for p in hashed]) if hashed
-                                else np.zeros((0, HASH_DIM), np.float32))}
+    out = {
+        "lex.hash_vectors": (
+            np.stack([vectors[p] for p in hashed])
+            if hashed
+            else np.zeros((0, HASH_DIM), np.float32)
+        )
+    }
     out["lex.hash_paths"], out["lex.hash_path_offsets"] = Strings.pack(hashed)
     out["lex.hash_gone"], out["lex.hash_gone_offsets"] = Strings.pack(sorted(gone))
     return out
 
 
-def _files(parts: list[tuple[dict[str, np.ndarray], np.ndarray | None]], dropped: bool = False
-           ) -> tuple[np.ndarray, list[str]]:
+def _files(
+    parts: list[tuple[dict[str, np.ndarray], np.ndarray | None]], dropped: bool = False
+) -> tuple[np.ndarray, list[str]]:
     """The parts' slots' file ids (a part's slots where its mask is False: `DEAD`, or left
     out when `dropped`), numbered by first appearance, as an index built in slot order numbers
     them; and the paths by id."""
@@ -547,8 +582,9 @@ def _files(parts: list[tuple[dict[str, np.ndarray], np.ndarray | None]], dropped
     for arrays, keep in parts:
         # Index -2 is NO_FILE, -1 is DEAD: they stay.
         names = Strings(arrays["lex.paths"], arrays["lex.path_offsets"]).all()
-        code = np.array([*(at.setdefault(p, len(at)) for p in names), NO_FILE, DEAD],
-                        np.int32)[arrays["lex.file"]]
+        code = np.array([*(at.setdefault(p, len(at)) for p in names), NO_FILE, DEAD], np.int32)[
+            arrays["lex.file"]
+        ]
         if keep is not None:
             code = code[keep] if dropped else np.where(keep, code, DEAD)
         chunks.append(code)
@@ -565,15 +601,17 @@ def _files(parts: list[tuple[dict[str, np.ndarray], np.ndarray | None]], dropped
     return codes, [paths[c] for c in order.tolist()]
 
 
-def _live(postings: Postings, keys: list[str | None], df: Counter[str]
-          ) -> dict[str, dict[str, float]]:
+def _live(
+    postings: Postings, keys: list[str | None], df: Counter[str]
+) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for term, count in df.items():
         found = postings.get(term) if count > 0 else None
         if found is None:
             continue
-        live = {keys[int(s)]: float(w) for s, w in zip(*found, strict=True)
-                if keys[int(s)] is not None}
+        live = {
+            keys[int(s)]: float(w) for s, w in zip(*found, strict=True) if keys[int(s)] is not None
+        }
         if live:
             out[term] = live  # type: ignore[assignment]
     return out

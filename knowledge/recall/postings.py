@@ -72,8 +72,10 @@ class Postings:
         ids = self._ids.get(term)
         if ids is None:
             return None
-        return (np.frombuffer(ids, dtype=np.int32),
-                np.frombuffer(self._vals[term], dtype=self._dtype))
+        return (
+            np.frombuffer(ids, dtype=np.int32),
+            np.frombuffer(self._vals[term], dtype=self._dtype),
+        )
 
     def compact(self, renumber: npt.NDArray[np.int64]) -> None:
         """Apply `renumber` (old slot -> new slot, or DEAD) to every posting."""
@@ -87,7 +89,6 @@ class Postings:
             self._ids[term] = array("i", new[keep].astype(np.int32).tobytes())
             self._vals[term] = array(self._code, vals[keep].tobytes())
 
-
     def export(self, prefix: str) -> dict[str, np.ndarray]:
         """The postings as flat arrays named `prefix.*`, terms sorted (see `FrozenPostings`).
         Call on compacted postings: dead slots would be exported as they are."""
@@ -98,8 +99,13 @@ class Postings:
         np.cumsum(counts, out=starts[1:])
         ids = np.frombuffer(b"".join(self._ids[t].tobytes() for t in terms), np.int32)
         vals = np.frombuffer(b"".join(self._vals[t].tobytes() for t in terms), self._dtype)
-        return {f"{prefix}.terms": blob, f"{prefix}.term_offsets": offsets,
-                f"{prefix}.starts": starts, f"{prefix}.ids": ids, f"{prefix}.vals": vals}
+        return {
+            f"{prefix}.terms": blob,
+            f"{prefix}.term_offsets": offsets,
+            f"{prefix}.starts": starts,
+            f"{prefix}.ids": ids,
+            f"{prefix}.vals": vals,
+        }
 
 
 class FrozenPostings:
@@ -131,8 +137,9 @@ class LayeredPostings:
     """A base's postings without its replaced slots (`live` False), then an overlay's, whose
     slots follow the base's (`offset`): what `merge` of the two would hold, read per term."""
 
-    def __init__(self, base: FrozenPostings, live: np.ndarray, overlay: FrozenPostings,
-                 offset: int) -> None:
+    def __init__(
+        self, base: FrozenPostings, live: np.ndarray, overlay: FrozenPostings, offset: int
+    ) -> None:
         self._base, self._live, self._overlay, self._offset = base, live, overlay, offset
 
     def get(self, term: str) -> tuple[Slots, np.ndarray] | None:
@@ -157,8 +164,9 @@ class LayeredPostings:
         return 0 if found is None else len(found[0])
 
 
-def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]], prefix: str
-          ) -> dict[str, np.ndarray]:
+def merge(
+    parts: list[tuple[dict[str, np.ndarray], np.ndarray]], prefix: str
+) -> dict[str, np.ndarray]:
     """Exported postings (`prefix.*` arrays) of several indexes as one, as `export` would
     write them: each part's slots renumbered by its array (old slot -> new slot, or `DEAD` to
     drop it), a term's entries in slot order, terms left without entries gone."""
@@ -182,9 +190,13 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]], prefix: str
     blob, offsets = Strings.pack(t for t, u in zip(names, used.tolist(), strict=True) if u)
     starts = np.zeros(int(used.sum()) + 1, np.int64)
     np.cumsum(counts[used], out=starts[1:])
-    return {f"{prefix}.terms": blob, f"{prefix}.term_offsets": offsets,
-            f"{prefix}.starts": starts, f"{prefix}.ids": ids[order].astype(np.int32),
-            f"{prefix}.vals": np.concatenate(values)[order]}
+    return {
+        f"{prefix}.terms": blob,
+        f"{prefix}.term_offsets": offsets,
+        f"{prefix}.starts": starts,
+        f"{prefix}.ids": ids[order].astype(np.int32),
+        f"{prefix}.vals": np.concatenate(values)[order],
+    }
 
 
 def grow(values: np.ndarray, size: int, fill: float | int) -> np.ndarray:

@@ -117,12 +117,13 @@ def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
     best_passage = signals.content.best_passage or 1.0
     out: dict[str, float] = {}
     for path, value in content.items():
-        out[path] = (tuning.content * value / best_content
-                     + tuning.passages * signals.content.passages[path] / best_passage)
+        out[path] = (
+            tuning.content * value / best_content
+            + tuning.passages * signals.content.passages[path] / best_passage
+        )
     for path, value in names.items():
         out[path] = out.get(path, 0.0) + tuning.names * value / best_names
-    for weight, named in ((tuning.idents, signals.named),
-                          (tuning.filenames, signals.files_named)):
+    for weight, named in ((tuning.idents, signals.named), (tuning.filenames, signals.files_named)):
         for files in named.values() if weight else ():
             if 0 < len(files) <= MAX_NAMED:
                 bonus = weight / math.sqrt(len(files))
@@ -137,8 +138,13 @@ def lexical_scores(signals: Signals, tuning: RecallTuning) -> dict[str, float]:
     return out
 
 
-def rank_files(graph: GraphReader, query: str, signals: Signals, hashes: dict[str, Vector],
-               tuning: RecallTuning) -> list[RankedFile]:
+def rank_files(
+    graph: GraphReader,
+    query: str,
+    signals: Signals,
+    hashes: dict[str, Vector],
+    tuning: RecallTuning,
+) -> list[RankedFile]:
     """`hashes`: the files' hash vectors (`LexicalIndex.hash_vectors`)."""
     lexical = lexical_scores(signals, tuning)
     pool = heapq.nlargest(POOL, lexical.items(), key=lambda kv: (kv[1], kv[0]))
@@ -152,8 +158,13 @@ def rank_files(graph: GraphReader, query: str, signals: Signals, hashes: dict[st
         sims = dict(zip(hashed, cosines(embed(query), [hashes[p] for p in hashed]), strict=True))
     coverage = signals.content.found
     ranked = {
-        p: RankedFile(p, (1 - tuning.hash) * v / best + tuning.hash * sims.get(p, 0.0), "WARM",
-                      "", max(coverage.get(p, 0.0), signals.match.best.get(p, 0.0)))
+        p: RankedFile(
+            p,
+            (1 - tuning.hash) * v / best + tuning.hash * sims.get(p, 0.0),
+            "WARM",
+            "",
+            max(coverage.get(p, 0.0), signals.match.best.get(p, 0.0)),
+        )
         for p, v in pool
     }
     order = sorted(ranked.values(), key=lambda r: (-r.score, r.path))
@@ -171,8 +182,13 @@ def rank_files(graph: GraphReader, query: str, signals: Signals, hashes: dict[st
     return order
 
 
-def _traverse(graph: GraphReader, match: Match, seeds: list[RankedFile],
-              ranked: dict[str, RankedFile], weight: float) -> None:
+def _traverse(
+    graph: GraphReader,
+    match: Match,
+    seeds: list[RankedFile],
+    ranked: dict[str, RankedFile],
+    weight: float,
+) -> None:
     """Spread from the seed files and their best symbols; a file reached gains `weight` times
     the best its nodes reached; a file only traversal found joins as WARM (1 hop) or COLD."""
     start: dict[str, float] = {}
@@ -202,13 +218,15 @@ def _traverse(graph: GraphReader, match: Match, seeds: list[RankedFile],
             found.score += weight * best.score
             found.why += f"; {best.via}"
         elif weight and joined < REACHED and kind_of(path) == CODE:
-            ranked[path] = RankedFile(path, weight * best.score,
-                                      "WARM" if best.hop == 1 else "COLD", best.via)
+            ranked[path] = RankedFile(
+                path, weight * best.score, "WARM" if best.hop == 1 else "COLD", best.via
+            )
             joined += 1
 
 
-def _after_what_they_serve(graph: GraphReader, order: list[RankedFile], intent: Intent
-                           ) -> list[RankedFile]:
+def _after_what_they_serve(
+    graph: GraphReader, order: list[RankedFile], intent: Intent
+) -> list[RankedFile]:
     """A file that serves another never precedes it: a declaration (`.d.ts`, a stub) follows
     the implementation beside it, or else the best code file; a test or an example follows
     the best code file it imports or is named after, unless the request is about tests (or

@@ -107,8 +107,9 @@ def _fresh(project: Project, found: tuple[Saved, dict[str, Any]], at_head: str) 
     return project.store.changes_since(seq) == (seq, [])
 
 
-def _caught_up(project: Project, found: tuple[Saved, dict[str, Any]] | None, store_id: str,
-               at_head: str) -> Saved:
+def _caught_up(
+    project: Project, found: tuple[Saved, dict[str, Any]] | None, store_id: str, at_head: str
+) -> Saved:
     store, path, root = project.store, project.paths.recall_index, project.root
     none = np.zeros(0, np.int32)
     if found is None:  # none yet, or of another store or format: built from every row
@@ -127,14 +128,16 @@ def _caught_up(project: Project, found: tuple[Saved, dict[str, Any]] | None, sto
         dead_content = saved.delta.get("dead.content", none)
         old_history = _part(saved.delta, "history.")
         if owners:
-            overlay, dead_lex, dead_content = _applied(project, base, overlay, dead_lex,
-                                                       dead_content, owners)
+            overlay, dead_lex, dead_content = _applied(
+                project, base, overlay, dead_lex, dead_content, owners
+            )
         if _too_big(base, overlay, dead_lex):
             live = _mask(len(base["lex.file"]), dead_lex)
             live_files = _mask(len(base["content.kind"]), dead_content)
-            base = {**lexical.merge([(base, live), (overlay, _all(overlay, "lex.file"))]),
-                    **content.merge([(base, live_files),
-                                     (overlay, _all(overlay, "content.kind"))])}
+            base = {
+                **lexical.merge([(base, live), (overlay, _all(overlay, "lex.file"))]),
+                **content.merge([(base, live_files), (overlay, _all(overlay, "content.kind"))]),
+            }
             base.update(lexical.hash_arrays(lexical.hashes(base)))  # a base replaces none
             base_id = _new_base(path, base, store_id, seq)
             overlay, dead_lex, dead_content = _built(root, []), none, none
@@ -144,16 +147,24 @@ def _caught_up(project: Project, found: tuple[Saved, dict[str, Any]] | None, sto
             old_history, head = found_history, at_head
         elif not old_history:  # git failed: none for now, tried again next time
             old_history, head = history.updated(root, None, "") or {}, ""
-    delta = {**overlay, "dead.lex": dead_lex.astype(np.int32),
-             "dead.content": dead_content.astype(np.int32), **old_history}
-    _write(delta_path(path), delta, {"format": FORMAT, "base": base_id, "seq": seq,
-                                     "head": head})
+    delta = {
+        **overlay,
+        "dead.lex": dead_lex.astype(np.int32),
+        "dead.content": dead_content.astype(np.int32),
+        **old_history,
+    }
+    _write(delta_path(path), delta, {"format": FORMAT, "base": base_id, "seq": seq, "head": head})
     return Saved(base, delta, head or "")
 
 
-def _applied(project: Project, base: Arrays, overlay: Arrays, dead_lex: np.ndarray,
-             dead_content: np.ndarray, owners: list[str]
-             ) -> tuple[Arrays, np.ndarray, np.ndarray]:
+def _applied(
+    project: Project,
+    base: Arrays,
+    overlay: Arrays,
+    dead_lex: np.ndarray,
+    dead_content: np.ndarray,
+    owners: list[str],
+) -> tuple[Arrays, np.ndarray, np.ndarray]:
     """The overlay with `owners`' nodes as the store holds them now (after every other
     owner's, in row order), and the base's slots replaced so far."""
     nodes = project.store.nodes(owners)
@@ -162,8 +173,9 @@ def _applied(project: Project, base: Arrays, overlay: Arrays, dead_lex: np.ndarr
     dying = np.isin(overlay["lex.owner"], _codes(overlay, owners))
     # Where these owners' nodes were, or are: those paths' hash vectors are made again, from
     # every node at them (another owner's too: a schema's tables sit in its file).
-    was = {p for arrays, mask in ((base, dying_base), (overlay, dying))
-           for p in _paths(arrays, mask)}
+    was = {
+        p for arrays, mask in ((base, dying_base), (overlay, dying)) for p in _paths(arrays, mask)
+    }
     dirty = sorted(was | {n.path for n, _ in nodes if n.path})
     shared = set(_paths(base, live & ~dying_base, dirty)) | set(_paths(overlay, ~dying, dirty))
     fresh = _built(project.root, nodes)
@@ -178,9 +190,12 @@ def _applied(project: Project, base: Arrays, overlay: Arrays, dead_lex: np.ndarr
         if (vector := lexical.hash_vector(path, at.get(path, []))) is not None:
             vectors[path] = vector
     fresh.update(lexical.hash_arrays(vectors, set(dirty) - vectors.keys()))
-    merged = {**lexical.merge([(overlay, ~dying), (fresh, _all(fresh, "lex.file"))]),
-              **content.merge([(overlay, ~dying[_file_nodes(overlay)]),
-                               (fresh, _all(fresh, "content.kind"))])}
+    merged = {
+        **lexical.merge([(overlay, ~dying), (fresh, _all(fresh, "lex.file"))]),
+        **content.merge(
+            [(overlay, ~dying[_file_nodes(overlay)]), (fresh, _all(fresh, "content.kind"))]
+        ),
+    }
     replaced = np.flatnonzero(dying_base)
     files = np.cumsum(base["lex.is_file"]) - 1  # a file node's slot among the content's
     gone = ~_mask(len(base["content.kind"]), dead_content)
@@ -217,9 +232,13 @@ def _write(path: Path, arrays: Arrays, meta: dict[str, Any]) -> None:
 
 
 def _too_big(base: Arrays, overlay: Arrays, dead: np.ndarray) -> bool:
-    return any(size > max(MERGE_MIN, MERGE_SHARE * len(base[name])) for name, size in (
-        ("lex.file", len(overlay["lex.file"]) + len(dead)),
-        ("content.owner", len(overlay["content.owner"]))))
+    return any(
+        size > max(MERGE_MIN, MERGE_SHARE * len(base[name]))
+        for name, size in (
+            ("lex.file", len(overlay["lex.file"]) + len(dead)),
+            ("content.owner", len(overlay["content.owner"])),
+        )
+    )
 
 
 def _codes(arrays: Arrays, owners: list[str]) -> np.ndarray:
@@ -233,7 +252,7 @@ def _paths(arrays: Arrays, mask: np.ndarray, among: list[str] | None = None) -> 
     names = Strings(arrays["lex.paths"], arrays["lex.path_offsets"]).all()
     held = np.zeros(len(names) + 2, bool)  # the last two: NO_FILE and DEAD
     held[arrays["lex.file"][mask]] = True
-    found = [names[i] for i in np.flatnonzero(held[:len(names)]).tolist()]
+    found = [names[i] for i in np.flatnonzero(held[: len(names)]).tolist()]
     return found if among is None else sorted(set(found) & set(among))
 
 

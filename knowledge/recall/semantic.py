@@ -98,8 +98,13 @@ class _Job:
     """One embedding on a daemon thread, waited for until a deadline: a hung endpoint (or a
     model still loading) costs the request its semantic part, never the turn."""
 
-    def __init__(self, prepare: Callable[[], Ready | None], texts: list[str],
-                 max_tokens: int | None, slots: threading.Semaphore) -> None:
+    def __init__(
+        self,
+        prepare: Callable[[], Ready | None],
+        texts: list[str],
+        max_tokens: int | None,
+        slots: threading.Semaphore,
+    ) -> None:
         self.state: Ready | None = None
         self._prepare = prepare
         self._texts = texts
@@ -148,8 +153,13 @@ class SemanticReranker:
         self._threads_lock = threading.Lock()
 
     @classmethod
-    def fixed(cls, embedder: Embedder, vectors: VectorSet, cache: VectorCache | None = None,
-              root: Path | None = None) -> SemanticReranker:
+    def fixed(
+        cls,
+        embedder: Embedder,
+        vectors: VectorSet,
+        cache: VectorCache | None = None,
+        root: Path | None = None,
+    ) -> SemanticReranker:
         state = Ready(embedder, vectors, cache, root)
         return cls(lambda _deadline: state)
 
@@ -165,7 +175,8 @@ class SemanticReranker:
                     self.stats.count("skipped")
                     return candidates
                 hits = _Scorer(vectors[0], job.state, graph, deadline, self).score(
-                    query, candidates)
+                    query, candidates
+                )
             except _Late:
                 self.stats.count("late")
                 return candidates
@@ -185,8 +196,9 @@ class SemanticReranker:
         for thread in threads:
             thread.join(max(0.0, end - time.monotonic()))
 
-    def _start(self, prepare: Callable[[], Ready | None], texts: list[str],
-               max_tokens: int | None = None) -> _Job | None:
+    def _start(
+        self, prepare: Callable[[], Ready | None], texts: list[str], max_tokens: int | None = None
+    ) -> _Job | None:
         """A running job, or None when `MAX_IN_FLIGHT` are still running (a hung endpoint)."""
         if not self._in_flight.acquire(blocking=False):
             return None
@@ -204,8 +216,9 @@ class SemanticReranker:
 
 
 class _Scorer:
-    def __init__(self, q: Vector, state: Ready, graph: GraphReader, deadline: float,
-                 owner: SemanticReranker) -> None:
+    def __init__(
+        self, q: Vector, state: Ready, graph: GraphReader, deadline: float, owner: SemanticReranker
+    ) -> None:
         self.q = q
         self.state = state
         self.graph = graph
@@ -228,16 +241,19 @@ class _Scorer:
         # it by meaning.
         trust = min(1.0, best / THRESHOLD) ** 2
         meaning = _spread(wanted)
-        fused = {h.path: trust * h.score / (best or 1.0) + DENSE * meaning.get(h.path, 0.0)
-                 for h in files}
+        fused = {
+            h.path: trust * h.score / (best or 1.0) + DENSE * meaning.get(h.path, 0.0)
+            for h in files
+        }
         hits = files + self._neighbours(set(fused), wanted)
-        for hit in hits[len(files):]:
+        for hit in hits[len(files) :]:
             fused[hit.path] = DENSE * meaning.get(hit.path, 0.0)
         ranked = sorted(hits, key=lambda h: -fused[h.path])  # stable: ties keep their order
         top = fused[ranked[0].path] if ranked else 0.0
         scale = max((self._blend(h) for h in ranked[:1]), default=0.0)
-        out = [h.rescored(round(scale * fused[h.path] / top, 4) if top > 0 else 0.0)
-               for h in ranked]
+        out = [
+            h.rescored(round(scale * fused[h.path] / top, 4) if top > 0 else 0.0) for h in ranked
+        ]
         out += [h.rescored(round(self._blend(h), 4)) for h in texts]
         return sorted(out, key=lambda h: -h.score)  # stable: files keep their fused order
 
@@ -273,8 +289,7 @@ class _Scorer:
             return
         texts = {k: t for k, n in nodes.items() if (t := embed_texts(n, root))}
         cache = self.state.cache
-        found = (cache.get_many(x for t in texts.values() for x in t)
-                 if cache is not None else {})
+        found = cache.get_many(x for t in texts.values() for x in t) if cache is not None else {}
         todo = [t[0] for t in texts.values() if not any(x in found for x in t)]
         todo = todo[:EMBED_MISSING]
         if todo and self.deadline - time.perf_counter() > MISSING_COST_S:
@@ -310,9 +325,18 @@ class _Scorer:
                 break
             node = None if path in known_paths else self.graph.get(keys.file_key(path))
             if node is not None:
-                out.append(Hit(key=node.key, kind=node.kind, path=path, name=node.label,
-                               line=node.line, score=0.0, why=f"close in meaning ({sim:.2f})",
-                               layer="WARM"))
+                out.append(
+                    Hit(
+                        key=node.key,
+                        kind=node.kind,
+                        path=path,
+                        name=node.label,
+                        line=node.line,
+                        score=0.0,
+                        why=f"close in meaning ({sim:.2f})",
+                        layer="WARM",
+                    )
+                )
         return out
 
 

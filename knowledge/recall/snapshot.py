@@ -35,8 +35,11 @@ def write(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> No
     for name, array in arrays.items():
         array = np.ascontiguousarray(array)
         arrays[name] = array
-        header["arrays"][name] = {"dtype": array.dtype.str, "shape": list(array.shape),
-                                  "offset": offset}
+        header["arrays"][name] = {
+            "dtype": array.dtype.str,
+            "shape": list(array.shape),
+            "offset": offset,
+        }
         offset += _aligned(array.nbytes)
     head = json.dumps(header, separators=(",", ":")).encode()
     start = _aligned(16 + len(head))
@@ -71,8 +74,9 @@ def read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         at = start + spec["offset"]
         if at + count * dtype.itemsize > size:
             raise SnapshotError(f"{path}: truncated at {name}")
-        arrays[name] = np.frombuffer(view, dtype=dtype, count=count,
-                                     offset=at).reshape(spec["shape"])
+        arrays[name] = np.frombuffer(view, dtype=dtype, count=count, offset=at).reshape(
+            spec["shape"]
+        )
     return arrays, header["meta"]
 
 

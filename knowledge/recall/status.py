@@ -34,8 +34,9 @@ class Counters:
     for `theus status` in another process."""
 
     last_error: str = ""
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False,
-                                 metadata=_NOT_COUNTED)
+    lock: threading.Lock = field(
+        default_factory=threading.Lock, repr=False, compare=False, metadata=_NOT_COUNTED
+    )
     path: Path | None = field(default=None, metadata=_NOT_COUNTED)  # None: counts in memory
 
     def count(self, outcome: str, error: str = "") -> dict[str, Any]:
@@ -70,8 +71,7 @@ class Counters:
         if state.get("last_error"):
             out["last_error"] = state["last_error"]
         if state.get("updated"):
-            out["updated"] = time.strftime("%Y-%m-%d %H:%M:%S",
-                                           time.localtime(state["updated"]))
+            out["updated"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state["updated"]))
         return out
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,8 +79,9 @@ class Counters:
             return self._snapshot()
 
     def _snapshot(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.metadata.get("counted", True)}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("counted", True)
+        }
 
 
 @dataclass

@@ -112,8 +112,11 @@ def query_weights(text: str, head_weight: float) -> dict[str, float]:
 
 
 def _looks_like_code(word: str) -> bool:
-    return ("_" in word.strip("_") or bool(re.search(r"[a-z][A-Z]", word))
-            or (word.isupper() and len(word) >= 3))
+    return (
+        "_" in word.strip("_")
+        or bool(re.search(r"[a-z][A-Z]", word))
+        or (word.isupper() and len(word) >= 3)
+    )
 
 
 def mentioned_identifiers(text: str) -> list[str]:

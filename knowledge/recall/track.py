@@ -67,14 +67,18 @@ def _aligned(nodes: list[Node], old: list[Node]) -> tuple[list[Node], list[Node]
     flags = list(map(operator.is_not, nodes, old))  # map stops at the shorter list
     if flags.count(True) <= MAX_POSITIONAL:
         common = len(flags)
-        return ([*itertools.compress(nodes, flags), *nodes[common:]],
-                [*itertools.compress(old, flags), *old[common:]])
+        return (
+            [*itertools.compress(nodes, flags), *nodes[common:]],
+            [*itertools.compress(old, flags), *old[common:]],
+        )
     freed = len(old) - len(nodes)
     if freed <= 0:
         return None
     start = flags.index(True)
-    tail = list(map(operator.is_not, nodes[start:], old[start + freed:]))
+    tail = list(map(operator.is_not, nodes[start:], old[start + freed :]))
     if tail.count(True) > MAX_POSITIONAL:
         return None
-    return (list(itertools.compress(nodes[start:], tail)),
-            [*old[start:start + freed], *itertools.compress(old[start + freed:], tail)])
+    return (
+        list(itertools.compress(nodes[start:], tail)),
+        [*old[start : start + freed], *itertools.compress(old[start + freed :], tail)],
+    )

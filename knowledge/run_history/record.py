@@ -68,14 +68,28 @@ class RunRecord:
     stored: bool = False  # whether the vector store holds it (the local record only)
 
     @classmethod
-    def of_run(cls, run: RunSummary, *, request: str, project: str, session: str,
-               model: str, run_id: str | None = None) -> RunRecord:
-        return cls(id=run_id or str(uuid.uuid4()),
-                   request=redact(request)[:MAX_REQUEST_CHARS], done=redact(done_text(run)),
-                   project=project, session=session, lineage=lineage(request), model=model,
-                   files_changed=run.files_changed, commands=tuple(redact(c) for c in
-                                                                 run.commands),
-                   outcome=run.outcome)
+    def of_run(
+        cls,
+        run: RunSummary,
+        *,
+        request: str,
+        project: str,
+        session: str,
+        model: str,
+        run_id: str | None = None,
+    ) -> RunRecord:
+        return cls(
+            id=run_id or str(uuid.uuid4()),
+            request=redact(request)[:MAX_REQUEST_CHARS],
+            done=redact(done_text(run)),
+            project=project,
+            session=session,
+            lineage=lineage(request),
+            model=model,
+            files_changed=run.files_changed,
+            commands=tuple(redact(c) for c in run.commands),
+            outcome=run.outcome,
+        )
 
     def payload(self) -> Payload:
         """The point's payload: everything but the bookkeeping of this machine."""

@@ -22,8 +22,7 @@ class HistorySettings:
         if not 1 <= self.limit <= 20:
             raise ValueError(f"limit {self.limit}: give 1 to 20 examples")
         if not 0.0 < self.threshold <= 1.0:
-            raise ValueError(f"threshold {self.threshold}: give a similarity above 0 and at "
-                             "most 1")
+            raise ValueError(f"threshold {self.threshold}: give a similarity above 0 and at most 1")
         return self
 
 
@@ -35,7 +34,8 @@ def load(home: Path) -> HistorySettings:
         return HistorySettings(
             enabled=bool(saved.get("enabled", default.enabled)),
             limit=int(saved.get("limit", default.limit)),
-            threshold=float(saved.get("threshold", default.threshold))).check()
+            threshold=float(saved.get("threshold", default.threshold)),
+        ).check()
     except (TypeError, ValueError):
         return default
 

@@ -31,15 +31,22 @@ def open_store(env: Mapping[str, str], model_id: str, dim: int) -> VectorStore:
     `StoreUnavailable` when it cannot be reached."""
     wanted = env.get("THEUS_QDRANT_DIM", "").strip()
     if wanted and wanted != str(dim):
-        raise StoreMismatch(f"THEUS_QDRANT_DIM={wanted} but the embedder ({model_id}) makes "
-                            f"{dim}-d vectors: unset it or set it to {dim}")
+        raise StoreMismatch(
+            f"THEUS_QDRANT_DIM={wanted} but the embedder ({model_id}) makes "
+            f"{dim}-d vectors: unset it or set it to {dim}"
+        )
     base = env.get("THEUS_QDRANT_COLLECTION", "").strip() or DEFAULT_COLLECTION
     url = configured_server(env)
     if url:
         from knowledge.vectors.qdrant import QdrantStore
 
-        return QdrantStore(url=url, api_key=env.get("THEUS_QDRANT_API_KEY", "").strip() or None,
-                           collection_base=base, model_id=model_id, dim=dim)
+        return QdrantStore(
+            url=url,
+            api_key=env.get("THEUS_QDRANT_API_KEY", "").strip() or None,
+            collection_base=base,
+            model_id=model_id,
+            dim=dim,
+        )
     from knowledge.vectors.embedded import EmbeddedStore
 
     return EmbeddedStore(data_home() / EMBEDDED_FILE, collection_name(base, model_id, dim), dim)
@@ -49,9 +56,13 @@ def project_id(root: Path) -> str:
     """The project as the history names it: its git remote when it has one (the same on every
     teammate's machine), else its folder."""
     try:
-        done = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"],
-                              capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            ["git", "-C", str(root), "remote", "get-url", "origin"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
         remote = done.stdout.strip() if done.returncode == 0 else ""
     except (OSError, subprocess.TimeoutExpired):
         remote = ""

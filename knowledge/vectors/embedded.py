@@ -136,8 +136,9 @@ class EmbeddedStore:
         try:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             try:
-                row = conn.execute("SELECT dim FROM collections WHERE name = ?",
-                                   (collection,)).fetchone()
+                row = conn.execute(
+                    "SELECT dim FROM collections WHERE name = ?", (collection,)
+                ).fetchone()
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -146,8 +147,7 @@ class EmbeddedStore:
 
     def _open(self, read_only: bool) -> sqlite3.Connection:
         target = f"file:{self.path}?mode=ro" if read_only else str(self.path)
-        conn = sqlite3.connect(target, uri=read_only, check_same_thread=False,
-                               isolation_level=None)
+        conn = sqlite3.connect(target, uri=read_only, check_same_thread=False, isolation_level=None)
         try:
             if not read_only:
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -155,16 +155,19 @@ class EmbeddedStore:
                 conn.executescript(_SCHEMA)
                 if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone():
                     conn.executescript("BEGIN;" + _LEGACY + "COMMIT;")
-            row = conn.execute("SELECT dim FROM collections WHERE name = ?",
-                               (self.collection,)).fetchone()
+            row = conn.execute(
+                "SELECT dim FROM collections WHERE name = ?", (self.collection,)
+            ).fetchone()
             if row is None and not read_only:
-                conn.execute("INSERT INTO collections (name, dim) VALUES (?, ?)",
-                             (self.collection, self.dim))
+                conn.execute(
+                    "INSERT INTO collections (name, dim) VALUES (?, ?)", (self.collection, self.dim)
+                )
             elif row is not None and row[0] != self.dim:
                 raise StoreMismatch(
                     f"collection {self.collection!r} in {self.path} holds {row[0]}-d vectors but "
                     f"the embedder makes {self.dim}-d ones: use the model that filled it, or "
-                    "move the file aside to start a new one")
+                    "move the file aside to start a new one"
+                )
         except BaseException:
             conn.close()
             raise
@@ -186,14 +189,19 @@ class EmbeddedStore:
         for point in points:
             vector = np.asarray(point.vector, dtype=_DTYPE)
             if vector.shape != (self.dim,):
-                raise StoreMismatch(f"a {vector.shape}-shaped vector for a {self.dim}-d "
-                                    f"collection {self.collection!r}")
-            rows.append((self.collection, _id(point.id), vector.tobytes(),
-                         json.dumps(dict(point.payload))))
+                raise StoreMismatch(
+                    f"a {vector.shape}-shaped vector for a {self.dim}-d "
+                    f"collection {self.collection!r}"
+                )
+            rows.append(
+                (self.collection, _id(point.id), vector.tobytes(), json.dumps(dict(point.payload)))
+            )
         with self._writing():
             self._conn.executemany(
                 "INSERT OR REPLACE INTO points (collection, id, vector, payload) "
-                "VALUES (?, ?, ?, ?)", rows)
+                "VALUES (?, ?, ?, ?)",
+                rows,
+            )
 
     def get(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Point]:
         keys = [_id(i) for i in ids]
@@ -201,17 +209,21 @@ class EmbeddedStore:
         found = []
         with self._reading():
             for start in range(0, len(keys), _CHUNK):
-                chunk = keys[start:start + _CHUNK]
+                chunk = keys[start : start + _CHUNK]
                 found += self._conn.execute(
                     f"SELECT id, {column}, payload FROM points WHERE collection = ? "
                     f"AND id IN ({','.join('?' * len(chunk))})",
-                    (self.collection, *chunk)).fetchall()
+                    (self.collection, *chunk),
+                ).fetchall()
         points = []
         for key, blob, payload in found:
             if blob is not None and len(blob) != self.dim * _DTYPE.itemsize:
                 continue  # a row of the wrong length cannot be this collection's
-            vector = (np.frombuffer(blob, dtype=_DTYPE).astype(np.float32) if blob is not None
-                      else np.zeros(0, dtype=np.float32))
+            vector = (
+                np.frombuffer(blob, dtype=_DTYPE).astype(np.float32)
+                if blob is not None
+                else np.zeros(0, dtype=np.float32)
+            )
             points.append(Point(str(uuid.UUID(bytes=bytes(key))), vector, json.loads(payload)))
         return points
 
@@ -221,35 +233,47 @@ class EmbeddedStore:
         found: set[str] = set()
         with self._reading():
             if len(keys) > _SCAN_FROM:  # one scan of the ids beats many lookups
-                rows = self._conn.execute("SELECT id FROM points WHERE collection = ?",
-                                          (self.collection,))
+                rows = self._conn.execute(
+                    "SELECT id FROM points WHERE collection = ?", (self.collection,)
+                )
                 return {by_key[k] for (k,) in rows if k in by_key}
             for start in range(0, len(keys), _CHUNK):
-                chunk = keys[start:start + _CHUNK]
-                found.update(by_key[bytes(k)] for (k,) in self._conn.execute(
-                    f"SELECT id FROM points WHERE collection = ? "
-                    f"AND id IN ({','.join('?' * len(chunk))})", (self.collection, *chunk)))
+                chunk = keys[start : start + _CHUNK]
+                found.update(
+                    by_key[bytes(k)]
+                    for (k,) in self._conn.execute(
+                        f"SELECT id FROM points WHERE collection = ? "
+                        f"AND id IN ({','.join('?' * len(chunk))})",
+                        (self.collection, *chunk),
+                    )
+                )
         return found
 
     def set_payload(self, point_id: str, payload: Payload) -> bool:
         with self._writing():
             row = self._conn.execute(
                 "SELECT payload FROM points WHERE collection = ? AND id = ?",
-                (self.collection, _id(point_id))).fetchone()
+                (self.collection, _id(point_id)),
+            ).fetchone()
             if row is None:
                 return False
             merged = {**json.loads(row[0]), **payload}
-            self._conn.execute("UPDATE points SET payload = ? WHERE collection = ? AND id = ?",
-                               (json.dumps(merged), self.collection, _id(point_id)))
+            self._conn.execute(
+                "UPDATE points SET payload = ? WHERE collection = ? AND id = ?",
+                (json.dumps(merged), self.collection, _id(point_id)),
+            )
         return True
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._writing():
-            self._conn.executemany("DELETE FROM points WHERE collection = ? AND id = ?",
-                                   [(self.collection, _id(i)) for i in ids])
+            self._conn.executemany(
+                "DELETE FROM points WHERE collection = ? AND id = ?",
+                [(self.collection, _id(i)) for i in ids],
+            )
 
-    def nearest(self, vector: Vector, *, limit: int, where: Filter,
-                threshold: float | None = None) -> list[Hit]:
+    def nearest(
+        self, vector: Vector, *, limit: int, where: Filter, threshold: float | None = None
+    ) -> list[Hit]:
         query = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(query))
         if query.shape != (self.dim,) or norm == 0.0 or limit <= 0:
@@ -273,8 +297,9 @@ class EmbeddedStore:
     def count(self, where: Filter | None = None) -> int:
         if where is None or not (where.must or where.must_not):
             with self._reading():
-                row = self._conn.execute("SELECT count(*) FROM points WHERE collection = ?",
-                                         (self.collection,)).fetchone()
+                row = self._conn.execute(
+                    "SELECT count(*) FROM points WHERE collection = ?", (self.collection,)
+                ).fetchone()
             return int(row[0])
         loaded = self._load()
         rows = loaded.rows(where)
@@ -291,12 +316,16 @@ class EmbeddedStore:
             version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
             if self._loaded is not None and self._loaded.version == version:
                 return self._loaded
-            rows = self._conn.execute("SELECT id, vector, payload FROM points "
-                                      "WHERE collection = ?", (self.collection,)).fetchall()
+            rows = self._conn.execute(
+                "SELECT id, vector, payload FROM points WHERE collection = ?", (self.collection,)
+            ).fetchall()
         size = self.dim * _DTYPE.itemsize
         rows = [r for r in rows if len(r[1]) == size]
-        matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=_DTYPE)
-                  .reshape(len(rows), self.dim).astype(np.float32))
+        matrix = (
+            np.frombuffer(b"".join(r[1] for r in rows), dtype=_DTYPE)
+            .reshape(len(rows), self.dim)
+            .astype(np.float32)
+        )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix /= np.where(norms == 0, 1, norms)
         payloads: list[Payload] = [json.loads(r[2]) for r in rows]
@@ -306,9 +335,16 @@ class EmbeddedStore:
                 for item in value if isinstance(value, list) else (value,):
                     if isinstance(item, str | int | float | bool):
                         index.setdefault(key, {}).setdefault(_key(item), []).append(row)
-        loaded = _Loaded(version, [bytes(r[0]) for r in rows], matrix, payloads,
-                         {k: {v: np.asarray(rs, dtype=np.intp) for v, rs in values.items()}
-                          for k, values in index.items()})
+        loaded = _Loaded(
+            version,
+            [bytes(r[0]) for r in rows],
+            matrix,
+            payloads,
+            {
+                k: {v: np.asarray(rs, dtype=np.intp) for v, rs in values.items()}
+                for k, values in index.items()
+            },
+        )
         with self._lock:
             self._loaded = loaded
         return loaded
@@ -336,8 +372,9 @@ class _Transaction:
                 self.store._lock.release()
                 raise StoreUnavailable(f"vector store {self.store.path}: {exc}") from exc
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 _tb: object) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object
+    ) -> None:
         conn = self.store._conn
         try:
             if self.write:
@@ -360,4 +397,3 @@ def _id(point_id: str) -> bytes:
         return uuid.UUID(point_id).bytes
     except ValueError as exc:
         raise ValueError(f"point ids are UUIDs, not {point_id!r}") from exc
-

@@ -76,8 +76,9 @@ class VectorStore(Protocol):
     def delete(self, ids: Sequence[str]) -> None:
         """Remove these points; ids that do not exist are not an error."""
 
-    def nearest(self, vector: Vector, *, limit: int, where: Filter,
-                threshold: float | None = None) -> list[Hit]:
+    def nearest(
+        self, vector: Vector, *, limit: int, where: Filter, threshold: float | None = None
+    ) -> list[Hit]:
         """Up to `limit` points passing `where`, closest first; with `threshold`, only points
         at least that similar (the store applies it, not the caller)."""
 
@@ -101,8 +102,9 @@ def matches(payload: Payload, where: Filter) -> bool:
     for key, value in where.must.items():
         if key not in payload or not _same(payload[key], value):
             return False
-    return not any(key in payload and _same(payload[key], value)
-                   for key, value in where.must_not.items())
+    return not any(
+        key in payload and _same(payload[key], value) for key, value in where.must_not.items()
+    )
 
 
 def _same(have: object, want: Scalar) -> bool:

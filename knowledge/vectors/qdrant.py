@@ -42,24 +42,35 @@ from knowledge.vectors.port import (
 
 DEFAULT_TIMEOUT = 5  # seconds; qdrant-client takes whole seconds
 # Keyword or bool indexes on the keys every history search filters on.
-_INDEXES = {"project": qm.PayloadSchemaType.KEYWORD, "lineage": qm.PayloadSchemaType.KEYWORD,
-            "invalid": qm.PayloadSchemaType.BOOL}
+_INDEXES = {
+    "project": qm.PayloadSchemaType.KEYWORD,
+    "lineage": qm.PayloadSchemaType.KEYWORD,
+    "invalid": qm.PayloadSchemaType.BOOL,
+}
 _T = TypeVar("_T")
 
 
 class QdrantStore:
     """The `VectorStore` port over one collection of the Qdrant server at `url`."""
 
-    def __init__(self, url: str, *, api_key: str | None = None,
-                 collection_base: str, model_id: str, dim: int,
-                 timeout: int = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        collection_base: str,
+        model_id: str,
+        dim: int,
+        timeout: int = DEFAULT_TIMEOUT,
+    ) -> None:
         self.dim = dim
         self.collection = collection_name(collection_base, model_id, dim)
         self._where = _without_credentials(url)
         # No version check: it costs a request and warns on any skew; the calls used here are
         # in every server since 1.10.
-        self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout,
-                                    check_compatibility=False)
+        self._client = QdrantClient(
+            url=url, api_key=api_key, timeout=timeout, check_compatibility=False
+        )
         try:
             self._call(self._ensure_collection)
         except BaseException:
@@ -69,86 +80,125 @@ class QdrantStore:
     def _ensure_collection(self) -> None:
         if not self._client.collection_exists(self.collection):
             try:
-                self._client.create_collection(self.collection, vectors_config=qm.VectorParams(
-                    size=self.dim, distance=qm.Distance.COSINE))
+                self._client.create_collection(
+                    self.collection,
+                    vectors_config=qm.VectorParams(size=self.dim, distance=qm.Distance.COSINE),
+                )
             except ApiException:
                 if not self._client.collection_exists(self.collection):
                     raise  # not another client creating it at the same moment
         info = self._client.get_collection(self.collection)
         params = info.config.params.vectors
         if not isinstance(params, qm.VectorParams):
-            raise StoreMismatch(f"Qdrant collection {self.collection!r} at {self._where} has "
-                                "named vectors, not one: use a collection Theus made")
+            raise StoreMismatch(
+                f"Qdrant collection {self.collection!r} at {self._where} has "
+                "named vectors, not one: use a collection Theus made"
+            )
         if params.size != self.dim or params.distance != qm.Distance.COSINE:
             raise StoreMismatch(
                 f"Qdrant collection {self.collection!r} at {self._where} holds "
                 f"{params.size}-d {params.distance.value} vectors but the embedder makes "
                 f"{self.dim}-d cosine ones: use the model that filled it, or delete the "
-                "collection to start a new one")
+                "collection to start a new one"
+            )
         for key, schema in _INDEXES.items():  # also after a start that stopped half-way
             if key not in (info.payload_schema or {}):  # queued: later requests come after
-                self._client.create_payload_index(self.collection, key, field_schema=schema,
-                                                  wait=False)
+                self._client.create_payload_index(
+                    self.collection, key, field_schema=schema, wait=False
+                )
 
     # -- the port --------------------------------------------------------------------------
 
     def put(self, points: Sequence[Point]) -> None:
         for point in points:
             if np.shape(point.vector) != (self.dim,):
-                raise StoreMismatch(f"a {np.shape(point.vector)}-shaped vector for the "
-                                    f"{self.dim}-d collection {self.collection!r}")
-        structs = [qm.PointStruct(id=_id(point.id), vector=np.asarray(point.vector, float).tolist(),
-                                  payload=dict(point.payload)) for point in points]
+                raise StoreMismatch(
+                    f"a {np.shape(point.vector)}-shaped vector for the "
+                    f"{self.dim}-d collection {self.collection!r}"
+                )
+        structs = [
+            qm.PointStruct(
+                id=_id(point.id),
+                vector=np.asarray(point.vector, float).tolist(),
+                payload=dict(point.payload),
+            )
+            for point in points
+        ]
         if structs:
             self._call(lambda: self._client.upsert(self.collection, structs, wait=True))
 
     def get(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Point]:
         if not ids:
             return []
-        records = self._call(lambda: self._client.retrieve(
-            self.collection, [_id(i) for i in ids], with_payload=True,
-            with_vectors=with_vectors))
-        return [Point(str(record.id), _vector(record.vector), _payload(record.payload))
-                for record in records]
+        records = self._call(
+            lambda: self._client.retrieve(
+                self.collection, [_id(i) for i in ids], with_payload=True, with_vectors=with_vectors
+            )
+        )
+        return [
+            Point(str(record.id), _vector(record.vector), _payload(record.payload))
+            for record in records
+        ]
 
     def has(self, ids: Sequence[str]) -> set[str]:
         given = {_id(i): i for i in ids}
         if not given:
             return set()
-        records = self._call(lambda: self._client.retrieve(
-            self.collection, list(given), with_payload=False, with_vectors=False))
+        records = self._call(
+            lambda: self._client.retrieve(
+                self.collection, list(given), with_payload=False, with_vectors=False
+            )
+        )
         return {given[str(record.id)] for record in records if str(record.id) in given}
 
     def set_payload(self, point_id: str, payload: Payload) -> bool:
         # Asked first: the server answers 404 for a missing id, which is not "unavailable".
         key = _id(point_id)
-        if not self._call(lambda: self._client.retrieve(self.collection, [key],
-                                                         with_payload=False)):
+        if not self._call(
+            lambda: self._client.retrieve(self.collection, [key], with_payload=False)
+        ):
             return False
-        self._call(lambda: self._client.set_payload(self.collection, dict(payload),
-                                                    points=[key], wait=True))
+        self._call(
+            lambda: self._client.set_payload(
+                self.collection, dict(payload), points=[key], wait=True
+            )
+        )
         return True
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            self._call(lambda: self._client.delete(
-                self.collection, qm.PointIdsList(points=[_id(i) for i in ids]), wait=True))
+            self._call(
+                lambda: self._client.delete(
+                    self.collection, qm.PointIdsList(points=[_id(i) for i in ids]), wait=True
+                )
+            )
 
-    def nearest(self, vector: Vector, *, limit: int, where: Filter,
-                threshold: float | None = None) -> list[Hit]:
+    def nearest(
+        self, vector: Vector, *, limit: int, where: Filter, threshold: float | None = None
+    ) -> list[Hit]:
         query = np.asarray(vector, float)
         if query.shape != (self.dim,) or not query.any() or limit <= 0:
             return []  # as the embedded store: no direction, nothing near it
-        response = self._call(lambda: self._client.query_points(
-            self.collection, query=query.tolist(), query_filter=_filter(where), limit=limit,
-            score_threshold=threshold, with_payload=True))
-        return [Hit(str(found.id), float(found.score), _payload(found.payload))
-                for found in response.points]
+        response = self._call(
+            lambda: self._client.query_points(
+                self.collection,
+                query=query.tolist(),
+                query_filter=_filter(where),
+                limit=limit,
+                score_threshold=threshold,
+                with_payload=True,
+            )
+        )
+        return [
+            Hit(str(found.id), float(found.score), _payload(found.payload))
+            for found in response.points
+        ]
 
     def count(self, where: Filter | None = None) -> int:
         query_filter = None if where is None else _filter(where)
-        return self._call(lambda: self._client.count(
-            self.collection, count_filter=query_filter, exact=True)).count
+        return self._call(
+            lambda: self._client.count(self.collection, count_filter=query_filter, exact=True)
+        ).count
 
     def close(self) -> None:
         self._client.close()
@@ -174,8 +224,10 @@ def _id(point_id: str) -> str:
 
 
 def _filter(where: Filter) -> qm.Filter:
-    return qm.Filter(must=[_condition(k, v) for k, v in where.must.items()],
-                     must_not=[_condition(k, v) for k, v in where.must_not.items()])
+    return qm.Filter(
+        must=[_condition(k, v) for k, v in where.must.items()],
+        must_not=[_condition(k, v) for k, v in where.must_not.items()],
+    )
 
 
 def _condition(key: str, value: Scalar) -> qm.FieldCondition:

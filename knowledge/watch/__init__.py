@@ -36,8 +36,10 @@ def maybe_start(
 
 
 def status_section(project: Project, live: Watcher | None = None) -> dict[str, Any]:
-    section = live.status() if live is not None else persisted.describe(
-        persisted.read_state(project.paths)
+    section = (
+        live.status()
+        if live is not None
+        else persisted.describe(persisted.read_state(project.paths))
     )
     section["switched_off"] = is_off("watch")
     return section

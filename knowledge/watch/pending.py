@@ -58,7 +58,8 @@ class Pending:
     def due(self, now: float) -> list[str]:
         """Pop the files whose debounce has expired."""
         ready = [
-            rel for rel, (first, last) in self.files.items()
+            rel
+            for rel, (first, last) in self.files.items()
             if now - last >= self.debounce or now - first >= self.max_wait
         ]
         for rel in ready:
@@ -70,8 +71,9 @@ class Pending:
             return self.last_event + self.storm_quiet
         if not self.files:
             return None
-        return min(min(last + self.debounce, first + self.max_wait)
-                   for first, last in self.files.values())
+        return min(
+            min(last + self.debounce, first + self.max_wait) for first, last in self.files.values()
+        )
 
     @property
     def idle(self) -> bool:

@@ -57,8 +57,10 @@ def clock(stamp: float | None) -> str | None:
 def describe(state: dict[str, Any]) -> dict[str, Any]:
     """The status section for a persisted state: a dead writer means not running."""
     pid = state.get("pid")
-    running = bool(state.get("running")) and isinstance(pid, int) and alive(
-        pid, str(state.get("pid_start", ""))
+    running = (
+        bool(state.get("running"))
+        and isinstance(pid, int)
+        and alive(pid, str(state.get("pid_start", "")))
     )
     return {
         "running": running,

@@ -44,6 +44,7 @@ _GROUP_MS = 200  # watchfiles groups a stream of events at most this long before
 _STEP_MS = 20  # ...and yields once nothing new arrived for this long
 _STOP_GRACE = 2.0
 
+
 @dataclass(frozen=True, slots=True)
 class Update:
     """One applied change: a batch of files, or a full rescan."""
@@ -60,8 +61,7 @@ class Update:
         paths = [*self.changed, *(f"{rel} (deleted)" for rel in self.removed)]
         shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
         prefix = f"rescan, {len(paths)} files: " if self.kind == "rescan" else ""
-        return (f"{prefix}{shown}  nodes +{self.nodes_added} -{self.nodes_removed}  "
-                f"{self.ms:.0f} ms")
+        return f"{prefix}{shown}  nodes +{self.nodes_added} -{self.nodes_removed}  {self.ms:.0f} ms"
 
 
 class Watcher:
@@ -91,8 +91,9 @@ class Watcher:
         self.rescan_every = rescan_every
         self.catch_up = catch_up  # rescan once at start: changes made while nobody watched
         self.mode = "polling" if force_polling else "native"  # -> "polling" -> "rescan"
-        self.pending = Pending(debounce=debounce, storm_files=storm_files,
-                               storm_window=storm_window)
+        self.pending = Pending(
+            debounce=debounce, storm_files=storm_files, storm_window=storm_window
+        )
         self.warnings: dict[str, str] = {}  # "watch" | "store" -> message
         self.reindexed: Counter[str] = Counter()  # rel -> times its content was re-indexed
         self.updates = 0
@@ -261,8 +262,10 @@ class Watcher:
             # A checkout creating folders: watch them now, so their files' events keep the
             # storm open until it is really over, and one rescan sees everything.
             self._rewatch_wanted = any(
-                change == Change.added and relpath(root, path) not in self.watched
-                and os.path.isdir(path) for change, path in changes
+                change == Change.added
+                and relpath(root, path) not in self.watched
+                and os.path.isdir(path)
+                for change, path in changes
             )
         if self._wake is not None:
             self._wake.set()
@@ -328,8 +331,15 @@ class Watcher:
     def _record(self, kind: str, report: IndexReport) -> None:
         if not report.changed and not report.removed:
             return
-        update = Update(kind, tuple(report.changed), tuple(report.removed), report.nodes_added,
-                        report.nodes_removed, report.seconds * 1000, time.time())
+        update = Update(
+            kind,
+            tuple(report.changed),
+            tuple(report.removed),
+            report.nodes_added,
+            report.nodes_removed,
+            report.seconds * 1000,
+            time.time(),
+        )
         self.reindexed.update(report.changed)
         if kind == "update":
             self.updates += 1
@@ -405,9 +415,15 @@ class Watcher:
         paths = [str(self.project.root / d) for d in dirs]
         try:
             async for changes in self._open_watch(
-                *paths, watch_filter=self._keep, debounce=_GROUP_MS, step=_STEP_MS,
-                stop_event=stop, force_polling=self.mode == "polling",
-                poll_delay_ms=self.poll_ms, recursive=False, ignore_permission_denied=True,
+                *paths,
+                watch_filter=self._keep,
+                debounce=_GROUP_MS,
+                step=_STEP_MS,
+                stop_event=stop,
+                force_polling=self.mode == "polling",
+                poll_delay_ms=self.poll_ms,
+                recursive=False,
+                ignore_permission_denied=True,
             ):
                 self._note(changes)
         except Exception as wrapped:  # watchfiles wraps its errors in anyio's ExceptionGroup
@@ -446,8 +462,9 @@ class Watcher:
             message = f"native file watching failed ({failure}); polling every {self.poll_ms} ms"
         else:
             self.mode = "rescan"
-            message = (f"file watching failed ({failure}); rescanning every "
-                       f"{self.rescan_every:.0f} s")
+            message = (
+                f"file watching failed ({failure}); rescanning every {self.rescan_every:.0f} s"
+            )
         log.warning(message)
         self.warnings["watch"] = message
         self._persist()
@@ -459,19 +476,22 @@ class Watcher:
         pid = os.getpid()
         if not running and persisted.read_state(self.project.paths).get("pid") not in (pid, None):
             return  # another process took over the file; its state stands
-        persisted.write_state(self.project.paths, {
-            "running": running,
-            "pid": pid,
-            "pid_start": persisted.process_start(pid),
-            "root": str(self.project.root),
-            "mode": self.mode,
-            "started": self.started,
-            "last_update": self.last_update,
-            "last_change": self.last_change,
-            "updates": self.updates,
-            "rescans": self.rescans,
-            "warning": "; ".join(self.warnings.values()) or None,
-        })
+        persisted.write_state(
+            self.project.paths,
+            {
+                "running": running,
+                "pid": pid,
+                "pid_start": persisted.process_start(pid),
+                "root": str(self.project.root),
+                "mode": self.mode,
+                "started": self.started,
+                "last_update": self.last_update,
+                "last_change": self.last_change,
+                "updates": self.updates,
+                "rescans": self.rescans,
+                "warning": "; ".join(self.warnings.values()) or None,
+            },
+        )
 
 
 def _unwrap(exc: BaseException) -> BaseException:

@@ -22,10 +22,20 @@ from typing import Any
 from tests.e2e.debian import ensure
 
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-quic", "--disable-extensions", "--disable-default-apps", "--mute-audio",
-    "--hide-scrollbars", "--no-default-browser-check", "--password-store=basic",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--no-default-browser-check",
+    "--password-store=basic",
 )
 _CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -52,10 +62,19 @@ class Browser:
             os.dup2(out_write, 4)
 
         self.proc = subprocess.Popen(
-            [find_chromium(), *FLAGS, f"--user-data-dir={self.profile}",
-             "--remote-debugging-pipe", f"--window-size={width},{height}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=False, preexec_fn=wire,
+            [
+                find_chromium(),
+                *FLAGS,
+                f"--user-data-dir={self.profile}",
+                "--remote-debugging-pipe",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,
+            preexec_fn=wire,
         )
         os.close(cmd_read)
         os.close(out_write)
@@ -70,12 +89,15 @@ class Browser:
         )["sessionId"]
         self.send("Page.enable")
         self.send("Runtime.enable")
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
 
     # -- protocol -------------------------------------------------------------------------------
-    def send(self, method: str, params: dict[str, Any] | None = None,
-             timeout: float = 30.0) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0
+    ) -> dict[str, Any]:
         self._next_id += 1
         ident = self._next_id
         message: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
@@ -111,9 +133,15 @@ class Browser:
         self.send("Page.navigate", {"url": url})
 
     def evaluate(self, expression: str, timeout: float = 30.0) -> Any:
-        result = self.send("Runtime.evaluate", {
-            "expression": expression, "returnByValue": True, "awaitPromise": True,
-        }, timeout=timeout)
+        result = self.send(
+            "Runtime.evaluate",
+            {
+                "expression": expression,
+                "returnByValue": True,
+                "awaitPromise": True,
+            },
+            timeout=timeout,
+        )
         if "exceptionDetails" in result:
             raise CDPError(f"script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -134,15 +162,28 @@ class Browser:
 
     def press(self, key: str, code: int) -> None:
         for kind in ("rawKeyDown", "keyUp"):
-            self.send("Input.dispatchKeyEvent", {
-                "type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code,
-            })
+            self.send(
+                "Input.dispatchKeyEvent",
+                {
+                    "type": kind,
+                    "key": key,
+                    "code": key,
+                    "windowsVirtualKeyCode": code,
+                },
+            )
 
     def click(self, x: float, y: float) -> None:
         for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
-            self.send("Input.dispatchMouseEvent", {
-                "type": kind, "x": x, "y": y, "button": "left", "clickCount": 1,
-            })
+            self.send(
+                "Input.dispatchMouseEvent",
+                {
+                    "type": kind,
+                    "x": x,
+                    "y": y,
+                    "button": "left",
+                    "clickCount": 1,
+                },
+            )
 
     def screenshot(self, path: Path) -> Path:
         data = self.send("Page.captureScreenshot", {"format": "png"})["data"]

@@ -19,10 +19,16 @@ def ensure(package: str, *commands: str) -> str:
             return found
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-q"], check=True, env=env, capture_output=True,
-                       timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-q", package], check=True, env=env,
-                       capture_output=True, timeout=900)
+        subprocess.run(
+            ["apt-get", "update", "-q"], check=True, env=env, capture_output=True, timeout=600
+        )
+        subprocess.run(
+            ["apt-get", "install", "-y", "-q", package],
+            check=True,
+            env=env,
+            capture_output=True,
+            timeout=900,
+        )
         for name in commands:
             found = shutil.which(name)
             if found:

@@ -89,8 +89,10 @@ def test_page_renders_searches_and_lists_tables(page: tuple[Browser, str]) -> No
     # Clicking a node on the canvas selects it.
     x, y = browser.evaluate(f"{WHERE}('file:src/util/text.py')")
     browser.click(x, y)
-    browser.wait_for("window.__theus.state.selected && "
-                     "window.__theus.state.selected.key === 'file:src/util/text.py'")
+    browser.wait_for(
+        "window.__theus.state.selected && "
+        "window.__theus.state.selected.key === 'file:src/util/text.py'"
+    )
     browser.wait_for("document.getElementById('details-body').textContent.includes('text.py')")
     total = browser.evaluate("window.__theus.state.total")
     assert browser.evaluate("window.__theus.state.nodes.length") == total
@@ -98,13 +100,16 @@ def test_page_renders_searches_and_lists_tables(page: tuple[Browser, str]) -> No
     # Search: type, press Enter; the node is selected and its details are shown.
     browser.evaluate("document.getElementById('search').focus()")
     browser.insert_text("ShoppingCart")
-    browser.wait_for("document.querySelectorAll('#results li').length > 0 && "
-                     "!document.getElementById('results').hidden")
+    browser.wait_for(
+        "document.querySelectorAll('#results li').length > 0 && "
+        "!document.getElementById('results').hidden"
+    )
     browser.press("Enter", 13)
     browser.wait_for("!document.getElementById('details').hidden")
     details = browser.wait_for(
         "(() => { const t = document.getElementById('details-body').textContent;"
-        " return t.includes('ShoppingCart') && t.includes('Neighbours') ? t : ''; })()")
+        " return t.includes('ShoppingCart') && t.includes('Neighbours') ? t : ''; })()"
+    )
     assert "src/shop/cart.py:5" in details
     assert "Holds the line items of one order." in details
     assert "total" in details  # a neighbour: the method it contains
@@ -112,14 +117,22 @@ def test_page_renders_searches_and_lists_tables(page: tuple[Browser, str]) -> No
     assert selected == "sym:src/shop/cart.py#ShoppingCart"
 
     # Kind and folder filters reload the view from the server.
-    browser.evaluate("[...document.querySelectorAll('#kinds .chip')]"
-                     ".find(c => c.textContent.startsWith('symbol')).click()")
-    browser.wait_for("!window.__theus.state.loading && window.__theus.state.kinds.size > 0 && "
-                     "window.__theus.state.nodes.every(n => n.kind !== 'symbol')")
-    browser.evaluate("const f = document.getElementById('folder'); f.value = 'src/shop';"
-                     " f.dispatchEvent(new Event('change'))")
-    browser.wait_for("!window.__theus.state.loading && window.__theus.state.nodes.length > 0 && "
-                     "window.__theus.state.nodes.every(n => n.path.startsWith('src/shop/'))")
+    browser.evaluate(
+        "[...document.querySelectorAll('#kinds .chip')]"
+        ".find(c => c.textContent.startsWith('symbol')).click()"
+    )
+    browser.wait_for(
+        "!window.__theus.state.loading && window.__theus.state.kinds.size > 0 && "
+        "window.__theus.state.nodes.every(n => n.kind !== 'symbol')"
+    )
+    browser.evaluate(
+        "const f = document.getElementById('folder'); f.value = 'src/shop';"
+        " f.dispatchEvent(new Event('change'))"
+    )
+    browser.wait_for(
+        "!window.__theus.state.loading && window.__theus.state.nodes.length > 0 && "
+        "window.__theus.state.nodes.every(n => n.path.startsWith('src/shop/'))"
+    )
     kinds = browser.evaluate("[...new Set(window.__theus.state.nodes.map(n => n.kind))]")
     assert kinds == ["file"]
 
@@ -127,14 +140,16 @@ def test_page_renders_searches_and_lists_tables(page: tuple[Browser, str]) -> No
     browser.evaluate("document.querySelector('[data-tab=database]').click()")
     tables = browser.wait_for(
         "(() => { const t = document.getElementById('tables').textContent;"
-        " return t.includes('Invoice') ? t : ''; })()")
+        " return t.includes('Invoice') ? t : ''; })()"
+    )
     assert "Customer" in tables and "customerId" in tables and "→ Customer.id" in tables
 
     # Status tab: counts from the same graph.
     browser.evaluate("document.querySelector('[data-tab=status]').click()")
     status = browser.wait_for(
         "(() => { const t = document.getElementById('status').textContent;"
-        " return t.includes('table') ? t : ''; })()")
+        " return t.includes('table') ? t : ''; })()"
+    )
     assert "index" in status.lower()
     errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
     assert not errors, json.dumps(errors)[:500]
@@ -145,7 +160,8 @@ def test_page_without_token_explains_itself(page: tuple[Browser, str]) -> None:
     browser.navigate(url.split("?")[0])
     text = browser.wait_for(
         "(() => { const b = document.getElementById('banner');"
-        " return b && !b.hidden ? b.innerText : ''; })()")
+        " return b && !b.hidden ? b.innerText : ''; })()"
+    )
     assert "theus dashboard" in text
     errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
     assert not errors, json.dumps(errors)[:500]

@@ -18,24 +18,47 @@ EARLIER_ANSWER = "EARLIER-ANSWER: it returns the unit price."
 NEW_ANSWER = "NEW-ANSWER: yes, in cents."
 
 
-def test_resume_picker_shows_the_earlier_conversation(terminal: Terminal,  # noqa: F811
-                                                      tmp_path: Path, theus_home: Path
-                                                      ) -> None:
-    repo = write_tree(tmp_path / "shop", {
-        "pricing.py": 'def price_of(item):\n    """Unit price."""\n    return item["price"]\n',
-    })
+def test_resume_picker_shows_the_earlier_conversation(
+    terminal: Terminal,  # noqa: F811
+    tmp_path: Path,
+    theus_home: Path,
+) -> None:
+    repo = write_tree(
+        tmp_path / "shop",
+        {
+            "pricing.py": 'def price_of(item):\n    """Unit price."""\n    return item["price"]\n',
+        },
+    )
     session = SessionStore(repo).create(root=str(repo), model="test-model", headless=False)
-    for message in ({"role": "system", "content": "You are Theus."},
-                    {"role": "user", "content": EARLIER_REQUEST},
-                    {"role": "assistant", "content": EARLIER_ANSWER}):
+    for message in (
+        {"role": "system", "content": "You are Theus."},
+        {"role": "user", "content": EARLIER_REQUEST},
+        {"role": "assistant", "content": EARLIER_ANSWER},
+    ):
         session.append({"type": "message", "message": message})
     with ScriptedServer([text(NEW_ANSWER)]) as server:
         env = app_env(theus_home, server.url)
         # The pane outlives the app for a moment, to show what it printed on the way out.
         command = shlex.join([*_theus(), "--path", str(repo), "-r"]) + "; sleep 60"
-        subprocess.run([terminal.tmux, "-L", terminal.socket, "new-session", "-d", "-s",
-                        "theus", "-x", "120", "-y", "36", command], env=env, check=True,
-                       timeout=30)
+        subprocess.run(
+            [
+                terminal.tmux,
+                "-L",
+                terminal.socket,
+                "new-session",
+                "-d",
+                "-s",
+                "theus",
+                "-x",
+                "120",
+                "-y",
+                "36",
+                command,
+            ],
+            env=env,
+            check=True,
+            timeout=30,
+        )
         picker = terminal.wait_for("Resume a session")
         assert session.id in picker and EARLIER_REQUEST[:30] in picker
         terminal.run("send-keys", "-t", "theus", "Enter")

@@ -24,9 +24,18 @@ def file_nodes(rel: str, gen: int) -> tuple[list[Node], list[Edge]]:
     edges = []
     for i in range(SYMBOLS):
         skey = keys.symbol_key(rel, f"func_{i}")
-        nodes.append(Node(skey, "symbol", f"func_{i}", path=rel, line=i * 10 + 1,
-                          signature=f"def func_{i}(a, b) -> int", summary="x" * 80,
-                          data={"gen": gen}))
+        nodes.append(
+            Node(
+                skey,
+                "symbol",
+                f"func_{i}",
+                path=rel,
+                line=i * 10 + 1,
+                signature=f"def func_{i}(a, b) -> int",
+                summary="x" * 80,
+                data={"gen": gen},
+            )
+        )
         edges.append(Edge(fkey, skey, "defines"))
     return nodes, edges
 
@@ -39,7 +48,7 @@ def main(db: str) -> None:
     while True:
         gen += 1
         # First save writes everything; later saves rewrite a rotating tenth of the files.
-        targets = rels if gen == 1 else rels[(gen * 20) % FILES:(gen * 20) % FILES + 20]
+        targets = rels if gen == 1 else rels[(gen * 20) % FILES : (gen * 20) % FILES + 20]
         for rel in targets:
             nodes, edges = file_nodes(rel, gen)
             graph.replace_owner(rel, nodes, edges)

@@ -18,23 +18,27 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + zlib.compress(b"\x00" * 64)
 
 
 def corpus(root: Path) -> Path:
-    return write_tree(root, {
-        "good.py": "def good():\n    return 1\n",
-        "nul.py": b"x = 1\x00\x00\n",
-        "invalid_utf8.ts": b"export function ok() {}\n// \xff\xfe broken\n",
-        "utf16.py": "def wide():\n    return 2\n".encode("utf-16"),
-        "latin1.py": "# -*- coding: latin-1 -*-\ns = 'café'\ndef latin():\n    pass\n"
-        .encode("latin-1"),
-        "crlf.py": b"def crlf():\r\n    return 3\r\n",
-        "min2mb.js": "var a=1;" * 250_000,
-        "min.js": "var a=1;" * 40_000,
-        "huge.py": "x = 1\n" * 1_750_000,
-        "empty.py": "",
-        "image.py": PNG,
-        "deep.py": "x = " + "[" * 200 + "]" * 200 + "\n",
-        "deep.go": "package x\nfunc f() {" + "{" * 200 + "}" * 200 + "}\n",
-        "broken.py": "def nope(:\n",
-    })
+    return write_tree(
+        root,
+        {
+            "good.py": "def good():\n    return 1\n",
+            "nul.py": b"x = 1\x00\x00\n",
+            "invalid_utf8.ts": b"export function ok() {}\n// \xff\xfe broken\n",
+            "utf16.py": "def wide():\n    return 2\n".encode("utf-16"),
+            "latin1.py": "# -*- coding: latin-1 -*-\ns = 'café'\ndef latin():\n    pass\n".encode(
+                "latin-1"
+            ),
+            "crlf.py": b"def crlf():\r\n    return 3\r\n",
+            "min2mb.js": "var a=1;" * 250_000,
+            "min.js": "var a=1;" * 40_000,
+            "huge.py": "x = 1\n" * 1_750_000,
+            "empty.py": "",
+            "image.py": PNG,
+            "deep.py": "x = " + "[" * 200 + "]" * 200 + "\n",
+            "deep.go": "package x\nfunc f() {" + "{" * 200 + "}" * 200 + "}\n",
+            "broken.py": "def nope(:\n",
+        },
+    )
 
 
 def test_bad_input_corpus(tmp_path: Path) -> None:
@@ -54,8 +58,13 @@ def test_bad_input_corpus(tmp_path: Path) -> None:
     assert keys.file_key("nul.py") not in graph and keys.file_key("image.py") not in graph
     assert keys.file_key("huge.py") in graph and keys.file_key("min.js") in graph
     assert not graph.out_edges(keys.file_key("huge.py"))
-    for rel, symbol in [("good.py", "good"), ("utf16.py", "wide"), ("latin1.py", "latin"),
-                        ("crlf.py", "crlf"), ("invalid_utf8.ts", "ok")]:
+    for rel, symbol in [
+        ("good.py", "good"),
+        ("utf16.py", "wide"),
+        ("latin1.py", "latin"),
+        ("crlf.py", "crlf"),
+        ("invalid_utf8.ts", "ok"),
+    ]:
         assert keys.symbol_key(rel, symbol) in graph, rel
     assert keys.file_key("empty.py") in graph
     assert keys.file_key("deep.py") in graph and keys.file_key("deep.go") in graph

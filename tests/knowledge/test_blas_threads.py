@@ -22,8 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def blas_threads(**env: str) -> int:
     base = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    done = subprocess.run([sys.executable, "-c", PROBE], env=base | env, cwd=ROOT,
-                          capture_output=True, text=True, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env=base | env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return int(done.stdout)
 
 

@@ -28,11 +28,7 @@ FILES = {
         "    def total(self, items):\n"
         "        return sum(price_of(i) for i in items)\n"
     ),
-    "src/app/pricing.py": (
-        '"""Prices."""\n\n\n'
-        "def price_of(item):\n"
-        "    return item.price\n"
-    ),
+    "src/app/pricing.py": ('"""Prices."""\n\n\ndef price_of(item):\n    return item.price\n'),
     "src/util/strings.py": "def slug(text):\n    return text.lower()\n",
     "docs/guide.md": "# Guide\n\nHow to use the cart.\n\n## Install\n\npip install it\n",
     "prisma/schema.prisma": (
@@ -53,8 +49,13 @@ class Client:
         self.token = token
 
     def request(
-        self, path: str, *, method: str = "GET", token: str | None = "header",
-        host: str | None = None, headers: dict[str, str] | None = None,
+        self,
+        path: str,
+        *,
+        method: str = "GET",
+        token: str | None = "header",
+        host: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, dict[str, str], bytes]:
         sent = {"Host": host or f"127.0.0.1:{self.port}", **(headers or {})}
         if token == "header":
@@ -98,7 +99,9 @@ def served(project: Project) -> Iterator[tuple[Client, Project]]:
 def all_pages(client: Client, query: str, limit: int) -> list[dict[str, Any]]:
     pages = [client.json(f"/api/graph?{query}&limit={limit}")]
     while pages[-1]["next_cursor"]:
-        pages.append(client.json(f"/api/graph?{query}&limit={limit}&cursor={pages[-1]['next_cursor']}"))
+        pages.append(
+            client.json(f"/api/graph?{query}&limit={limit}&cursor={pages[-1]['next_cursor']}")
+        )
     return pages
 
 
@@ -181,7 +184,9 @@ def test_graph_filters(served: tuple[Client, Project]) -> None:
     in_app = client.json("/api/graph?folder=src/app")["nodes"]
     assert in_app and all(n["path"].startswith("src/app/") for n in in_app)
     assert {n["path"] for n in client.json("/api/graph?folder=src")["nodes"]} >= {
-        "src/app/cart.py", "src/util/strings.py"}
+        "src/app/cart.py",
+        "src/util/strings.py",
+    }
     found = client.json("/api/graph?q=cart&limit=3")["nodes"]
     assert found[0]["label"] == "Cart"
     assert client.json("/api/graph?q=zzzz-nothing")["total"] == 0
@@ -213,8 +218,13 @@ def test_neighbourhood_query(served: tuple[Client, Project]) -> None:
 def test_bad_graph_queries_get_clear_errors(served: tuple[Client, Project]) -> None:
     client, _ = served
     for query, code in (
-        ("limit=0", 400), ("limit=abc", 400), ("limit=999999", 400), ("depth=9", 400),
-        ("kind=bogus", 400), ("cursor=nonsense", 400), ("node=file:nope.py", 404),
+        ("limit=0", 400),
+        ("limit=abc", 400),
+        ("limit=999999", 400),
+        ("depth=9", 400),
+        ("kind=bogus", 400),
+        ("cursor=nonsense", 400),
+        ("node=file:nope.py", 404),
     ):
         status, _, body = client.request(f"/api/graph?{query}")
         assert status == code, query
@@ -248,11 +258,20 @@ def test_database_route_lists_prisma_tables_and_foreign_keys(
     assert tables["Post"]["path"] == "prisma/schema.prisma"
     author = next(c for c in tables["Post"]["columns"] if c["name"] == "authorId")
     assert author["type"] == "Int"
-    assert author["references"] == {"table": "User", "column": "id", "key": "column:user.id",
-                                    "resolved": True}
+    assert author["references"] == {
+        "table": "User",
+        "column": "id",
+        "key": "column:user.id",
+        "resolved": True,
+    }
     assert tables["User"]["referenced_by"] == ["Post"]
-    assert {"from_table": "Post", "from_column": "authorId", "to_table": "User",
-            "to_column": "id", "resolved": True} in db["foreign_keys"]
+    assert {
+        "from_table": "Post",
+        "from_column": "authorId",
+        "to_table": "User",
+        "to_column": "id",
+        "resolved": True,
+    } in db["foreign_keys"]
 
 
 def test_schema_route(served: tuple[Client, Project]) -> None:
@@ -262,7 +281,8 @@ def test_schema_route(served: tuple[Client, Project]) -> None:
     assert schema["node_kinds"]["memory"] == 0  # every kind is listed
     assert schema["edge_kinds"]["references"] >= 1
     assert schema["schema_files"] == [
-        {"path": "prisma/schema.prisma", "language": "prisma", "tables": 2}]
+        {"path": "prisma/schema.prisma", "language": "prisma", "tables": 2}
+    ]
     assert "summary" in schema["node_fields"]
 
 
@@ -289,9 +309,17 @@ def test_injected_status_provider_and_its_failure(tmp_path: Path) -> None:
 
 def test_secrets_never_appear_in_any_answer(served: tuple[Client, Project]) -> None:
     client, project = served
-    bodies = [client.request(r)[2] for r in
-              ("/api/status", "/api/database", "/api/schema", "/api/graph?limit=20000",
-               "/api/graph?q=sk", "/api/graph?q=env")]
+    bodies = [
+        client.request(r)[2]
+        for r in (
+            "/api/status",
+            "/api/database",
+            "/api/schema",
+            "/api/graph?limit=20000",
+            "/api/graph?q=sk",
+            "/api/graph?q=env",
+        )
+    ]
     keys = [quote(k) for k in project.graph.keys()]  # noqa: SIM118 - a list, not a view
     bodies += [client.request(f"/api/graph?node={key}&depth=1")[2] for key in keys]
     text = b"\n".join(bodies)
@@ -314,8 +342,12 @@ def test_a_fresh_process_serves_the_persisted_store(tmp_path: Path) -> None:
         port, token = int(url.split(":")[2].split("/")[0]), url.split("token=")[1]
         client = Client(port, token)
         results: list[int] = []
-        threads = [threading.Thread(target=lambda: results.append(
-            client.json("/api/status?sections=0")["nodes"])) for _ in range(4)]
+        threads = [
+            threading.Thread(
+                target=lambda: results.append(client.json("/api/status?sections=0")["nodes"])
+            )
+            for _ in range(4)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -353,8 +385,13 @@ def test_server_keeps_answering_while_the_graph_is_reindexed(
     try:
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline or rounds["n"] < 5:
-            for route in ("/api/graph?limit=50", "/api/status", "/api/database",
-                          "/api/graph?q=fn&limit=5", "/api/graph?node=file:src/churn.py&depth=1"):
+            for route in (
+                "/api/graph?limit=50",
+                "/api/status",
+                "/api/database",
+                "/api/graph?q=fn&limit=5",
+                "/api/graph?node=file:src/churn.py&depth=1",
+            ):
                 status, _, body = client.request(route)
                 assert status in (200, 404), (route, status, body[:200])  # churn.py may be new
                 if status == 200:
@@ -465,7 +502,8 @@ def test_large_answers_are_gzipped_for_clients_that_ask() -> None:
     try:
         client = Client(dash.port, dash.token)
         status, headers, body = client.request(
-            "/api/graph?limit=20000", headers={"Accept-Encoding": "gzip"})
+            "/api/graph?limit=20000", headers={"Accept-Encoding": "gzip"}
+        )
         assert status == 200 and headers.get("content-encoding") == "gzip"
         assert len(json.loads(body)["nodes"]) == 300
         _, plain_headers, _ = client.request("/api/graph?limit=20000")
@@ -488,7 +526,8 @@ def test_ids_survive_rustworkx_index_reuse() -> None:
         page = Client(dash.port, dash.token).json("/api/graph")
         keys = {n["id"]: n["key"] for n in page["nodes"]}
         assert [(keys[s], keys[d], k) for s, d, k in page["edges"]] == [
-            ("file:c.py", "file:b.py", "imports")]
+            ("file:c.py", "file:b.py", "imports")
+        ]
         assert Edge("file:c.py", "file:b.py", "imports") in list(graph.edges())
     finally:
         dash.stop()
@@ -525,20 +564,37 @@ def test_layout_keeps_symbols_by_their_file_and_files_by_their_folder() -> None:
 
 
 def test_the_graph_route_shows_what_was_told_with_its_history(
-        served: tuple[Client, Project]) -> None:
+    served: tuple[Client, Project],
+) -> None:
     from knowledge.facts import FactsLayer, parse_extraction
 
     client, project = served
     layer = FactsLayer(project)
-    for db, said in (("SQLite", "the shop keeps orders in SQLite"),
-                     ("PostgreSQL", "we moved the shop from SQLite to PostgreSQL")):
-        layer.apply(parse_extraction(json.dumps({
-            "entities": [{"label": "Shop", "type": "Project", "layer": "PERSONAL"},
-                         {"label": db, "type": "Technology", "layer": "UNIVERSAL"}],
-            "relations": [{"source": "Shop", "target": db, "type": "USES_TECHNOLOGY"}],
-            "facts": [],
-            "corrections": ([{"subject": "Shop", "old": "SQLite", "new": "PostgreSQL"}]
-                            if db == "PostgreSQL" else [])})), said, "user")
+    for db, said in (
+        ("SQLite", "the shop keeps orders in SQLite"),
+        ("PostgreSQL", "we moved the shop from SQLite to PostgreSQL"),
+    ):
+        layer.apply(
+            parse_extraction(
+                json.dumps(
+                    {
+                        "entities": [
+                            {"label": "Shop", "type": "Project", "layer": "PERSONAL"},
+                            {"label": db, "type": "Technology", "layer": "UNIVERSAL"},
+                        ],
+                        "relations": [{"source": "Shop", "target": db, "type": "USES_TECHNOLOGY"}],
+                        "facts": [],
+                        "corrections": (
+                            [{"subject": "Shop", "old": "SQLite", "new": "PostgreSQL"}]
+                            if db == "PostgreSQL"
+                            else []
+                        ),
+                    }
+                )
+            ),
+            said,
+            "user",
+        )
     focus = client.json("/api/graph?node=ent:shop&depth=1")["focus"]
     told = {(r["label"], r["valid_to"] is None) for r in focus["data"]["relations"]}
     assert told == {("PostgreSQL", True), ("SQLite", False)}

@@ -18,7 +18,9 @@ from tests.conftest import write_tree
 def start(args: list[str], home: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "entrypoint", "dashboard", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "THEUS_HOME": str(home)},
     )
 
@@ -38,10 +40,13 @@ def get(url: str) -> dict[str, object]:
 
 
 def test_serves_an_unindexed_project_and_stops_on_ctrl_c(tmp_path: Path, theus_home: Path) -> None:
-    root = write_tree(tmp_path / "repo", {
-        "app.py": "def main():\n    return 1\n",
-        "schema.prisma": "model Order {\n  id Int @id\n}\n",
-    })
+    root = write_tree(
+        tmp_path / "repo",
+        {
+            "app.py": "def main():\n    return 1\n",
+            "schema.prisma": "model Order {\n  id Int @id\n}\n",
+        },
+    )
     proc = start([str(root), "--port", "0"], theus_home)
     try:
         url = read_url(proc)

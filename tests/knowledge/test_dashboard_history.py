@@ -32,13 +32,21 @@ def stored_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Project
     """A run whose point the embedded store holds, as a finished run leaves it."""
     monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
     paths = ProjectPaths.for_root(tmp_path)
-    record = RunRecord(id=str(uuid.uuid4()), request="add a flag", done="outcome: answered",
-                       project="path:x", session="s1", lineage="l1", model="m",
-                       embed_model=MODEL, dim=DIM, stored=True)
+    record = RunRecord(
+        id=str(uuid.uuid4()),
+        request="add a flag",
+        done="outcome: answered",
+        project="path:x",
+        session="s1",
+        lineage="l1",
+        model="m",
+        embed_model=MODEL,
+        dim=DIM,
+        stored=True,
+    )
     history = RunHistory.for_project(paths, env={})
     history.journal.write(record)
-    open_store({}, MODEL, DIM).put([Point(record.id, np.ones(DIM, np.float32),
-                                          record.payload())])
+    open_store({}, MODEL, DIM).put([Point(record.id, np.ones(DIM, np.float32), record.payload())])
     return paths, record
 
 
@@ -57,12 +65,14 @@ def up(stored_run: tuple[ProjectPaths, RunRecord]) -> Iterator[Client]:
 
 @pytest.fixture
 def down(stored_run: tuple[ProjectPaths, RunRecord]) -> Iterator[Client]:
-    yield from _serve(RunHistory.for_project(stored_run[0],
-                                             env={"THEUS_QDRANT_URL": _closed_port()}))
+    yield from _serve(
+        RunHistory.for_project(stored_run[0], env={"THEUS_QDRANT_URL": _closed_port()})
+    )
 
 
-def test_invalidate_restore_and_delete_by_id(up: Client,
-                                             stored_run: tuple[ProjectPaths, RunRecord]) -> None:
+def test_invalidate_restore_and_delete_by_id(
+    up: Client, stored_run: tuple[ProjectPaths, RunRecord]
+) -> None:
     _, record = stored_run
     (listed,) = up.json("/api/history")["runs"]
     assert listed["id"] == record.id and listed["invalid"] is False
@@ -71,8 +81,9 @@ def test_invalidate_restore_and_delete_by_id(up: Client,
     (point,) = open_store({}, MODEL, DIM).get([record.id])
     assert point.payload["invalid"] is True  # the store changed, by id
     status, _, _ = up.request(f"/api/history/{record.id}/restore", method="POST")
-    assert status == 200 and open_store({}, MODEL, DIM).get([record.id])[0].payload[
-        "invalid"] is False
+    assert (
+        status == 200 and open_store({}, MODEL, DIM).get([record.id])[0].payload["invalid"] is False
+    )
     status, _, _ = up.request(f"/api/history/{record.id}", method="DELETE")
     assert status == 200
     assert open_store({}, MODEL, DIM).get([record.id]) == []
@@ -81,11 +92,13 @@ def test_invalidate_restore_and_delete_by_id(up: Client,
     assert status == 404
 
 
-def test_a_change_needs_the_token_in_a_header(up: Client,
-                                             stored_run: tuple[ProjectPaths, RunRecord]) -> None:
+def test_a_change_needs_the_token_in_a_header(
+    up: Client, stored_run: tuple[ProjectPaths, RunRecord]
+) -> None:
     _, record = stored_run
-    status, _, _ = up.request(f"/api/history/{record.id}/invalidate?token={up.token}",
-                              method="POST", token=None)
+    status, _, _ = up.request(
+        f"/api/history/{record.id}/invalidate?token={up.token}", method="POST", token=None
+    )
     assert status == 401
     status, _, _ = up.request(f"/api/history/{record.id}/frobnicate", method="POST")
     assert status == 405
@@ -93,10 +106,13 @@ def test_a_change_needs_the_token_in_a_header(up: Client,
 
 
 def test_503_vector_store_unavailable_and_nothing_changes(
-        down: Client, stored_run: tuple[ProjectPaths, RunRecord]) -> None:
+    down: Client, stored_run: tuple[ProjectPaths, RunRecord]
+) -> None:
     _, record = stored_run
-    for path, method in ((f"/api/history/{record.id}/invalidate", "POST"),
-                         (f"/api/history/{record.id}", "DELETE")):
+    for path, method in (
+        (f"/api/history/{record.id}/invalidate", "POST"),
+        (f"/api/history/{record.id}", "DELETE"),
+    ):
         status, headers, body = down.request(path, method=method)
         assert status == 503, body
         assert json.loads(body)["code"] == "VECTOR_STORE_UNAVAILABLE"

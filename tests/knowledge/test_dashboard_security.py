@@ -13,8 +13,18 @@ from knowledge.dashboard import Dashboard, UnsafeHostError
 from knowledge.dashboard.security import token_ok
 from knowledge.graph import Graph, Node
 
-ROUTES = ("/", "/dashboard", "/dashboard/app.js", "/dashboard/app.css", "/api/health",
-          "/api/status", "/api/graph", "/api/database", "/api/schema", "/nope")
+ROUTES = (
+    "/",
+    "/dashboard",
+    "/dashboard/app.js",
+    "/dashboard/app.css",
+    "/api/health",
+    "/api/status",
+    "/api/graph",
+    "/api/database",
+    "/api/schema",
+    "/nope",
+)
 DATA_ROUTES = ("/api/status", "/api/graph", "/api/database", "/api/schema")
 
 
@@ -46,9 +56,17 @@ def good(dash: Dashboard, **extra: str) -> dict[str, str]:
 
 def test_rebinding_hosts_are_refused_on_every_route(dash: Dashboard) -> None:
     other = dash.port + 1 if dash.port < 65535 else dash.port - 1
-    for host in (f"evil.example:{dash.port}", f"localhost.evil.example:{dash.port}",
-                 f"localhost:{other}", f"127.0.0.1:{other}", "localhost", "127.0.0.1",
-                 f"127.0.0.1.nip.io:{dash.port}", f"[::2]:{dash.port}", ""):
+    for host in (
+        f"evil.example:{dash.port}",
+        f"localhost.evil.example:{dash.port}",
+        f"localhost:{other}",
+        f"127.0.0.1:{other}",
+        "localhost",
+        "127.0.0.1",
+        f"127.0.0.1.nip.io:{dash.port}",
+        f"[::2]:{dash.port}",
+        "",
+    ):
         for route in ROUTES:
             status, headers, body = fetch(dash, route, good(dash, Host=host))
             assert status == 403, (host, route, status)
@@ -57,8 +75,12 @@ def test_rebinding_hosts_are_refused_on_every_route(dash: Dashboard) -> None:
 
 
 def test_loopback_hosts_are_accepted(dash: Dashboard) -> None:
-    for host in (f"127.0.0.1:{dash.port}", f"localhost:{dash.port}", f"[::1]:{dash.port}",
-                 f"LocalHost:{dash.port}"):
+    for host in (
+        f"127.0.0.1:{dash.port}",
+        f"localhost:{dash.port}",
+        f"[::1]:{dash.port}",
+        f"LocalHost:{dash.port}",
+    ):
         for route in DATA_ROUTES:
             status, _, _ = fetch(dash, route, good(dash, Host=host))
             assert status == 200, (host, route)
@@ -80,9 +102,16 @@ def test_missing_or_repeated_host_header_is_refused(dash: Dashboard) -> None:
 
 def test_foreign_and_null_origins_are_refused(dash: Dashboard) -> None:
     other = dash.port + 1 if dash.port < 65535 else dash.port - 1
-    for origin in ("https://evil.example", "null", "http://evil.example", f"http://localhost:{other}",
-                   f"http://127.0.0.1:{dash.port}.evil.example", f"https://127.0.0.1:{dash.port}",
-                   "file://", ""):
+    for origin in (
+        "https://evil.example",
+        "null",
+        "http://evil.example",
+        f"http://localhost:{other}",
+        f"http://127.0.0.1:{dash.port}.evil.example",
+        f"https://127.0.0.1:{dash.port}",
+        "file://",
+        "",
+    ):
         for route in ROUTES:
             status, headers, body = fetch(dash, route, good(dash, Origin=origin))
             assert status == 403, (origin, route, status)
@@ -139,7 +168,8 @@ def test_health_reveals_nothing_but_liveness(dash: Dashboard) -> None:
 
 def test_no_cors_and_no_preflight(dash: Dashboard) -> None:
     status, headers, _ = fetch(
-        dash, "/api/graph",
+        dash,
+        "/api/graph",
         good(dash, Origin="https://evil.example", **{"Access-Control-Request-Method": "GET"}),
         method="OPTIONS",
     )
@@ -213,8 +243,9 @@ def _get(dash: Dashboard, path: str, *lines: str) -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode()
 
 
-@pytest.mark.parametrize("refused", ["foreign-origin", "foreign-host", "no-token",
-                                     "cross-site", "method", "post-body"])
+@pytest.mark.parametrize(
+    "refused", ["foreign-origin", "foreign-host", "no-token", "cross-site", "method", "post-body"]
+)
 def test_a_refused_request_closes_its_connection(dash: Dashboard, refused: str) -> None:
     # A page that got one request refused must not reach the data with the next one it
     # pipelines on the same connection (or hides in the refused request's body).
@@ -222,14 +253,19 @@ def test_a_refused_request_closes_its_connection(dash: Dashboard, refused: str) 
     first = {
         "foreign-origin": _get(dash, "/api/graph", "Origin: https://evil.example"),
         "foreign-host": _get(dash, "/api/graph").replace(
-            f"127.0.0.1:{dash.port}".encode(), b"evil.example"),
+            f"127.0.0.1:{dash.port}".encode(), b"evil.example"
+        ),
         "no-token": _get(dash, "/api/graph"),
-        "cross-site": _get(dash, "/api/graph", f"X-Theus-Token: {dash.token}",
-                           "Sec-Fetch-Site: cross-site"),
+        "cross-site": _get(
+            dash, "/api/graph", f"X-Theus-Token: {dash.token}", "Sec-Fetch-Site: cross-site"
+        ),
         "method": _get(dash, "/api/graph").replace(b"GET", b"PUT", 1),
-        "post-body": (f"POST /api/history/x/invalidate HTTP/1.1\r\nHost: 127.0.0.1:"
-                      f"{dash.port}\r\nOrigin: https://evil.example\r\nContent-Length: "
-                      f"{len(wanted)}\r\n\r\n").encode() + wanted,
+        "post-body": (
+            f"POST /api/history/x/invalidate HTTP/1.1\r\nHost: 127.0.0.1:"
+            f"{dash.port}\r\nOrigin: https://evil.example\r\nContent-Length: "
+            f"{len(wanted)}\r\n\r\n"
+        ).encode()
+        + wanted,
     }[refused]
     answer = _pipelined(dash, first, wanted)
     assert answer.count(b"HTTP/1.1 ") == 1, answer

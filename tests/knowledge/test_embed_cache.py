@@ -105,12 +105,16 @@ def test_a_cache_written_before_the_vector_store_port_keeps_its_vectors(tmp_path
     path = tmp_path / "vectors.db"
     vector = _vectors(1, 4)[0]
     conn = sqlite3.connect(path)
-    conn.executescript("CREATE TABLE models (model_id TEXT PRIMARY KEY, dim INTEGER NOT NULL);"
-                       "CREATE TABLE vectors (model_id TEXT NOT NULL, text_sha1 BLOB NOT NULL,"
-                       " vector BLOB NOT NULL, PRIMARY KEY (model_id, text_sha1)) WITHOUT ROWID;")
+    conn.executescript(
+        "CREATE TABLE models (model_id TEXT PRIMARY KEY, dim INTEGER NOT NULL);"
+        "CREATE TABLE vectors (model_id TEXT NOT NULL, text_sha1 BLOB NOT NULL,"
+        " vector BLOB NOT NULL, PRIMARY KEY (model_id, text_sha1)) WITHOUT ROWID;"
+    )
     conn.execute("INSERT INTO models VALUES ('m', 4)")
-    conn.execute("INSERT INTO vectors VALUES ('m', ?, ?)",
-                 (hashlib.sha1(b"old text").digest(), vector.astype("<f4").tobytes()))
+    conn.execute(
+        "INSERT INTO vectors VALUES ('m', ?, ?)",
+        (hashlib.sha1(b"old text").digest(), vector.astype("<f4").tobytes()),
+    )
     conn.commit()
     conn.close()
     with VectorCache(path, "m", 4) as cache:

@@ -32,11 +32,14 @@ Open question: should logout also keep `next`?
 
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
-    proj = indexed_project(tmp_path / "repo", {
-        "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
-        "src/login.py": "def redirect_after_login(user):\n    return '/home'\n",
-        "src/billing.py": "def invoice(order):\n    return order\n",
-    })
+    proj = indexed_project(
+        tmp_path / "repo",
+        {
+            "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
+            "src/login.py": "def redirect_after_login(user):\n    return '/home'\n",
+            "src/billing.py": "def invoice(order):\n    return order\n",
+        },
+    )
     yield proj
     proj.close()
 
@@ -55,14 +58,17 @@ class Clock:
 def test_compaction_summary_becomes_a_file_and_a_node(project: Project) -> None:
     store = EpisodeStore(project, Clock())
     sink: EpisodeSink = store
-    episode = sink.record("compaction", COMPACTION, "s-1",
-                          [str(project.root / "src/login.py"), "src/login.py"])
+    episode = sink.record(
+        "compaction", COMPACTION, "s-1", [str(project.root / "src/login.py"), "src/login.py"]
+    )
     assert episode is not None and episode.id == "2026-03-14-login-redirect-fixed"
     path = project.paths.episodes / "2026-03-14-login-redirect-fixed.md"
     text = path.read_text(encoding="utf-8")
-    assert text.startswith("---\ndate: 2026-03-14T09:35:00+01:00\ntype: compaction\n"
-                           "session: s-1\ntitle: Login redirect fixed\n"
-                           'files: ["src/login.py"]\n---\n')
+    assert text.startswith(
+        "---\ndate: 2026-03-14T09:35:00+01:00\ntype: compaction\n"
+        "session: s-1\ntitle: Login redirect fixed\n"
+        'files: ["src/login.py"]\n---\n'
+    )
     assert COMPACTION.strip() in text
     node = project.graph.get(keys.episode_key("2026-03-14", "login-redirect-fixed"))
     assert node.kind == "episode" and node.source == "episode"
@@ -70,9 +76,11 @@ def test_compaction_summary_becomes_a_file_and_a_node(project: Project) -> None:
     assert node.summary.startswith("The redirect after login sent users")
     assert node.data["text"] == COMPACTION.strip() and node.data["type"] == "compaction"
     targets = {e.dst for e in project.graph.out_edges(node.key, "derived-from")}
-    assert targets == {keys.file_key("src/login.py"),
-                       keys.symbol_key("src/login.py", "redirect_after_login"),
-                       keys.symbol_key("src/cart.py", "Cart.total")}
+    assert targets == {
+        keys.file_key("src/login.py"),
+        keys.symbol_key("src/login.py", "redirect_after_login"),
+        keys.symbol_key("src/cart.py", "Cart.total"),
+    }
     # Saved: a new process sees it.
     project.close()
     again = Project(project.root)
@@ -88,16 +96,21 @@ def test_session_end_summary_and_long_text_cap(project: Project) -> None:
     assert len(node.data["text"]) == TEXT_CAP
     assert (project.paths.episodes / episode.file_name).read_text().count("details") == 400
     assert {e.dst for e in project.graph.out_edges(episode.key)} == {
-        keys.symbol_key("src/billing.py", "invoice")}
+        keys.symbol_key("src/billing.py", "invoice")
+    }
     assert store.get("1").type == "session-end"
 
 
 def test_a_run_summary_becomes_one_episode_of_what_happened(project: Project) -> None:
     run = RunSummary(
         requests=("why does login send me home?", "fix it please"),
-        answer="Fixed: the redirect keeps `next`.", outcome="answered",
-        files_changed=("src/login.py",), files_read=("src/login.py", "src/urls.py"),
-        commands=("pytest -q tests",), not_done=("write ../outside.txt: refused",))
+        answer="Fixed: the redirect keeps `next`.",
+        outcome="answered",
+        files_changed=("src/login.py",),
+        files_read=("src/login.py", "src/urls.py"),
+        commands=("pytest -q tests",),
+        not_done=("write ../outside.txt: refused",),
+    )
     store = EpisodeStore(project, Clock())
     episode = store.record_run(run, "s-3")
     assert episode is not None and episode.type == "session-end"
@@ -109,26 +122,30 @@ def test_a_run_summary_becomes_one_episode_of_what_happened(project: Project) ->
     assert "- `pytest -q tests`" in text and "- write ../outside.txt: refused" in text
     assert "Outcome: answered" in text and "Last answer: Fixed" in text
     assert keys.file_key("src/login.py") in {
-        e.dst for e in project.graph.out_edges(episode.key, "derived-from")}
+        e.dst for e in project.graph.out_edges(episode.key, "derived-from")
+    }
     assert store.record_run(run, "s-4") == episode  # identical: merged, not repeated
     assert len(list(project.paths.episodes.glob("*.md"))) == 1
     silent = RunSummary(requests=("hello",), answer="", outcome="failed")
     assert store.record_run(silent, "s-5") is None  # answered nothing: no episode
 
 
-@pytest.mark.parametrize(("requests", "done", "kept"), [
-    (("where is the login handled?",), {"files_read": ("src/login.py",)}, False),
-    (("hello",), {}, False),
-    (("rename it",), {"not_done": ("edit src/login.py: refused",)}, False),
-    (("rename it",), {"files_changed": ("src/login.py",)}, True),
-    (("run the tests",), {"commands": ("pytest -q",)}, True),
-    (("remember that we deploy on Fridays",), {}, True),
-    (("ok", "Recuérdalo para la próxima vez"), {}, True),
-    (("don't forget: staging uses port 8443",), {}, True),
-])
+@pytest.mark.parametrize(
+    ("requests", "done", "kept"),
+    [
+        (("where is the login handled?",), {"files_read": ("src/login.py",)}, False),
+        (("hello",), {}, False),
+        (("rename it",), {"not_done": ("edit src/login.py: refused",)}, False),
+        (("rename it",), {"files_changed": ("src/login.py",)}, True),
+        (("run the tests",), {"commands": ("pytest -q",)}, True),
+        (("remember that we deploy on Fridays",), {}, True),
+        (("ok", "Recuérdalo para la próxima vez"), {}, True),
+        (("don't forget: staging uses port 8443",), {}, True),
+    ],
+)
 def test_only_a_run_that_changed_ran_or_was_asked_to_remember_is_an_episode(
-        project: Project, requests: tuple[str, ...], done: dict[str, tuple[str, ...]],
-        kept: bool) -> None:
+    project: Project, requests: tuple[str, ...], done: dict[str, tuple[str, ...]], kept: bool
+) -> None:
     run = RunSummary(requests, "answered it", "answered", **done)
     assert run.worth_keeping is kept
     assert (EpisodeStore(project, Clock()).record_run(run, "s-1") is not None) is kept
@@ -164,8 +181,7 @@ def test_load_rebuilds_episodes_into_a_fresh_store_idempotently(project: Project
         for _ in range(10):
             assert EpisodeStore(fresh).load().added == []
         assert fresh.counts() == counts and not fresh.unsaved
-        assert keys.file_key("src/login.py") in {
-            e.dst for e in fresh.graph.out_edges(first.key)}
+        assert keys.file_key("src/login.py") in {e.dst for e in fresh.graph.out_edges(first.key)}
         (fresh.paths.episodes / second.file_name).unlink()
         assert EpisodeStore(fresh).load().removed == [second.key]
         assert fresh.graph.get(second.key) is None
@@ -176,12 +192,15 @@ def test_load_rebuilds_episodes_into_a_fresh_store_idempotently(project: Project
 def test_malformed_episode_files_are_reported_and_skipped(project: Project) -> None:
     store = EpisodeStore(project, Clock())
     good = store.record("manual", "A good one", "s")
-    write_tree(project.paths.episodes, {
-        "2026-01-01-unclosed.md": "---\ndate: 2026-01-01\ntype: manual\n",
-        "2026-01-02-bad-type.md": "---\ndate: 2026-01-02\ntype: nap\n---\nzzz\n",
-        "notes.md": "not an episode name\n",
-        "2026-01-03-hand-written.md": "No frontmatter at all, written by a person.\n",
-    })
+    write_tree(
+        project.paths.episodes,
+        {
+            "2026-01-01-unclosed.md": "---\ndate: 2026-01-01\ntype: manual\n",
+            "2026-01-02-bad-type.md": "---\ndate: 2026-01-02\ntype: nap\n---\nzzz\n",
+            "notes.md": "not an episode name\n",
+            "2026-01-03-hand-written.md": "No frontmatter at all, written by a person.\n",
+        },
+    )
     episodes, problems = store.list()
     assert [e.id for e in episodes] == [good.id, "2026-01-03-hand-written"]
     assert [str(p) for p in problems] == [
@@ -208,8 +227,9 @@ def test_get_by_id_prefix_and_errors(project: Project) -> None:
         store.get("nothing")
 
 
-def test_kill_switch_stops_all_episode_writing(project: Project,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kill_switch_stops_all_episode_writing(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("THEUS_NO_EPISODES", "1")
     store = EpisodeStore(project)
     assert store.record("compaction", COMPACTION, "s-1") is None
@@ -235,18 +255,21 @@ def test_unwritable_folder_fails_open(project: Project) -> None:
 def test_parse_round_trip_of_awkward_values(tmp_path: Path, project: Project) -> None:
     store = EpisodeStore(project, Clock())
     title = 'Fix: "quotes", [brackets] & # hashes'
-    episode = store.record("manual", "body", 'id: with "quotes"', ["a b.py", "src/x.py#Y"],
-                           title=title)
+    episode = store.record(
+        "manual", "body", 'id: with "quotes"', ["a b.py", "src/x.py#Y"], title=title
+    )
     parsed, problems = parse_episode(project.paths.episodes / episode.file_name)
     assert problems == [] and parsed is not None
     assert (parsed.title, parsed.session_id, parsed.files) == (
-        title, 'id: with "quotes"', ["a b.py", "src/x.py#Y"])
+        title,
+        'id: with "quotes"',
+        ["a b.py", "src/x.py#Y"],
+    )
 
 
 def test_the_agent_port_takes_its_spelling_of_the_type(project: Project) -> None:
     sink = EpisodeStore(Project(project.root))
-    episode = sink.record("session", "Requests: fix login | Outcome: done", None,
-                          ["src/login.py"])
+    episode = sink.record("session", "Requests: fix login | Outcome: done", None, ["src/login.py"])
     assert episode is not None and episode.type == "session-end" and episode.session_id == ""
     sink.project.close()
     project.close()

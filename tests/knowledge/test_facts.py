@@ -51,8 +51,9 @@ def layer_of(project: Project) -> FactsLayer:
 Triples = Sequence[tuple[str, str, str]]
 
 
-def ex(entities: Triples = (), relations: Triples = (), facts: Triples = (),
-       corrections: Triples = ()) -> Extraction:
+def ex(
+    entities: Triples = (), relations: Triples = (), facts: Triples = (), corrections: Triples = ()
+) -> Extraction:
     """An extraction written the way a model answers, through the parser."""
     raw = {
         "entities": [{"label": a, "type": b, "layer": c} for a, b, c in entities],
@@ -71,14 +72,24 @@ def entities(project: Project) -> dict[str, Any]:
 def test_a_label_naming_an_indexed_node_gets_the_facts_not_a_duplicate(project: Project) -> None:
     layer = layer_of(project)
     text = "CART.PY is old; src/login.py redirects; Cart.total sums; the ORDERS table grows."
-    report = layer.apply(ex(
-        entities=[("CART.PY", "Document", P), ("src/login.py", "Document", P),
-                  ("Cart.total", "Technology", P), ("orders", "Table", P)],
-        facts=[("CART.PY", "cart.py is old", "user"),
-               ("src/login.py", "login.py redirects after login", "user"),
-               ("Cart.total", "Cart.total sums the lines", "user"),
-               ("orders", "the orders table grows", "user")],
-    ), text, "user")
+    report = layer.apply(
+        ex(
+            entities=[
+                ("CART.PY", "Document", P),
+                ("src/login.py", "Document", P),
+                ("Cart.total", "Technology", P),
+                ("orders", "Table", P),
+            ],
+            facts=[
+                ("CART.PY", "cart.py is old", "user"),
+                ("src/login.py", "login.py redirects after login", "user"),
+                ("Cart.total", "Cart.total sums the lines", "user"),
+                ("orders", "the orders table grows", "user"),
+            ],
+        ),
+        text,
+        "user",
+    )
     assert report.added == [] and report.refused == []
     assert not list(project.graph.nodes("entity"))
     graph = project.graph
@@ -98,13 +109,19 @@ def test_a_label_naming_an_indexed_node_gets_the_facts_not_a_duplicate(project: 
 
 def test_an_earlier_entity_is_found_again_whatever_its_spelling(project: Project) -> None:
     layer = layer_of(project)
-    layer.apply(ex(entities=[("Next.js", "Technology", U),
-                             ("Tecnología Ñandú", "Place", U)]),
-                "We use Next.js near Tecnología Ñandú", "user")
-    report = layer.apply(ex(entities=[("nextjs", "Technology", U),
-                                      ("  tecnologia   ñandu ", "Place", U)],
-                            facts=[("NEXTJS", "NextJS renders the pages", "user")]),
-                         "nextjs and tecnologia nandu again", "user")
+    layer.apply(
+        ex(entities=[("Next.js", "Technology", U), ("Tecnología Ñandú", "Place", U)]),
+        "We use Next.js near Tecnología Ñandú",
+        "user",
+    )
+    report = layer.apply(
+        ex(
+            entities=[("nextjs", "Technology", U), ("  tecnologia   ñandu ", "Place", U)],
+            facts=[("NEXTJS", "NextJS renders the pages", "user")],
+        ),
+        "nextjs and tecnologia nandu again",
+        "user",
+    )
     assert report.added == []
     assert sorted(report.merged) == ["ent:nextjs", "ent:tecnologianandu"]
     found = entities(project)
@@ -114,13 +131,20 @@ def test_an_earlier_entity_is_found_again_whatever_its_spelling(project: Project
 
 def test_an_alias_names_its_target(project: Project) -> None:
     layer = layer_of(project)
-    report = layer.apply(ex(entities=[("PostgreSQL", "Technology", U),
-                                      ("Postgres", "Technology", U)],
-                            relations=[("Postgres", "PostgreSQL", "ALIAS_OF")]),
-                         "PostgreSQL, Postgres for short", "user")
+    report = layer.apply(
+        ex(
+            entities=[("PostgreSQL", "Technology", U), ("Postgres", "Technology", U)],
+            relations=[("Postgres", "PostgreSQL", "ALIAS_OF")],
+        ),
+        "PostgreSQL, Postgres for short",
+        "user",
+    )
     assert report.added == ["ent:postgresql"]  # the alias makes no node of its own
-    later = layer.apply(ex(facts=[("postgres", "Postgres holds the orders", "user")]),
-                        "postgres holds the orders", "user")
+    later = layer.apply(
+        ex(facts=[("postgres", "Postgres holds the orders", "user")]),
+        "postgres holds the orders",
+        "user",
+    )
     assert later.merged == ["ent:postgresql"] and later.added == []
     node = project.graph.get("ent:postgresql")
     assert node is not None and node.data["aliases"] == ["Postgres"]
@@ -129,11 +153,15 @@ def test_an_alias_names_its_target(project: Project) -> None:
 
 def test_entities_persist_without_bumping_the_store_generation(project: Project) -> None:
     before = project.store.generation()
-    layer_of(project).apply(ex(entities=[("Butaco", "Proyecto", P),
-                                         ("Angular", "Tecnologia", U)],
-                               relations=[("Butaco", "Angular", "USA_TECNOLOGIA")],
-                               facts=[("Butaco", "Butaco is an ERP", "user")]),
-                            "Butaco is an ERP built with Angular", "user")
+    layer_of(project).apply(
+        ex(
+            entities=[("Butaco", "Proyecto", P), ("Angular", "Tecnologia", U)],
+            relations=[("Butaco", "Angular", "USA_TECNOLOGIA")],
+            facts=[("Butaco", "Butaco is an ERP", "user")],
+        ),
+        "Butaco is an ERP built with Angular",
+        "user",
+    )
     assert project.store.generation() == before  # an entity is conversation, like a memory
     root = project.root
     project.close()
@@ -143,20 +171,30 @@ def test_entities_persist_without_bumping_the_store_generation(project: Project)
         assert node is not None and node.kind == "entity" and node.subkind == "Project"
         assert [f["text"] for f in node.facts] == ["Butaco is an ERP"]
         assert [(e.dst, e.kind) for e in again.graph.out_edges("ent:butaco")] == [
-            ("ent:angular", "rel:USES_TECHNOLOGY")]
+            ("ent:angular", "rel:USES_TECHNOLOGY")
+        ]
     finally:
         again.close()
 
 
 # -- 2. no phantoms ----------------------------------------------------------------------------
 def test_what_the_message_does_not_say_is_refused_with_a_reason(project: Project) -> None:
-    report = layer_of(project).apply(ex(
-        entities=[("Sherlock Holmes", "Person", U), ("Ron Weasley", "Person", U),
-                  ("Ron", "Person", U)],
-        relations=[("Sherlock Holmes", "MongoDB", "USES_TECHNOLOGY")],
-        facts=[("Foundation Sprint", "a sprint", "user"),
-               ("Sherlock Holmes", "a detective", "world")],
-    ), "Sherlock Holmes lives in the environment of Baker Street.", "user")
+    report = layer_of(project).apply(
+        ex(
+            entities=[
+                ("Sherlock Holmes", "Person", U),
+                ("Ron Weasley", "Person", U),
+                ("Ron", "Person", U),
+            ],
+            relations=[("Sherlock Holmes", "MongoDB", "USES_TECHNOLOGY")],
+            facts=[
+                ("Foundation Sprint", "a sprint", "user"),
+                ("Sherlock Holmes", "a detective", "world"),
+            ],
+        ),
+        "Sherlock Holmes lives in the environment of Baker Street.",
+        "user",
+    )
     refused = {(r.label, r.why) for r in report.refused}
     phantom = "not said in the message and not in the graph"
     assert ("Ron Weasley", phantom) in refused
@@ -171,12 +209,18 @@ def test_what_the_message_does_not_say_is_refused_with_a_reason(project: Project
 
 # -- 3. layers -------------------------------------------------------------------------------
 def test_personal_and_universal_layers_and_cross_layer_edges(project: Project) -> None:
-    report = layer_of(project).apply(ex(
-        entities=[("Sandy", "Persona", P), ("Cipolletti", "Lugar", U)],
-        relations=[("Sandy", "Cipolletti", "VIVE_EN")],
-        facts=[("Sandy", "Sandy owns Altovallestudio", "user"),
-               ("Cipolletti", "Cipolletti is a city in Rio Negro, Argentina", "world")],
-    ), "Sandy lives in Cipolletti", "user")
+    report = layer_of(project).apply(
+        ex(
+            entities=[("Sandy", "Persona", P), ("Cipolletti", "Lugar", U)],
+            relations=[("Sandy", "Cipolletti", "VIVE_EN")],
+            facts=[
+                ("Sandy", "Sandy owns Altovallestudio", "user"),
+                ("Cipolletti", "Cipolletti is a city in Rio Negro, Argentina", "world"),
+            ],
+        ),
+        "Sandy lives in Cipolletti",
+        "user",
+    )
     assert report.refused == []
     found = entities(project)
     sandy, cipo = found["Sandy"], found["Cipolletti"]
@@ -191,9 +235,14 @@ def test_personal_and_universal_layers_and_cross_layer_edges(project: Project) -
 # -- 4. lifecycle ------------------------------------------------------------------------------
 def test_hot_warm_cold_and_a_mention_makes_hot_again(project: Project) -> None:
     layer = layer_of(project)
-    layer.apply(ex(entities=[("Walletfy", "Project", P)],
-                   facts=[("Walletfy", "Walletfy tracks personal finances", "user")]),
-                "Walletfy tracks personal finances", "user")
+    layer.apply(
+        ex(
+            entities=[("Walletfy", "Project", P)],
+            facts=[("Walletfy", "Walletfy tracks personal finances", "user")],
+        ),
+        "Walletfy tracks personal finances",
+        "user",
+    )
 
     def heat() -> str:
         node = project.graph.get("ent:walletfy")
@@ -216,10 +265,15 @@ def test_hot_warm_cold_and_a_mention_makes_hot_again(project: Project) -> None:
 
 
 def test_first_person_subjects_are_the_user(project: Project) -> None:
-    report = layer_of(project).apply(ex(facts=[("I", "The user prefers tabs", "user")],
-                                        relations=[("me", "Cipolletti", "VIVE_EN")],
-                                        entities=[("Cipolletti", "Lugar", U)]),
-                                     "I prefer tabs and live in Cipolletti", "user")
+    report = layer_of(project).apply(
+        ex(
+            facts=[("I", "The user prefers tabs", "user")],
+            relations=[("me", "Cipolletti", "VIVE_EN")],
+            entities=[("Cipolletti", "Lugar", U)],
+        ),
+        "I prefer tabs and live in Cipolletti",
+        "user",
+    )
     user = project.graph.get("ent:user")
     assert report.refused == [] and user is not None and user.subkind == "Person"
     assert [f["text"] for f in user.facts] == ["The user prefers tabs"]
@@ -227,13 +281,22 @@ def test_first_person_subjects_are_the_user(project: Project) -> None:
 
 def test_a_person_is_never_a_table_or_a_class_of_the_same_name(tmp_path: Path) -> None:
     """Batman: "I like Batman" in a project with a `User` table and a `Batman` class."""
-    project = indexed_project(tmp_path / "repo", {
-        "prisma/schema.prisma": "model User {\n  id Int @id\n}\n",
-        "src/heroes.py": "class Batman:\n    pass\n"})
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            "prisma/schema.prisma": "model User {\n  id Int @id\n}\n",
+            "src/heroes.py": "class Batman:\n    pass\n",
+        },
+    )
     report = FactsLayer(project, TickingClock()).apply(
-        ex(entities=[("User", "Person", P), ("Batman", "Character", U)],
-           relations=[("User", "Batman", "LIKES")], facts=[("I", "likes Batman", "user")]),
-        "I like Batman", "user")
+        ex(
+            entities=[("User", "Person", P), ("Batman", "Character", U)],
+            relations=[("User", "Batman", "LIKES")],
+            facts=[("I", "likes Batman", "user")],
+        ),
+        "I like Batman",
+        "user",
+    )
     graph = project.graph
     assert report.refused == []
     assert graph.get(keys.table_key("user")).facts == []  # the table is not the user
@@ -250,14 +313,18 @@ def test_a_person_is_never_a_table_or_a_class_of_the_same_name(tmp_path: Path) -
 def test_an_entity_of_unknown_type_is_incomplete_until_a_type_comes(project: Project) -> None:
     layer = layer_of(project)
     for unknown in ("", "unknown", "Desconocido"):
-        layer.apply(ex(entities=[(f"ProjectX{len(unknown)}", unknown, P)]),
-                    f"ProjectX{len(unknown)} exists", "user")
+        layer.apply(
+            ex(entities=[(f"ProjectX{len(unknown)}", unknown, P)]),
+            f"ProjectX{len(unknown)} exists",
+            "user",
+        )
     node = project.graph.get("ent:projectx0")
     assert node is not None and node.status == "incomplete" and node.subkind == ""
     assert node.data["pending_fields"] == ["type"]
     assert all(n.status == "incomplete" for n in project.graph.nodes("entity"))
-    report = layer.apply(ex(entities=[("ProjectX0", "Proyecto", P)]),
-                         "ProjectX0 is a project", "user")
+    report = layer.apply(
+        ex(entities=[("ProjectX0", "Proyecto", P)]), "ProjectX0 is a project", "user"
+    )
     node = project.graph.get("ent:projectx0")
     assert report.completed == ["ent:projectx0"]
     assert node is not None and (node.status, node.subkind) == ("complete", "Project")
@@ -269,24 +336,39 @@ def test_an_entity_of_unknown_type_is_incomplete_until_a_type_comes(project: Pro
 # -- 6. corrections ----------------------------------------------------------------------------
 def test_a_correction_chain_leaves_one_current_value_and_the_history(project: Project) -> None:
     layer = layer_of(project)
-    layer.apply(ex(entities=[("TaskFlow", "Project", P), ("SQLite", "Technology", U)],
-                   relations=[("TaskFlow", "SQLite", "USES_TECHNOLOGY")],
-                   facts=[("TaskFlow", "TaskFlow keeps its data in SQLite", "user")]),
-                "TaskFlow keeps its data in SQLite", "user")
-    first = layer.apply(ex(corrections=[("project", "SQLite", "PostgreSQL")]),
-                        "We moved from SQLite to PostgreSQL", "user")
-    second = layer.apply(ex(corrections=[("TaskFlow", "postgresql", "MySQL")]),
-                         "Actually TaskFlow went from PostgreSQL to MySQL", "user")
+    layer.apply(
+        ex(
+            entities=[("TaskFlow", "Project", P), ("SQLite", "Technology", U)],
+            relations=[("TaskFlow", "SQLite", "USES_TECHNOLOGY")],
+            facts=[("TaskFlow", "TaskFlow keeps its data in SQLite", "user")],
+        ),
+        "TaskFlow keeps its data in SQLite",
+        "user",
+    )
+    first = layer.apply(
+        ex(corrections=[("project", "SQLite", "PostgreSQL")]),
+        "We moved from SQLite to PostgreSQL",
+        "user",
+    )
+    second = layer.apply(
+        ex(corrections=[("TaskFlow", "postgresql", "MySQL")]),
+        "Actually TaskFlow went from PostgreSQL to MySQL",
+        "user",
+    )
     assert len(first.superseded) == 2 and len(second.superseded) == 2
     relations = [v for v in layer.history("TaskFlow") if v.kind == "relation"]
     assert [(v.text, v.current) for v in relations] == [
-        ("USES_TECHNOLOGY SQLite", False), ("USES_TECHNOLOGY PostgreSQL", False),
-        ("USES_TECHNOLOGY MySQL", True)]
+        ("USES_TECHNOLOGY SQLite", False),
+        ("USES_TECHNOLOGY PostgreSQL", False),
+        ("USES_TECHNOLOGY MySQL", True),
+    ]
     assert relations[0].superseded_by == relations[1].id
     facts = [(v.text, v.current) for v in layer.history("taskflow") if v.kind == "fact"]
-    assert facts == [("TaskFlow keeps its data in SQLite", False),
-                     ("TaskFlow keeps its data in PostgreSQL", False),
-                     ("TaskFlow keeps its data in MySQL", True)]
+    assert facts == [
+        ("TaskFlow keeps its data in SQLite", False),
+        ("TaskFlow keeps its data in PostgreSQL", False),
+        ("TaskFlow keeps its data in MySQL", True),
+    ]
     assert [e.dst for e in project.graph.out_edges("ent:taskflow")] == ["ent:mysql"]
     mysql = project.graph.get("ent:mysql")
     assert mysql is not None and (mysql.subkind, mysql.layer) == ("Technology", U)
@@ -298,18 +380,27 @@ def test_a_correction_chain_leaves_one_current_value_and_the_history(project: Pr
 
 def test_a_correction_never_ends_a_value_without_its_replacement(project: Project) -> None:
     layer = layer_of(project)
-    layer.apply(ex(entities=[("Checkear", "Project", P), ("React", "Technology", U)],
-                   relations=[("Checkear", "React", "USES_TECHNOLOGY")]),
-                "Checkear uses React", "user")
+    layer.apply(
+        ex(
+            entities=[("Checkear", "Project", P), ("React", "Technology", U)],
+            relations=[("Checkear", "React", "USES_TECHNOLOGY")],
+        ),
+        "Checkear uses React",
+        "user",
+    )
     # "Vue" is not in the message: the new value is a phantom, so React stays current
-    report = layer.apply(ex(corrections=[("Checkear", "React", "Vue")]),
-                         "Checkear no longer uses React", "user")
+    report = layer.apply(
+        ex(corrections=[("Checkear", "React", "Vue")]), "Checkear no longer uses React", "user"
+    )
     assert report.superseded == [] and ("Vue", "not said in the message and not in the graph") in {
-        (r.label, r.why) for r in report.refused}
-    nothing = layer.apply(ex(corrections=[("Checkear", "Svelte", "Solid")]),
-                          "Svelte to Solid", "user")
+        (r.label, r.why) for r in report.refused
+    }
+    nothing = layer.apply(
+        ex(corrections=[("Checkear", "Svelte", "Solid")]), "Svelte to Solid", "user"
+    )
     assert ("Svelte", "no current relation or fact names it") in {
-        (r.label, r.why) for r in nothing.refused}
+        (r.label, r.why) for r in nothing.refused
+    }
     assert [v.text for v in layer.current()] == ["USES_TECHNOLOGY React"]
 
 
@@ -317,9 +408,14 @@ def test_a_correction_never_ends_a_value_without_its_replacement(project: Projec
 def test_recall_finds_an_entity_by_its_current_facts(project: Project) -> None:
     recaller = Recaller(project.graph, project.root)
     layer = layer_of(project)
-    layer.apply(ex(entities=[("Ledgerly", "Project", P)],
-                   facts=[("Ledgerly", "Ledgerly uses PostgreSQL as its database", "user")]),
-                "Ledgerly uses PostgreSQL as its database", "user")
+    layer.apply(
+        ex(
+            entities=[("Ledgerly", "Project", P)],
+            facts=[("Ledgerly", "Ledgerly uses PostgreSQL as its database", "user")],
+        ),
+        "Ledgerly uses PostgreSQL as its database",
+        "user",
+    )
     hits = recaller.recall("what database do we use").hits
     assert hits and hits[0].key == "ent:ledgerly" and hits[0].kind == "entity"
 
@@ -330,17 +426,31 @@ def test_an_entity_brings_its_neighbourhood_warm_then_cold(project: Project) -> 
     built on (COLD), and into the block within its memory lines."""
     from knowledge.context import build_block
 
-    layer_of(project).apply(ex(
-        entities=[("Ledgerly", "Project", P), ("Supabase", "Technology", U),
-                  ("Next.js", "Technology", U), ("React", "Technology", U)],
-        relations=[("Ledgerly", "Supabase", "USES_TECHNOLOGY"),
-                   ("Ledgerly", "Next.js", "USES_TECHNOLOGY"),
-                   ("Next.js", "React", "BUILT_ON")]),
-        "Ledgerly uses Supabase and Next.js; Next.js is built on React", "user")
+    layer_of(project).apply(
+        ex(
+            entities=[
+                ("Ledgerly", "Project", P),
+                ("Supabase", "Technology", U),
+                ("Next.js", "Technology", U),
+                ("React", "Technology", U),
+            ],
+            relations=[
+                ("Ledgerly", "Supabase", "USES_TECHNOLOGY"),
+                ("Ledgerly", "Next.js", "USES_TECHNOLOGY"),
+                ("Next.js", "React", "BUILT_ON"),
+            ],
+        ),
+        "Ledgerly uses Supabase and Next.js; Next.js is built on React",
+        "user",
+    )
     recall = Recaller(project.graph, project.root).recall("how do we set up supabase auth?")
     layers = {h.key: h.layer for h in recall.hits if h.kind == "entity"}
-    assert layers == {"ent:supabase": "HOT", "ent:ledgerly": "HOT", "ent:nextjs": "WARM",
-                      "ent:react": "COLD"}
+    assert layers == {
+        "ent:supabase": "HOT",
+        "ent:ledgerly": "HOT",
+        "ent:nextjs": "WARM",
+        "ent:react": "COLD",
+    }
     scores = {h.key: h.score for h in recall.hits}
     assert scores["ent:ledgerly"] > scores["ent:nextjs"] > scores["ent:react"] > 0
     block = build_block(recall, project.graph, threshold=0.0)
@@ -352,16 +462,28 @@ def test_ontology_aliases_auto_registration_and_restart(project: Project) -> Non
     ontology = Ontology.of(project)
     assert ontology.type_of("tecnología").name == "Technology"  # type: ignore[union-attr]
     assert ontology.type_of("Organización").name == "Organization"  # type: ignore[union-attr]
-    for spanish, english in (("TRABAJA_EN", "WORKS_AT"), ("vive en", "LIVES_IN"),
-                             ("DUEÑO_DE", "OWNS"), ("dueno_de", "OWNS"),
-                             ("USA_TECNOLOGIA", "USES_TECHNOLOGY"), ("TIENE_MODULO", "HAS_MODULE"),
-                             ("PERTENECE_A", "BELONGS_TO"), ("GUSTA_DE", "LIKES"),
-                             ("FAMILIAR_DE", "FAMILY_OF"), ("RELACIONADO_CON", "RELATED_TO")):
+    for spanish, english in (
+        ("TRABAJA_EN", "WORKS_AT"),
+        ("vive en", "LIVES_IN"),
+        ("DUEÑO_DE", "OWNS"),
+        ("dueno_de", "OWNS"),
+        ("USA_TECNOLOGIA", "USES_TECHNOLOGY"),
+        ("TIENE_MODULO", "HAS_MODULE"),
+        ("PERTENECE_A", "BELONGS_TO"),
+        ("GUSTA_DE", "LIKES"),
+        ("FAMILIAR_DE", "FAMILY_OF"),
+        ("RELACIONADO_CON", "RELATED_TO"),
+    ):
         assert ontology.relation_of(spanish) == english
     layer = layer_of(project)
-    layer.apply(ex(entities=[("Batman", "Superhero", U), ("Robin", "Superhero", U)],
-                   relations=[("Robin", "Batman", "mentored by")]),
-                "Robin was mentored by Batman", "user")
+    layer.apply(
+        ex(
+            entities=[("Batman", "Superhero", U), ("Robin", "Superhero", U)],
+            relations=[("Robin", "Batman", "mentored by")],
+        ),
+        "Robin was mentored by Batman",
+        "user",
+    )
     register_type(project, "Recipe", ("ingredients", "time"), P)
     assert register_relation(project, "coauthored with") == "COAUTHORED_WITH"
     assert entities(project)["Batman"].subkind == "Superhero"
@@ -382,8 +504,9 @@ def test_ontology_aliases_auto_registration_and_restart(project: Project) -> Non
 
 
 # -- 9. failing open, kill switch, forget -------------------------------------------------------
-def test_a_failed_save_keeps_the_facts_in_the_graph(project: Project,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_save_keeps_the_facts_in_the_graph(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def refuse(*_: object, **__: object) -> int:
         raise StoreError("disk full")
 
@@ -394,8 +517,9 @@ def test_a_failed_save_keeps_the_facts_in_the_graph(project: Project,
     assert project.graph.get("ent:butaco") is not None and project.unsaved
 
 
-def test_the_kill_switch_turns_the_layer_off(project: Project,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_kill_switch_turns_the_layer_off(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("THEUS_NO_FACTS", "1")
     layer = layer_of(project)
     report = layer.apply(ex(entities=[("Butaco", "Project", P)]), "Butaco", "user")
@@ -405,11 +529,15 @@ def test_the_kill_switch_turns_the_layer_off(project: Project,
 
 def test_forget_a_record_or_a_subject(project: Project) -> None:
     layer = layer_of(project)
-    layer.apply(ex(entities=[("Butaco", "Project", P), ("Angular", "Technology", U)],
-                   relations=[("Butaco", "Angular", "USES_TECHNOLOGY")],
-                   facts=[("Butaco", "Butaco is an ERP", "user"),
-                          ("cart.py", "cart is old", "user")]),
-                "Butaco is an ERP in Angular; cart.py is old", "user")
+    layer.apply(
+        ex(
+            entities=[("Butaco", "Project", P), ("Angular", "Technology", U)],
+            relations=[("Butaco", "Angular", "USES_TECHNOLOGY")],
+            facts=[("Butaco", "Butaco is an ERP", "user"), ("cart.py", "cart is old", "user")],
+        ),
+        "Butaco is an ERP in Angular; cart.py is old",
+        "user",
+    )
     fact = next(v for v in layer.current() if v.text == "Butaco is an ERP")
     assert layer.forget(fact.id) == 1
     assert layer.forget("angular") == 1  # the relation pointing at it goes with it
@@ -447,11 +575,21 @@ def test_the_prompt_names_the_speaker_the_known_labels_and_the_literal_rule() ->
     assert "Alice is the lead developer." in messages[1]["content"]
 
 
-@pytest.mark.parametrize("raw", [
-    "", "not json", "{", "[]", '"entities"', "42", '{"intent": "chat"}',
-    '{"entities": {"label": "A"}}', '{"facts": "none"}',
-    '{"entities": [1, "x", {"label": 3}]}',  # items, none usable
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "not json",
+        "{",
+        "[]",
+        '"entities"',
+        "42",
+        '{"intent": "chat"}',
+        '{"entities": {"label": "A"}}',
+        '{"facts": "none"}',
+        '{"entities": [1, "x", {"label": 3}]}',  # items, none usable
+    ],
+)
 def test_parse_refuses_what_is_not_an_extraction(raw: str) -> None:
     with pytest.raises(ExtractionError):
         parse_extraction(raw)
@@ -478,27 +616,35 @@ def test_parse_tolerates_fences_whitespace_and_drops_one_bad_item() -> None:
 
 
 def test_an_entity_without_a_layer_takes_its_types_default(project: Project) -> None:
-    parsed = parse_extraction('{"entities": [{"label": "Angular", "type": "Tecnologia"},'
-                              ' {"label": "Sandy", "type": "Persona"}]}')
+    parsed = parse_extraction(
+        '{"entities": [{"label": "Angular", "type": "Tecnologia"},'
+        ' {"label": "Sandy", "type": "Persona"}]}'
+    )
     layer_of(project).apply(parsed, "Sandy uses Angular", "assistant")
     found = entities(project)
     assert found["Angular"].layer == "UNIVERSAL" and found["Sandy"].layer == "PERSONAL"
     assert found["Sandy"].data["confidence"] < 1.0  # the assistant said it
 
 
-def test_what_was_said_of_a_file_outlives_its_re_index_and_is_recalled(
-        project: Project) -> None:
+def test_what_was_said_of_a_file_outlives_its_re_index_and_is_recalled(project: Project) -> None:
     layer = layer_of(project)
     said = "cart.py belongs to the payments team; it uses Stripe"
-    layer.apply(ex(entities=[("cart.py", "Document", P), ("Stripe", "Technology", U)],
-                   relations=[("cart.py", "Stripe", "USES_TECHNOLOGY")],
-                   facts=[("cart.py", "cart.py belongs to the payments team", "user")]),
-                said, "user")
+    layer.apply(
+        ex(
+            entities=[("cart.py", "Document", P), ("Stripe", "Technology", U)],
+            relations=[("cart.py", "Stripe", "USES_TECHNOLOGY")],
+            facts=[("cart.py", "cart.py belongs to the payments team", "user")],
+        ),
+        said,
+        "user",
+    )
     cart = keys.file_key("src/cart.py")
     assert [f["text"] for f in project.graph.get(cart).facts] == [
-        "cart.py belongs to the payments team"]
-    (project.root / "src/cart.py").write_text("class Cart:\n    def total(self):\n"
-                                              "        return 1\n")
+        "cart.py belongs to the payments team"
+    ]
+    (project.root / "src/cart.py").write_text(
+        "class Cart:\n    def total(self):\n        return 1\n"
+    )
     project.update(["src/cart.py"])  # the file's nodes are rebuilt from the code
     node = project.graph.get(cart)
     assert [f["text"] for f in node.facts] == ["cart.py belongs to the payments team"]
@@ -509,12 +655,22 @@ def test_what_was_said_of_a_file_outlives_its_re_index_and_is_recalled(
 
 def test_a_request_about_the_users_world_prefers_what_they_said(project: Project) -> None:
     layer = layer_of(project)
-    layer.apply(ex(entities=[("SQLite", "Technology", U)],
-                   facts=[("SQLite", "SQLite is a database engine you embed", "world")]),
-                "SQLite is a database engine you embed", "assistant")
-    layer.apply(ex(entities=[("Ledger", "Project", P)],
-                   facts=[("Ledger", "Ledger keeps its database in PostgreSQL", "user")]),
-                "Ledger keeps its database in PostgreSQL", "user")
+    layer.apply(
+        ex(
+            entities=[("SQLite", "Technology", U)],
+            facts=[("SQLite", "SQLite is a database engine you embed", "world")],
+        ),
+        "SQLite is a database engine you embed",
+        "assistant",
+    )
+    layer.apply(
+        ex(
+            entities=[("Ledger", "Project", P)],
+            facts=[("Ledger", "Ledger keeps its database in PostgreSQL", "user")],
+        ),
+        "Ledger keeps its database in PostgreSQL",
+        "user",
+    )
     recaller = Recaller(project.graph, project.root)
 
     def entities(query: str) -> list[str]:

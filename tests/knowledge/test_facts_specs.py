@@ -26,8 +26,14 @@ Check = Callable[[FactsLayer, dict[str, Any]], str | None]  # None when it passe
 
 
 def _entity(layer: FactsLayer, label: str) -> Node | None:
-    return next((n for n in layer.project.graph.nodes("entity")
-                 if fold_label(n.label) == fold_label(label)), None)
+    return next(
+        (
+            n
+            for n in layer.project.graph.nodes("entity")
+            if fold_label(n.label) == fold_label(label)
+        ),
+        None,
+    )
 
 
 def _type(layer: FactsLayer, name: str) -> str:
@@ -38,25 +44,36 @@ def _type(layer: FactsLayer, name: str) -> str:
 def _relations(layer: FactsLayer, item: dict[str, Any]) -> list[FactView]:
     wanted = layer.ontology.relation_of(item["type"]) or item["type"]
     graph = layer.project.graph
-    return [v for v in layer.current() if v.kind == "relation"
-            and fold_label(v.subject) == fold_label(item["source"]) and v.relation == wanted
-            and (target := graph.get(v.target_key)) is not None
-            and fold_label(target.label) == fold_label(item["target"])]
+    return [
+        v
+        for v in layer.current()
+        if v.kind == "relation"
+        and fold_label(v.subject) == fold_label(item["source"])
+        and v.relation == wanted
+        and (target := graph.get(v.target_key)) is not None
+        and fold_label(target.label) == fold_label(item["target"])
+    ]
 
 
 def required_entity(layer: FactsLayer, item: dict[str, Any]) -> str | None:
     node = _entity(layer, item["label"])
     if node is None:
         return "no such entity"
-    expected = {"type": _type(layer, item["type"]), "layer": item.get("layer", node.layer),
-                "status": item.get("status", node.status)}
+    expected = {
+        "type": _type(layer, item["type"]),
+        "layer": item.get("layer", node.layer),
+        "status": item.get("status", node.status),
+    }
     found = {"type": node.subkind, "layer": node.layer, "status": node.status}
     return None if found == expected else f"found {found}, expected {expected}"
 
 
 def forbidden_entity(layer: FactsLayer, item: dict[str, Any]) -> str | None:
-    bad = [n.label for n in layer.project.graph.nodes("entity")
-           if item["label_contains"].casefold() in n.label.casefold()]
+    bad = [
+        n.label
+        for n in layer.project.graph.nodes("entity")
+        if item["label_contains"].casefold() in n.label.casefold()
+    ]
     return f"found {bad}" if bad else None
 
 
@@ -136,8 +153,11 @@ def run_spec(spec: dict[str, Any], root: Path) -> tuple[int, list[str]]:
 
 
 def test_there_are_three_specs() -> None:
-    assert [p.name for p in SPECS] == ["c1_portfolio.json", "c2_progressive_build.json",
-                                       "c3_personal_es.json"]
+    assert [p.name for p in SPECS] == [
+        "c1_portfolio.json",
+        "c2_progressive_build.json",
+        "c3_personal_es.json",
+    ]
 
 
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
@@ -157,9 +177,10 @@ def test_an_unknown_check_kind_fails_the_spec(tmp_path: Path) -> None:
 
 def test_a_check_that_does_not_hold_fails(tmp_path: Path) -> None:
     spec = json.loads(SPECS[0].read_text(encoding="utf-8"))
-    spec["checks"] = {"required_entities": [{"label": "Butaco", "type": "Person"}],
-                      "forbidden_entities": [{"label_contains": "Walletfy"}],
-                      "required_relations": [{"source": "Butaco", "type": "USES_TECHNOLOGY",
-                                              "target": "React"}]}
+    spec["checks"] = {
+        "required_entities": [{"label": "Butaco", "type": "Person"}],
+        "forbidden_entities": [{"label_contains": "Walletfy"}],
+        "required_relations": [{"source": "Butaco", "type": "USES_TECHNOLOGY", "target": "React"}],
+    }
     ran, failures = run_spec(spec, tmp_path / "repo")
     assert ran == 3 and len(failures) == 3

@@ -14,8 +14,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def labelled(name: str) -> list[tuple[str, str]]:
-    rows = [line.split("\t", 1) for line in (FIXTURES / name).read_text("utf-8").splitlines()
-            if line and not line.startswith("#")]
+    rows = [
+        line.split("\t", 1)
+        for line in (FIXTURES / name).read_text("utf-8").splitlines()
+        if line and not line.startswith("#")
+    ]
     return [(label, message) for label, message in rows]
 
 
@@ -25,9 +28,13 @@ def rates(name: str) -> dict[str, float]:
     right: dict[str, list[bool]] = {"project": [], "smalltalk": [], "followup": []}
     for label, message in labelled(name):
         decision = gate(message)
-        right[label].append(decision in ("fresh", "extend") if label == "project"
-                            else decision in ("skip", "reuse") if label == "smalltalk"
-                            else decision in ("reuse", "extend"))
+        right[label].append(
+            decision in ("fresh", "extend")
+            if label == "project"
+            else decision in ("skip", "reuse")
+            if label == "smalltalk"
+            else decision in ("reuse", "extend")
+        )
     return {label: sum(ok) / len(ok) for label, ok in right.items()}
 
 

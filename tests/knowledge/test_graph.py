@@ -14,8 +14,16 @@ def state(graph: Graph) -> tuple[object, ...]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["upsert", "remove", "replace"]),
-                          st.integers(0, 12), st.sampled_from(KINDS), st.integers(0, 3))))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["upsert", "remove", "replace"]),
+            st.integers(0, 12),
+            st.sampled_from(KINDS),
+            st.integers(0, 3),
+        )
+    )
+)
 def test_kind_index_owners_and_edges_stay_consistent(ops) -> None:  # type: ignore[no-untyped-def]
     graph = Graph()
     version, content = graph.version, state(graph)
@@ -35,7 +43,8 @@ def test_kind_index_owners_and_edges_stay_consistent(ops) -> None:  # type: igno
         version, content = graph.version, state(graph)
         for k in KINDS:
             assert sorted(x.key for x in graph.nodes(k)) == sorted(
-                x.key for x in graph.nodes() if x.kind == k)
+                x.key for x in graph.nodes() if x.kind == k
+            )
         assert sum(v for k, v in graph.counts().items() if k != "edges") == len(graph)
         owned = [key for o in graph.owners() for key in graph.owned(o)]
         assert sorted(owned) == sorted(graph.keys())
@@ -44,8 +53,17 @@ def test_kind_index_owners_and_edges_stay_consistent(ops) -> None:  # type: igno
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["edge", "drop-edges", "remove", "replace"]),
-                          st.integers(0, 9), st.integers(0, 9), st.integers(0, 2)), max_size=40))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["edge", "drop-edges", "remove", "replace"]),
+            st.integers(0, 9),
+            st.integers(0, 9),
+            st.integers(0, 2),
+        ),
+        max_size=40,
+    )
+)
 def test_neighbours_follow_every_edit(ops) -> None:  # type: ignore[no-untyped-def]
     # `neighbours` remembers what it ordered: any edit to a node's edges must show, and the
     # answer is the one a graph built afresh from the same nodes and edges gives.
@@ -61,8 +79,9 @@ def test_neighbours_follow_every_edit(ops) -> None:  # type: ignore[no-untyped-d
             graph.remove_node(f"k{a}")
             graph.upsert(Node(f"k{a}", "file", f"k{a}"), owner=f"o{a % 3}")
         else:
-            graph.replace_owner(f"o{b % 3}", [Node(f"k{b}", "file", "x")],
-                                [Edge(f"k{b}", f"k{a}", "references")])
+            graph.replace_owner(
+                f"o{b % 3}", [Node(f"k{b}", "file", "x")], [Edge(f"k{b}", f"k{a}", "references")]
+            )
         fresh = Graph()
         fresh.load([(n, graph.owner_of(n.key) or "") for n in graph.nodes()], graph.edges())
         for n in range(10):
@@ -71,7 +90,8 @@ def test_neighbours_follow_every_edit(ops) -> None:  # type: ignore[no-untyped-d
 
 def test_neighbours_come_in_one_order_however_edges_were_added() -> None:
     edges = [Edge("hub", f"u{i}", "imports") for i in range(6)] + [
-        Edge(f"u{i}", "hub", "imports") for i in range(6)]
+        Edge(f"u{i}", "hub", "imports") for i in range(6)
+    ]
     graphs = []
     for order in (edges, edges[::-1]):
         graph = Graph()
@@ -101,8 +121,13 @@ def test_keys_survive_index_reuse() -> None:
 def test_kill_switches_share_one_rule() -> None:
     from knowledge.switches import is_off, switched_off
 
-    env = {"THEUS_NO_WATCH": "1", "THEUS_NO_EMBEDDINGS": "true", "THEUS_NO_MEMDIR": "0",
-           "THEUS_NO_EPISODES": "", "THEUS_NO_KNOWLEDGE_INJECT": "off"}
+    env = {
+        "THEUS_NO_WATCH": "1",
+        "THEUS_NO_EMBEDDINGS": "true",
+        "THEUS_NO_MEMDIR": "0",
+        "THEUS_NO_EPISODES": "",
+        "THEUS_NO_KNOWLEDGE_INJECT": "off",
+    }
     assert is_off("watch", env) and is_off("EMBEDDINGS", env)
     assert not is_off("memdir", env) and not is_off("episodes", env)
     assert not is_off("knowledge_inject", env)

@@ -47,4 +47,5 @@ def test_a_search_returns_its_best_files_only() -> None:
     assert len(best) == CANDIDATES
     assert {n.path for n in naming} <= best.keys()
     assert max(v for p, v in best.items() if p.startswith("b")) < min(
-        v for p, v in best.items() if p.startswith("a"))
+        v for p, v in best.items() if p.startswith("a")
+    )

@@ -18,10 +18,13 @@ from tests.conftest import indexed_project, write_tree
 
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
-    proj = indexed_project(tmp_path / "repo", {
-        "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
-        "src/login.py": "def redirect_after_login(user):\n    return '/home'\n",
-    })
+    proj = indexed_project(
+        tmp_path / "repo",
+        {
+            "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
+            "src/login.py": "def redirect_after_login(user):\n    return '/home'\n",
+        },
+    )
     yield proj
     proj.close()
 
@@ -40,22 +43,28 @@ def memory_keys(project: Project) -> set[str]:
 
 
 def test_entries_become_memory_nodes_with_edges_to_what_they_mention(project: Project) -> None:
-    write_index(project, "# Memory\n\n- use pnpm, not npm\n"
-                "- the total lives in `src/cart.py#Cart.total`; see `redirect_after_login`\n"
-                "- bug at `src/login.py:2`, called as `redirect_after_login(user)`\n")
+    write_index(
+        project,
+        "# Memory\n\n- use pnpm, not npm\n"
+        "- the total lives in `src/cart.py#Cart.total`; see `redirect_after_login`\n"
+        "- bug at `src/login.py:2`, called as `redirect_after_login(user)`\n",
+    )
     report = memdir.sync(project)
     assert report.entries == 3 and report.warnings == []
     pnpm = project.graph.get(keys.memory_key("use pnpm, not npm"))
     assert pnpm is not None and pnpm.kind == "memory" and pnpm.source == "memdir"
     assert pnpm.data["text"] == "use pnpm, not npm"
-    key = keys.memory_key("the total lives in `src/cart.py#Cart.total`; see "
-                          "`redirect_after_login`")
+    key = keys.memory_key("the total lives in `src/cart.py#Cart.total`; see `redirect_after_login`")
     targets = {e.dst for e in project.graph.out_edges(key, "derived-from")}
-    assert targets == {keys.symbol_key("src/cart.py", "Cart.total"),
-                       keys.symbol_key("src/login.py", "redirect_after_login")}
+    assert targets == {
+        keys.symbol_key("src/cart.py", "Cart.total"),
+        keys.symbol_key("src/login.py", "redirect_after_login"),
+    }
     key = keys.memory_key("bug at `src/login.py:2`, called as `redirect_after_login(user)`")
     assert {e.dst for e in project.graph.out_edges(key, "derived-from")} == {
-        keys.file_key("src/login.py"), keys.symbol_key("src/login.py", "redirect_after_login")}
+        keys.file_key("src/login.py"),
+        keys.symbol_key("src/login.py", "redirect_after_login"),
+    }
 
 
 def test_ten_syncs_leave_the_same_nodes_and_nothing_to_save(project: Project) -> None:
@@ -104,7 +113,8 @@ def test_memory_from_the_graph_is_a_topic_file_and_pointer_and_never_echoes(
     write_index(project, "- use pnpm\n")
     change = memdir.add_memory(project, "Login redirects go through `src/login.py`.\nAsk Ana.")
     assert change.created and change.key == keys.memory_key(
-        "Login redirects go through `src/login.py`.\nAsk Ana.")
+        "Login redirects go through `src/login.py`.\nAsk Ana."
+    )
     topic = project.paths.memory / change.topic
     text = topic.read_text(encoding="utf-8")
     assert "origin: graph" in text and f"key: {change.key}" in text
@@ -159,9 +169,12 @@ def test_edit_and_delete_apis(project: Project) -> None:
 
 
 def test_a_persons_topic_file_is_read_and_kept_on_delete(project: Project) -> None:
-    write_tree(project.paths.memory, {
-        "deploys.md": "---\nname: Deploys\ndescription: how we ship\n---\n\nStaging first.\n",
-    })
+    write_tree(
+        project.paths.memory,
+        {
+            "deploys.md": "---\nname: Deploys\ndescription: how we ship\n---\n\nStaging first.\n",
+        },
+    )
     write_index(project, "- [Deploys](deploys.md) — how we ship\n")
     memdir.sync(project)
     key = keys.memory_key("[Deploys](deploys.md) — how we ship")
@@ -216,28 +229,35 @@ def test_full_index_keeps_new_memories_in_the_graph_until_there_is_room(
 def test_malformed_lines_and_frontmatter_are_reported_with_line_numbers_and_skipped(
     project: Project,
 ) -> None:
-    write_tree(project.paths.memory, {
-        "bad.md": "---\nname: Bad\norigin graph\ndescription: x\n",
-        "good.md": "---\nname: Good\n---\nGood body.\n",
-    })
-    write_index(project, "\n".join([
-        "- fine entry",
-        "just prose, no bullet",
-        "-",
-        "- [Broken link](bad",
-        "- [Missing](missing.md) — gone",
-        "- [Bad](bad.md) — malformed frontmatter",
-        "- [Escape](../../graph.db) — outside",
-        "- [Good](good.md)",
-        "- [docs](https://example.com) — a web link is a plain memory",
-    ]) + "\n")
+    write_tree(
+        project.paths.memory,
+        {
+            "bad.md": "---\nname: Bad\norigin graph\ndescription: x\n",
+            "good.md": "---\nname: Good\n---\nGood body.\n",
+        },
+    )
+    write_index(
+        project,
+        "\n".join(
+            [
+                "- fine entry",
+                "just prose, no bullet",
+                "-",
+                "- [Broken link](bad",
+                "- [Missing](missing.md) — gone",
+                "- [Bad](bad.md) — malformed frontmatter",
+                "- [Escape](../../graph.db) — outside",
+                "- [Good](good.md)",
+                "- [docs](https://example.com) — a web link is a plain memory",
+            ]
+        )
+        + "\n",
+    )
     report = memdir.sync(project)
     assert report.entries == 3
     assert report.warnings == [
-        "MEMORY.md:2: not an entry (expected `- memory` or `- [Title](topic.md) — hook`); "
-        "skipped",
-        "MEMORY.md:3: not an entry (expected `- memory` or `- [Title](topic.md) — hook`); "
-        "skipped",
+        "MEMORY.md:2: not an entry (expected `- memory` or `- [Title](topic.md) — hook`); skipped",
+        "MEMORY.md:3: not an entry (expected `- memory` or `- [Title](topic.md) — hook`); skipped",
         "MEMORY.md:4: broken link in entry '[Broken link](bad'; skipped",
         "MEMORY.md:5: topic file missing.md not found; skipped",
         "bad.md:3: frontmatter line is not `key: value`: 'origin graph'",
@@ -246,8 +266,11 @@ def test_malformed_lines_and_frontmatter_are_reported_with_line_numbers_and_skip
         "MEMORY.md:7: topic '../../graph.db' must be a .md file in the memory folder",
     ]
     labels = {n.label for n in project.graph.nodes("memory")}
-    assert labels == {"fine entry", "Good", "[docs](https://example.com) — a web link is a "
-                      "plain memory"}
+    assert labels == {
+        "fine entry",
+        "Good",
+        "[docs](https://example.com) — a web link is a plain memory",
+    }
 
 
 def test_invalid_utf8_in_memory_md_is_not_fatal(project: Project) -> None:
@@ -256,8 +279,9 @@ def test_invalid_utf8_in_memory_md_is_not_fatal(project: Project) -> None:
     assert memdir.sync(project).entries == 2
 
 
-def test_kill_switch_turns_the_bridge_off(project: Project,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kill_switch_turns_the_bridge_off(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_index(project, "- from the file\n")
     monkeypatch.setenv("THEUS_NO_MEMDIR", "1")
     report = memdir.sync(project)
@@ -334,9 +358,14 @@ def test_a_bom_from_a_windows_editor_is_not_a_malformed_line(project: Project) -
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
-                       st.text() | st.lists(st.text(), max_size=4), max_size=6),
-       st.text())
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+        st.text() | st.lists(st.text(), max_size=4),
+        max_size=6,
+    ),
+    st.text(),
+)
 def test_frontmatter_round_trips_any_values(meta: dict[str, object], body: str) -> None:
     text = frontmatter.render_frontmatter(meta) + body
     parsed, rest, problems = frontmatter.parse_frontmatter(text, "x.md")

@@ -72,7 +72,12 @@ def test_sigkill_during_writes_leaves_readable_files(tmp_path: Path) -> None:
     for _ in range(RUNS):
         proc = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(root), str(start)],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert first.startswith("ack "), proc.stderr.read() if proc.stderr else first
@@ -108,8 +113,12 @@ def check_readable(root: Path, last: int) -> None:
         report = memdir.sync(project)
         assert report.warnings == [] and report.entries == len(index.entries)
         assert project.graph.get(keys.memory_key(text)) is not None
-        leftovers = [p.name for d in (mdir.path, project.paths.episodes) for p in d.iterdir()
-                     if p.name.endswith(".tmp")]
+        leftovers = [
+            p.name
+            for d in (mdir.path, project.paths.episodes)
+            for p in d.iterdir()
+            if p.name.endswith(".tmp")
+        ]
         assert leftovers == []  # load and sync at start clean the dead writer's temp files
     finally:
         project.close()
@@ -140,7 +149,12 @@ def test_two_processes_adding_at_once_lose_no_line(tmp_path: Path) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", ADDER, str(root), name, "12"],
-            cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for name in ("shell", "app")
     ]
     for proc in procs:

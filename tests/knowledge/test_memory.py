@@ -14,9 +14,13 @@ from tests.conftest import write_tree
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return write_tree(tmp_path / "repo", {
-        "cart.py": "class Cart:\n    def total(self, items):\n        return sum(items)\n",
-        "pricing.py": "def price_of(item):\n    return item['price']\n"})
+    return write_tree(
+        tmp_path / "repo",
+        {
+            "cart.py": "class Cart:\n    def total(self, items):\n        return sum(items)\n",
+            "pricing.py": "def price_of(item):\n    return item['price']\n",
+        },
+    )
 
 
 def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,7 +58,8 @@ def test_open_memory_honours_kill_switches(repo: Path, monkeypatch: pytest.Monke
 
 
 def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from knowledge.recall import make_recaller
 
     monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
@@ -75,9 +80,9 @@ def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
     memory.close()
 
 
-
 def test_a_hand_edit_to_memory_md_reaches_a_one_shot_recall_from_a_saved_snapshot(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
     monkeypatch.setenv("THEUS_NO_WATCH", "1")
     first = open_memory(repo, one_shot=True, index_if_missing=True)
@@ -97,7 +102,8 @@ def test_a_hand_edit_to_memory_md_reaches_a_one_shot_recall_from_a_saved_snapsho
 
 
 def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import threading
 
     monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
@@ -126,7 +132,8 @@ def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
 
 
 def test_a_one_shot_memory_syncs_memory_md_only_when_something_moved(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A sync loads the whole graph (a second on a large project): a one-shot run pays it
     only when MEMORY.md or the stored memories changed since the last sync."""
     monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")

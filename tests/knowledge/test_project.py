@@ -14,7 +14,7 @@ from tests.conftest import write_tree
 FILES = {
     "pkg/__init__.py": "",
     "pkg/cart.py": '"""Cart."""\nfrom pkg.pricing import price_of\n\nclass Cart:\n'
-                   '    def total(self, items):\n        return sum(price_of(i) for i in items)\n',
+    "    def total(self, items):\n        return sum(price_of(i) for i in items)\n",
     "pkg/pricing.py": "def price_of(item) -> int:\n    return item.price\n",
     "pkg/report.py": "from . import cart\n\ndef summary(c: cart.Cart):\n    return c.total([])\n",
     "README.md": "# Shop\n\nA shop.\n\n## Pricing\n\nHow `price_of` works.\n",
@@ -46,8 +46,9 @@ def test_unchanged_reindex_parses_nothing(repo: Path, monkeypatch: pytest.Monkey
     Project(repo).index()
     calls: list[str] = []
     real = analyse_module.analyse
-    monkeypatch.setattr("knowledge.index.analyse.analyse", lambda *a, **k: calls.append(a[1])
-                        or real(*a, **k))
+    monkeypatch.setattr(
+        "knowledge.index.analyse.analyse", lambda *a, **k: calls.append(a[1]) or real(*a, **k)
+    )
     project = Project(repo)
     report = project.index()
     assert report.parsed == 0 and calls == []
@@ -61,8 +62,9 @@ def test_changed_file_replaces_only_its_own_nodes(repo: Path) -> None:
     project = Project(repo)
     project.index()
     before = snapshot(project.graph)
-    (repo / "pkg/pricing.py").write_text("def price_of(item) -> int:\n    return 0\n\n"
-                                          "def discount(item):\n    return 1\n")
+    (repo / "pkg/pricing.py").write_text(
+        "def price_of(item) -> int:\n    return 0\n\ndef discount(item):\n    return 1\n"
+    )
     report = project.update(["pkg/pricing.py"])
     assert report.changed == ["pkg/pricing.py"] and report.nodes_added == 1
     after = snapshot(project.graph)
@@ -77,8 +79,13 @@ def test_incremental_result_equals_a_fresh_index(
     project = Project(repo)
     project.index()
     (repo / "pkg/pricing.py").unlink()
-    write_tree(repo, {"pkg/tax.py": "from pkg.cart import Cart\n\ndef vat(c: Cart):\n    pass\n",
-                      "pkg/cart.py": "from pkg.tax import vat\n\nclass Cart:\n    pass\n"})
+    write_tree(
+        repo,
+        {
+            "pkg/tax.py": "from pkg.cart import Cart\n\ndef vat(c: Cart):\n    pass\n",
+            "pkg/cart.py": "from pkg.tax import vat\n\nclass Cart:\n    pass\n",
+        },
+    )
     project.index()
     project.close()
     incremental = snapshot(Project(repo).graph)
@@ -92,8 +99,12 @@ def test_incremental_result_equals_a_fresh_index(
 def test_memory_nodes_survive_a_reindex(repo: Path) -> None:
     project = Project(repo)
     project.index()
-    mem = Node(keys.memory_key("use Decimal for prices"), "memory", "use Decimal for prices",
-               source="memdir")
+    mem = Node(
+        keys.memory_key("use Decimal for prices"),
+        "memory",
+        "use Decimal for prices",
+        source="memdir",
+    )
     project.graph.upsert(mem)
     project.graph.add_edge(mem.key, "file:pkg/pricing.py", "derived-from")
     project.save()
@@ -130,10 +141,13 @@ ALTER TABLE "Post" ADD CONSTRAINT fk FOREIGN KEY ("authorId") REFERENCES "User"(
 """
 
 
-def test_schema_discovery_is_order_independent(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    root = write_tree(tmp_path / "repo", {"prisma/schema.prisma": PRISMA,
-                                          "prisma/migrations/001/migration.sql": MIGRATION})
+def test_schema_discovery_is_order_independent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(
+        tmp_path / "repo",
+        {"prisma/schema.prisma": PRISMA, "prisma/migrations/001/migration.sql": MIGRATION},
+    )
     project = Project(root)
     project.index()
     graph = project.graph
@@ -166,19 +180,25 @@ def test_same_named_models_of_two_sub_projects_stay_apart(tmp_path: Path) -> Non
     """A monorepo with a Prisma schema per app: each app's User is its own table, and each
     app's migrations join its own schema's tables."""
     shop = PRISMA.replace("posts Post[]", "posts Post[]\n  basket String")
-    root = write_tree(tmp_path / "repo", {
-        "apps/blog/prisma/schema.prisma": PRISMA,
-        "apps/blog/prisma/migrations/001/migration.sql": MIGRATION,
-        "apps/shop/prisma/schema.prisma": shop})
+    root = write_tree(
+        tmp_path / "repo",
+        {
+            "apps/blog/prisma/schema.prisma": PRISMA,
+            "apps/blog/prisma/migrations/001/migration.sql": MIGRATION,
+            "apps/shop/prisma/schema.prisma": shop,
+        },
+    )
     project = Project(root)
     project.index()
     graph = project.graph
     blog, store = "apps/blog/prisma", "apps/shop/prisma"
     tables = {n.key: n.path for n in graph.nodes() if n.kind == "table"}
-    assert tables == {f"table:{blog}#user": f"{blog}/schema.prisma",
-                      f"table:{blog}#post": f"{blog}/schema.prisma",
-                      f"table:{store}#user": f"{store}/schema.prisma",
-                      f"table:{store}#post": f"{store}/schema.prisma"}
+    assert tables == {
+        f"table:{blog}#user": f"{blog}/schema.prisma",
+        f"table:{blog}#post": f"{blog}/schema.prisma",
+        f"table:{store}#user": f"{store}/schema.prisma",
+        f"table:{store}#post": f"{store}/schema.prisma",
+    }
     assert f"column:{store}#user.basket" in graph
     assert f"column:{blog}#user.basket" not in graph
     assert f"column:{blog}#post.title" in graph  # the blog's migration, on the blog's Post
@@ -189,10 +209,13 @@ def test_same_named_models_of_two_sub_projects_stay_apart(tmp_path: Path) -> Non
 
 
 def test_references_follow_ambiguity_as_definitions_come_and_go(tmp_path: Path) -> None:
-    root = write_tree(tmp_path / "repo", {
-        "a.py": "def use():\n    return compute_total([])\n",
-        "b.py": "def compute_total(items):\n    return 0\n",
-    })
+    root = write_tree(
+        tmp_path / "repo",
+        {
+            "a.py": "def use():\n    return compute_total([])\n",
+            "b.py": "def compute_total(items):\n    return 0\n",
+        },
+    )
     project = Project(root)
     project.index()
     ref = ("file:a.py", "sym:b.py#compute_total", "references")
@@ -247,19 +270,27 @@ project.close()
 """
 
 
-def test_a_full_index_adds_its_edges_in_one_order_whatever_the_hash_seed(
-        tmp_path: Path) -> None:
+def test_a_full_index_adds_its_edges_in_one_order_whatever_the_hash_seed(tmp_path: Path) -> None:
     import subprocess
     import sys
-    files = {f"pkg/m{i}.py": "from pkg import core\n\n\ndef use():\n    return core.run()\n"
-             for i in range(12)}
+
+    files = {
+        f"pkg/m{i}.py": "from pkg import core\n\n\ndef use():\n    return core.run()\n"
+        for i in range(12)
+    }
     files["pkg/core.py"] = "def run():\n    return 1\n"
     root = write_tree(tmp_path / "repo", files)
     orders = []
     for seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "THEUS_HOME": str(tmp_path / seed)}
-        run = subprocess.run([sys.executable, "-c", _EDGE_ORDER, str(root)], env=env,
-                             capture_output=True, text=True, timeout=120, check=True)
+        run = subprocess.run(
+            [sys.executable, "-c", _EDGE_ORDER, str(root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         orders.append(run.stdout)
     assert "pkg/core.py" in orders[0]
     assert orders[0] == orders[1] == orders[2]
@@ -285,11 +316,16 @@ def test_opening_a_project_removes_the_temp_files_of_writers_that_died(repo: Pat
     first = Project(repo)
     home = first.paths.home
     first.close()
-    killed = subprocess.run([sys.executable, "-c", _WRITER, str(home), "killed"],
-                            capture_output=True, text=True, timeout=30)
+    killed = subprocess.run(
+        [sys.executable, "-c", _WRITER, str(home), "killed"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert killed.returncode == -9 and "written" in killed.stdout
-    live = subprocess.Popen([sys.executable, "-c", _WRITER, str(home), "live"],
-                            stdout=subprocess.PIPE, text=True)
+    live = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(home), "live"], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert live.stdout is not None and live.stdout.readline() == "written\n"
         Project(repo).close()

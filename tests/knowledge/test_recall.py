@@ -38,11 +38,14 @@ def test_rare_identifier_beats_common_word(tmp_path: Path) -> None:
 
 
 def test_plural_singular_and_camel_case_queries_match(tmp_path: Path) -> None:
-    project = indexed_project(tmp_path / "repo", {
-        "src/ledger.py": "class LedgerBook:\n    def add_entry(self, entry):\n        pass\n",
-        "src/tools.py": "class ToolRegistry:\n    pass\n",
-        "src/misc.py": "def unrelated():\n    pass\n",
-    })
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            "src/ledger.py": "class LedgerBook:\n    def add_entry(self, entry):\n        pass\n",
+            "src/tools.py": "class ToolRegistry:\n    pass\n",
+            "src/misc.py": "def unrelated():\n    pass\n",
+        },
+    )
     recaller = recaller_for(project)
     assert recaller.recall("entries").hits[0].key == "sym:src/ledger.py#LedgerBook.add_entry"
     assert recaller.recall("registry of tools").hits[0].key == "sym:src/tools.py#ToolRegistry"
@@ -51,12 +54,15 @@ def test_plural_singular_and_camel_case_queries_match(tmp_path: Path) -> None:
 
 
 def test_traversal_brings_in_an_imported_file(tmp_path: Path) -> None:
-    project = indexed_project(tmp_path / "repo", {
-        "shop/checkout.py": "from shop import pricing\n\n"
-                            "def checkout_basket(basket):\n    return pricing.quote(basket)\n",
-        "shop/pricing.py": "def quote(items):\n    return 0\n",
-        "shop/__init__.py": "",
-    })
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            "shop/checkout.py": "from shop import pricing\n\n"
+            "def checkout_basket(basket):\n    return pricing.quote(basket)\n",
+            "shop/pricing.py": "def quote(items):\n    return 0\n",
+            "shop/__init__.py": "",
+        },
+    )
     result = recaller_for(project).recall("checkout basket", top=20)
     by_key = {h.key: h for h in result.hits}
     assert result.hits[0].path == "shop/checkout.py"
@@ -68,9 +74,12 @@ def test_traversal_brings_in_an_imported_file(tmp_path: Path) -> None:
 
 
 def test_hash_embedding_never_creates_a_hit_alone(tmp_path: Path) -> None:
-    project = indexed_project(tmp_path / "repo", {
-        "src/parsers.py": "def parsers_registry():\n    return []\n",
-    })
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            "src/parsers.py": "def parsers_registry():\n    return []\n",
+        },
+    )
     query = "parsnip"
     node = project.graph.get("sym:src/parsers.py#parsers_registry")
     assert node is not None
@@ -80,11 +89,14 @@ def test_hash_embedding_never_creates_a_hit_alone(tmp_path: Path) -> None:
 
 
 def test_content_fallback_finds_a_word_only_in_file_content(tmp_path: Path) -> None:
-    project = indexed_project(tmp_path / "repo", {
-        "src/a.py": "def alpha():\n    value = 1\n    # the flibbertigibbet cache is warm\n"
-                    "    return value\n",
-        "src/b.py": "def beta():\n    return 2\n",
-    })
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            "src/a.py": "def alpha():\n    value = 1\n    # the flibbertigibbet cache is warm\n"
+            "    return value\n",
+            "src/b.py": "def beta():\n    return 2\n",
+        },
+    )
     result = recaller_for(project).recall("flibbertigibbet")
     assert paths(result.hits) == ["src/a.py"]
     assert result.hits[0].key == "file:src/a.py"
@@ -98,11 +110,14 @@ def test_content_is_read_without_warm_within_the_call(tmp_path: Path) -> None:
 
 
 def test_ignored_files_are_never_searched(tmp_path: Path) -> None:
-    project = indexed_project(tmp_path / "repo", {
-        ".gitignore": "secret_dir/\n",
-        "secret_dir/hidden.py": "# zanzibarian\n",
-        "src/a.py": "x = 1\n",
-    })
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            ".gitignore": "secret_dir/\n",
+            "secret_dir/hidden.py": "# zanzibarian\n",
+            "src/a.py": "x = 1\n",
+        },
+    )
     assert recaller_for(project).recall("zanzibarian").hits == []
 
 
@@ -126,8 +141,9 @@ def test_one_file_change_updates_the_index_incrementally(tmp_path: Path) -> None
 def test_memory_nodes_are_recalled_like_anything_else(tmp_path: Path) -> None:
     project = indexed_project(tmp_path / "repo", {"src/cart.py": "def total():\n    pass\n"})
     text = "The invoice rounding uses banker's rounding since the audit."
-    project.graph.upsert(Node(key="mem:1", kind="memory", label=text[:40], summary=text,
-                              data={"text": text}))
+    project.graph.upsert(
+        Node(key="mem:1", kind="memory", label=text[:40], summary=text, data={"text": text})
+    )
     result = recaller_for(project).recall("invoice rounding")
     assert result.hits[0].key == "mem:1"
     assert result.hits[0].kind == "memory"
@@ -135,11 +151,14 @@ def test_memory_nodes_are_recalled_like_anything_else(tmp_path: Path) -> None:
 
 
 def test_path_prefix_filters_results(tmp_path: Path) -> None:
-    project = indexed_project(tmp_path / "repo", {
-        "api/orders.py": "def list_orders():\n    pass\n",
-        "web/orders.py": "from api import orders\n\ndef render_orders():\n    pass\n",
-        "api/__init__.py": "",
-    })
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            "api/orders.py": "def list_orders():\n    pass\n",
+            "web/orders.py": "from api import orders\n\ndef render_orders():\n    pass\n",
+            "api/__init__.py": "",
+        },
+    )
     result = recaller_for(project).recall("orders", path_prefix="web/")
     assert paths(result.hits) == ["web/orders.py"]
 
@@ -158,6 +177,7 @@ def test_a_failing_reranker_fails_open(tmp_path: Path) -> None:
         def begin(self, query, deadline):  # type: ignore[no-untyped-def]
             def rerank(candidates, graph):  # type: ignore[no-untyped-def]
                 raise RuntimeError("model gone")
+
             return rerank
 
     project = indexed_project(tmp_path / "repo", {"src/cart.py": "def cart_total():\n    pass\n"})
@@ -169,7 +189,8 @@ def test_a_failing_reranker_fails_open(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("compact_min", [4096, 0], ids=["appending", "compacting"])
 def test_incremental_index_equals_a_fresh_build_after_random_edits(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compact_min: int) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compact_min: int
+) -> None:
     import random
 
     from knowledge.graph import Edge, Graph
@@ -183,10 +204,10 @@ def test_incremental_index_equals_a_fresh_build_after_random_edits(
     def write(rel: str) -> None:
         names = {rng.choice(words) + "_" + rng.choice(words) for _ in range(rng.randint(0, 4))}
         nodes = [Node(f"file:{rel}", "file", rel, rel)]
-        nodes += [Node(f"sym:{rel}#{n}", "symbol", n, rel, summary=rng.choice(words))
-                  for n in names]
-        graph.replace_owner(rel, nodes, [Edge(f"file:{rel}", n.key, "defines")
-                                         for n in nodes[1:]])
+        nodes += [
+            Node(f"sym:{rel}#{n}", "symbol", n, rel, summary=rng.choice(words)) for n in names
+        ]
+        graph.replace_owner(rel, nodes, [Edge(f"file:{rel}", n.key, "defines") for n in nodes[1:]])
 
     rels = [f"m/{i}_items.py" for i in range(12)]  # a plural stem: named as "0_items", "0_item"
     for rel in rels:
@@ -246,8 +267,14 @@ def test_node_tracker_reports_exactly_what_changed() -> None:
             graph.remove_owner(owner)
         else:
             count = rng.randint(1, 6)
-            graph.replace_owner(owner, [Node(f"sym:{owner}#{rng.randrange(8)}-{step % 3}",
-                                             "symbol", "x", owner) for _ in range(count)], [])
+            graph.replace_owner(
+                owner,
+                [
+                    Node(f"sym:{owner}#{rng.randrange(8)}-{step % 3}", "symbol", "x", owner)
+                    for _ in range(count)
+                ],
+                [],
+            )
         found = tracker.changes(graph)
         assert found is not None
         changed, gone = found
@@ -273,12 +300,16 @@ def test_a_late_reranker_is_ignored_and_reported(
                 while time.perf_counter() <= deadline:
                     time.sleep(0.005)
                 return list(reversed(candidates))
+
             return rerank
 
-    project = indexed_project(tmp_path / "repo", {
-        "src/cart.py": "def cart_total():\n    pass\n",
-        "src/other.py": "def cart_size():\n    pass\n",
-    })
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            "src/cart.py": "def cart_total():\n    pass\n",
+            "src/other.py": "def cart_size():\n    pass\n",
+        },
+    )
     monkeypatch.setattr(recall_module, "RERANK_BUDGET_S", 0.05)
     plain = recaller_for(project).recall("cart total")
     late = Recaller(project.graph, project.root, reranker=Late()).recall("cart total")
@@ -287,12 +318,19 @@ def test_a_late_reranker_is_ignored_and_reported(
 
 
 def test_code_outranks_its_tests_unless_the_request_is_about_tests(tmp_path: Path) -> None:
-    recaller = recaller_for(indexed_project(tmp_path / "repo", {
-        "shop/discount.py": "def apply_discount(order, rate):\n    return order.total * rate\n",
-        "tests/test_discount.py": "from shop.discount import apply_discount\n\n"
-                                  "def test_apply_discount_rate():\n"
-                                  "    assert apply_discount(order, 0.5) == 5\n",
-    }))
+    recaller = recaller_for(
+        indexed_project(
+            tmp_path / "repo",
+            {
+                "shop/discount.py": (
+                    "def apply_discount(order, rate):\n    return order.total * rate\n"
+                ),
+                "tests/test_discount.py": "from shop.discount import apply_discount\n\n"
+                "def test_apply_discount_rate():\n"
+                "    assert apply_discount(order, 0.5) == 5\n",
+            },
+        )
+    )
     assert paths(recaller.recall("apply discount rate").hits)[0] == "shop/discount.py"
     about_tests = paths(recaller.recall("fix the failing test for apply discount rate").hits)
     assert about_tests[0] == "tests/test_discount.py"
@@ -302,18 +340,25 @@ def test_code_outranks_its_tests_unless_the_request_is_about_tests(tmp_path: Pat
     assert not intent_of("apply discount rate").tests
     assert not intent_of("Fix the rounding of discounts.\n\nAlso added a test.").tests
     # A test that rides along with a change does not make the change about tests.
-    for rider in ("Fix the rounding of discounts and add a test",
-                  "Fix the rounding of discounts (with tests)", "Fix rounding + tests",
-                  "Support negative rates, with unit tests"):
+    for rider in (
+        "Fix the rounding of discounts and add a test",
+        "Fix the rounding of discounts (with tests)",
+        "Fix rounding + tests",
+        "Support negative rates, with unit tests",
+    ):
         assert not intent_of(rider).tests, rider
-    for about in ("add tests and fix the rounding", "fix the flaky test of discounts",
-                  "test the rounding with negative rates"):
+    for about in (
+        "add tests and fix the rounding",
+        "fix the flaky test of discounts",
+        "test the rounding with negative rates",
+    ):
         assert intent_of(about).tests, about
 
 
 @pytest.mark.parametrize("compact_min", [4096, 0], ids=["appending", "compacting"])
 def test_file_contents_searched_after_edits_score_as_a_fresh_read(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compact_min: int) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compact_min: int
+) -> None:
     # The content search relies on slot order (a file's passages are consecutive slots,
     # later files take later ones): edits and compactions must keep it.
     import random
@@ -327,8 +372,9 @@ def test_file_contents_searched_after_edits_score_as_a_fresh_read(
     rels = [f"m/{i}.py" for i in range(8)] + ["tests/test_m.py", "docs/m.md"]
 
     def write(rel: str) -> Node:
-        lines = [" ".join(rng.choices(words, k=rng.randint(1, 6)))
-                 for _ in range(rng.randint(0, 70))]  # 0 to 3 passages
+        lines = [
+            " ".join(rng.choices(words, k=rng.randint(1, 6))) for _ in range(rng.randint(0, 70))
+        ]  # 0 to 3 passages
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("\n".join(lines) + "\n")
         return Node(f"file:{rel}", "file", rel, rel, data={"size": 10})

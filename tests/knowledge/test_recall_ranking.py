@@ -14,19 +14,19 @@ from tests.conftest import file_types_history, indexed_project
 
 RATES = {
     "shop/discount.py": '"""Discount rules for orders."""\n\n\n'
-                        "def apply_discount(order, rate):\n"
-                        '    """Reduce the order total by a percentage rate."""\n'
-                        "    return order.total * (1 - rate)\n",
+    "def apply_discount(order, rate):\n"
+    '    """Reduce the order total by a percentage rate."""\n'
+    "    return order.total * (1 - rate)\n",
     "shop/cart.py": '"""The shopping cart."""\n\n\nclass Cart:\n'
-                    "    def add(self, item):\n        self.items.append(item)\n",
+    "    def add(self, item):\n        self.items.append(item)\n",
     "tests/test_discount.py": "from shop.discount import apply_discount\n\n\n"
-                              "def test_discount_rate_reduces_the_order_total():\n"
-                              "    # discount rate order total discount rate order total\n"
-                              "    assert apply_discount(order(100), 0.5) == 50\n\n\n"
-                              "def test_a_zero_discount_rate_keeps_the_order_total():\n"
-                              "    assert apply_discount(order(100), 0) == 100\n",
+    "def test_discount_rate_reduces_the_order_total():\n"
+    "    # discount rate order total discount rate order total\n"
+    "    assert apply_discount(order(100), 0.5) == 50\n\n\n"
+    "def test_a_zero_discount_rate_keeps_the_order_total():\n"
+    "    assert apply_discount(order(100), 0) == 100\n",
     "docs/discounts.md": "# Discounts\n\nA discount rate reduces the order total. Set the "
-                         "discount rate per order; the order total never goes below zero.\n",
+    "discount rate per order; the order total never goes below zero.\n",
 }
 
 
@@ -41,8 +41,7 @@ def ranked(result: Recall) -> list[str]:
     return result.files
 
 
-def test_the_module_a_request_is_about_beats_a_test_that_repeats_its_words(
-        tmp_path: Path) -> None:
+def test_the_module_a_request_is_about_beats_a_test_that_repeats_its_words(tmp_path: Path) -> None:
     files = ranked(recaller(tmp_path, RATES).recall("change how the discount rate is applied"))
     assert files[0] == "shop/discount.py"
     assert files.index("shop/discount.py") < files.index("tests/test_discount.py")
@@ -55,14 +54,20 @@ def test_a_request_about_tests_puts_tests_first(tmp_path: Path) -> None:
 
 
 def test_a_change_that_adds_its_test_in_passing_wants_the_code_first(tmp_path: Path) -> None:
-    files = ranked(recaller(tmp_path, RATES).recall(
-        "Fix the discount rate of a zero order total and add a test"))
+    files = ranked(
+        recaller(tmp_path, RATES).recall(
+            "Fix the discount rate of a zero order total and add a test"
+        )
+    )
     assert files[0] == "shop/discount.py"
 
 
 def test_a_request_about_docs_puts_docs_first(tmp_path: Path) -> None:
-    files = ranked(recaller(tmp_path, RATES).recall(
-        "document that the discount rate never takes the order total below zero"))
+    files = ranked(
+        recaller(tmp_path, RATES).recall(
+            "document that the discount rate never takes the order total below zero"
+        )
+    )
     assert files[0] == "docs/discounts.md"
 
 
@@ -71,7 +76,8 @@ def test_a_request_about_an_example_puts_the_example_first(tmp_path: Path) -> No
     files["_examples/checkout/main.py"] = (
         "from shop.discount import apply_discount\n\n\n"
         "def main():\n    # apply a discount rate to an order at checkout\n"
-        "    print(apply_discount(order(100), 0.1))\n")
+        "    print(apply_discount(order(100), 0.1))\n"
+    )
     found = recaller(tmp_path, files)
     about_example = ranked(found.recall("update the checkout example to apply a discount"))
     assert about_example[0] == "_examples/checkout/main.py"
@@ -86,25 +92,37 @@ def test_a_module_the_request_names_by_its_file_name_comes_first(tmp_path: Path)
     def module(doc: str, body: str) -> str:
         return f'"""{doc}."""\n\nimport typing as t\n\n\n{body}'
 
-    found = recaller(tmp_path, {
-        "web/app.py": module("The application", "class App:\n"
-                             "    def handle(self, code, handler: t.Any):\n"
-                             '        """Call the error handler."""\n'
-                             "        return handler(code)\n"),
-        "web/typing.py": module("Type aliases", "ResponseValue = t.Union[str, bytes]\n"
-                                "ErrorHandlerCallable = t.Callable[[Exception], ResponseValue]\n"),
-        "web/views.py": module("Views", "def render(view: t.Any) -> str:\n    return view()\n"),
-    })
+    found = recaller(
+        tmp_path,
+        {
+            "web/app.py": module(
+                "The application",
+                "class App:\n"
+                "    def handle(self, code, handler: t.Any):\n"
+                '        """Call the error handler."""\n'
+                "        return handler(code)\n",
+            ),
+            "web/typing.py": module(
+                "Type aliases",
+                "ResponseValue = t.Union[str, bytes]\n"
+                "ErrorHandlerCallable = t.Callable[[Exception], ResponseValue]\n",
+            ),
+            "web/views.py": module("Views", "def render(view: t.Any) -> str:\n    return view()\n"),
+        },
+    )
     assert ranked(found.recall("Correct the error handler typing"))[0] == "web/typing.py"
     # Only a file's own name counts: a word the head does not use names nothing.
     assert ranked(found.recall("Correct the error handler"))[0] == "web/app.py"
 
 
 def test_a_plural_file_name_is_named_by_its_singular(tmp_path: Path) -> None:
-    project = indexed_project(tmp_path / "repo", {
-        "web/sessions.py": "def load(cookie):\n    return cookie\n",
-        "web/login.py": "def session(request):\n    return request\n",
-    })
+    project = indexed_project(
+        tmp_path / "repo",
+        {
+            "web/sessions.py": "def load(cookie):\n    return cookie\n",
+            "web/login.py": "def session(request):\n    return request\n",
+        },
+    )
     found = make_recaller(project)
     found.sync()
     # "sessions" is folded to "session"; the symbol named `session` is not a file's name.
@@ -127,33 +145,47 @@ def test_a_long_multi_sentence_request_ranks_by_what_it_is_about(tmp_path: Path)
 
 
 def test_a_declaration_file_follows_its_implementation(tmp_path: Path) -> None:
-    files = ranked(recaller(tmp_path, {
-        "src/parser.ts": "export function parseHeader(line: string): Header {\n"
-                         "  return { name: line.split(':')[0] };\n}\n",
-        "src/parser.d.ts": "/** Parse one header line into a Header with its name. */\n"
-                           "export declare function parseHeader(line: string): Header;\n"
-                           "export interface Header { name: string; header: string }\n",
-        "src/other.ts": "export const other = 1;\n",
-    }).recall("parse a header line into its name"))
+    files = ranked(
+        recaller(
+            tmp_path,
+            {
+                "src/parser.ts": "export function parseHeader(line: string): Header {\n"
+                "  return { name: line.split(':')[0] };\n}\n",
+                "src/parser.d.ts": "/** Parse one header line into a Header with its name. */\n"
+                "export declare function parseHeader(line: string): Header;\n"
+                "export interface Header { name: string; header: string }\n",
+                "src/other.ts": "export const other = 1;\n",
+            },
+        ).recall("parse a header line into its name")
+    )
     assert files.index("src/parser.ts") + 1 == files.index("src/parser.d.ts")
 
 
 def test_a_stub_without_an_implementation_beside_it_follows_the_best_code_file(
-        tmp_path: Path) -> None:
-    files = ranked(recaller(tmp_path, {
-        "stubs/http.pyi": "def fetch_header(url: str, header: str) -> str:\n"
-                          '    """Fetch one header of a url."""\n',
-        "net/client.py": "def fetch(url):\n    # read the header of the url response\n"
-                         "    return open(url).read()\n",
-    }).recall("fetch the header of a url"))
+    tmp_path: Path,
+) -> None:
+    files = ranked(
+        recaller(
+            tmp_path,
+            {
+                "stubs/http.pyi": "def fetch_header(url: str, header: str) -> str:\n"
+                '    """Fetch one header of a url."""\n',
+                "net/client.py": "def fetch(url):\n    # read the header of the url response\n"
+                "    return open(url).read()\n",
+            },
+        ).recall("fetch the header of a url")
+    )
     assert files[0] == "net/client.py"
     assert files[1] == "stubs/http.pyi"
 
 
 def test_a_named_identifier_finds_the_file_that_defines_it(tmp_path: Path) -> None:
-    files = {f"pkg/mod_{i}.py": f"def handle_{i}(event):\n"
-                                f"    # events lost on shutdown: flush pending events first\n"
-                                f"    return event\n" for i in range(10)}
+    files = {
+        f"pkg/mod_{i}.py": f"def handle_{i}(event):\n"
+        f"    # events lost on shutdown: flush pending events first\n"
+        f"    return event\n"
+        for i in range(10)
+    }
     files["pkg/registry.py"] = "def flush_pending_events(queue):\n    return queue\n"
     found = recaller(tmp_path, files)
     request = "events are lost on shutdown; `flush_pending_events` should run first"
@@ -164,20 +196,27 @@ def test_a_named_identifier_finds_the_file_that_defines_it(tmp_path: Path) -> No
 
 def test_the_passage_a_request_is_about_lifts_a_long_file(tmp_path: Path) -> None:
     filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(120))
-    target = ("def retry_with_backoff(call, attempts):\n"
-              "    # retry the call with exponential backoff and jitter between attempts\n"
-              "    return call()\n")
-    files = {"net/long.py": filler + target + filler,
-             "net/short.py": "def backoff():\n    # retry\n    return 1\n",
-             "net/other.py": "def jitter():\n    return 0\n"}
+    target = (
+        "def retry_with_backoff(call, attempts):\n"
+        "    # retry the call with exponential backoff and jitter between attempts\n"
+        "    return call()\n"
+    )
+    files = {
+        "net/long.py": filler + target + filler,
+        "net/short.py": "def backoff():\n    # retry\n    return 1\n",
+        "net/other.py": "def jitter():\n    return 0\n",
+    }
     result = recaller(tmp_path, files).recall(
-        "retry the call with exponential backoff and jitter between attempts")
+        "retry the call with exponential backoff and jitter between attempts"
+    )
     assert result.files[0] == "net/long.py"
 
 
 def test_files_lists_distinct_paths_in_rank_order(tmp_path: Path) -> None:
-    files = {f"pkg/widget_{i}.py": "".join(f"def widget_part_{i}_{j}():\n    pass\n"
-                                           for j in range(5)) for i in range(15)}
+    files = {
+        f"pkg/widget_{i}.py": "".join(f"def widget_part_{i}_{j}():\n    pass\n" for j in range(5))
+        for i in range(15)
+    }
     result = recaller(tmp_path, files).recall("widget part", top=3)
     assert len(result.hits) == 3
     assert len(result.files) >= 12 and len(set(result.files)) == len(result.files)

@@ -14,19 +14,24 @@ from tests.conftest import file_types_history, indexed_project
 
 FILES = {
     "shop/cart.py": '"""Shopping cart."""\nfrom shop import pricing\n\n\nclass Cart:\n'
-                    '    def total(self, items):\n        """Sum of line prices."""\n'
-                    '        return sum(pricing.price_of(i) for i in items)\n',
+    '    def total(self, items):\n        """Sum of line prices."""\n'
+    "        return sum(pricing.price_of(i) for i in items)\n",
     "shop/pricing.py": '"""Prices with discounts."""\n\n\ndef price_of(item):\n'
-                       '    """Unit price with discounts."""\n    return item.price\n',
+    '    """Unit price with discounts."""\n    return item.price\n',
     "shop/orders.py": "from shop.cart import Cart\n\n\ndef checkout(cart: Cart):\n"
-                      "    # the order total after discounts\n    return cart.total([])\n",
+    "    # the order total after discounts\n    return cart.total([])\n",
     "tests/test_cart.py": "from shop.cart import Cart\n\n\ndef test_total():\n"
-                          "    assert Cart().total([]) == 0\n",
+    "    assert Cart().total([]) == 0\n",
     "README.md": "# Shop\n\nCarts, prices and orders.\n",
 }
-REQUESTS = ["cart total", "how is the price of an item computed with discounts",
-            "Fix checkout total\n\nThe order total ignores discounts when `Cart.total` runs.",
-            "add a test for the cart", "xylophone", "an order checks out twice"]
+REQUESTS = [
+    "cart total",
+    "how is the price of an item computed with discounts",
+    "Fix checkout total\n\nThe order total ignores discounts when `Cart.total` runs.",
+    "add a test for the cart",
+    "xylophone",
+    "an order checks out twice",
+]
 
 
 def shown(recaller: Recaller, request: str) -> tuple[object, ...]:
@@ -57,12 +62,16 @@ def test_a_one_shot_recall_through_a_hub_ranks_as_the_warmed_engine(tmp_path: Pa
     from knowledge.recall.traverse import FAN_OUT
 
     users = FAN_OUT + 8
-    files = {"core/ledger.py": '"""The ledger."""\n\n\ndef post_entry(entry):\n'
-                               '    """Post one ledger entry."""\n    return entry\n'}
+    files = {
+        "core/ledger.py": '"""The ledger."""\n\n\ndef post_entry(entry):\n'
+        '    """Post one ledger entry."""\n    return entry\n'
+    }
     for i in range(users):
-        files[f"app/user_{i:02d}.py"] = (f"from core.ledger import post_entry\n\n\n"
-                                         f"def handle_{i:02d}(item):\n"
-                                         f"    return post_entry(item)\n")
+        files[f"app/user_{i:02d}.py"] = (
+            f"from core.ledger import post_entry\n\n\n"
+            f"def handle_{i:02d}(item):\n"
+            f"    return post_entry(item)\n"
+        )
     project = indexed_project(tmp_path / "repo", files)
     warmed = make_recaller(project)
     warmed.warm()
@@ -105,8 +114,7 @@ def test_a_broken_snapshot_is_rebuilt(tmp_path: Path) -> None:
     project.close()
 
 
-def test_an_episode_saved_after_the_snapshot_is_recalled_without_a_rebuild(tmp_path: Path
-                                                                          ) -> None:
+def test_an_episode_saved_after_the_snapshot_is_recalled_without_a_rebuild(tmp_path: Path) -> None:
     # Every headless run saves an episode: the next one-shot command finds it, and adds it to
     # the snapshot without rebuilding the rest.
     from knowledge.episodes import EpisodeStore
@@ -115,8 +123,9 @@ def test_an_episode_saved_after_the_snapshot_is_recalled_without_a_rebuild(tmp_p
     project = indexed_project(tmp_path / "repo", FILES)
     make_recaller(project, one_shot=True)
     base = snapshot.read(project.paths.recall_index)[1]["id"]
-    assert EpisodeStore(project).record("session", "Fixed the cart total rounding.",
-                                        "s1") is not None
+    assert (
+        EpisodeStore(project).record("session", "Fixed the cart total rounding.", "s1") is not None
+    )
     project.save()
     recaller = make_recaller(project, one_shot=True)
     assert recaller.frozen

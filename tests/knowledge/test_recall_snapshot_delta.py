@@ -21,25 +21,39 @@ from knowledge.project import Project
 from knowledge.recall import Recaller, make_recaller, saved, snapshot
 from tests.conftest import run_git, write_tree
 
-DOMAINS = ("cart", "pricing", "orders", "invoice", "refund", "customer", "shipping", "tax",
-           "discount", "inventory", "payment", "ledger")
+DOMAINS = (
+    "cart",
+    "pricing",
+    "orders",
+    "invoice",
+    "refund",
+    "customer",
+    "shipping",
+    "tax",
+    "discount",
+    "inventory",
+    "payment",
+    "ledger",
+)
 
 
 def source(domain: str, other: str) -> str:
     name = domain.title()
-    return (f'"""The {domain} of the shop: totals, rounding and the {other} it needs."""\n'
-            f"from shop import {other}\n\n\n"
-            f"class {name}:\n"
-            f'    """One {domain}, with its lines and the {other} rules."""\n\n'
-            f"    def total(self, items):\n"
-            f'        """Sum of the {domain} lines after {other}."""\n'
-            f"        return sum({other}.amount(i) for i in items)\n\n"
-            f"    def round_{domain}(self, value):\n"
-            f"        # the {domain} rounds half up, like the {other} does\n"
-            f"        return round(value, 2)\n\n\n"
-            f"def amount(item):\n"
-            f'    """The amount of one {domain} item."""\n'
-            f"    return item.price * item.quantity\n")
+    return (
+        f'"""The {domain} of the shop: totals, rounding and the {other} it needs."""\n'
+        f"from shop import {other}\n\n\n"
+        f"class {name}:\n"
+        f'    """One {domain}, with its lines and the {other} rules."""\n\n'
+        f"    def total(self, items):\n"
+        f'        """Sum of the {domain} lines after {other}."""\n'
+        f"        return sum({other}.amount(i) for i in items)\n\n"
+        f"    def round_{domain}(self, value):\n"
+        f"        # the {domain} rounds half up, like the {other} does\n"
+        f"        return round(value, 2)\n\n\n"
+        f"def amount(item):\n"
+        f'    """The amount of one {domain} item."""\n'
+        f"    return item.price * item.quantity\n"
+    )
 
 
 def tree() -> dict[str, str]:
@@ -47,30 +61,55 @@ def tree() -> dict[str, str]:
     for i, domain in enumerate(DOMAINS):
         other = DOMAINS[(i + 1) % len(DOMAINS)]
         files[f"shop/{domain}.py"] = source(domain, other)
-        files[f"tests/test_{domain}.py"] = (f"from shop.{domain} import {domain.title()}\n\n\n"
-                                            f"def test_{domain}_total():\n"
-                                            f"    assert {domain.title()}().total([]) == 0\n")
-        files[f"docs/{domain}.md"] = (f"# {domain.title()}\n\nHow the {domain} works with the "
-                                      f"{other}: totals, rounding, retries.\n")
-    files["db/schema.prisma"] = ("model Invoice {\n  id Int @id\n  total Decimal\n"
-                                 "  customer Customer @relation(fields: [customerId], "
-                                 "references: [id])\n  customerId Int\n}\n\n"
-                                 "model Customer {\n  id Int @id\n  email String\n}\n")
-    files["db/ledger.sql"] = ("CREATE TABLE ledger_entry (\n  id INTEGER PRIMARY KEY,\n"
-                              "  amount NUMERIC NOT NULL\n);\n")
+        files[f"tests/test_{domain}.py"] = (
+            f"from shop.{domain} import {domain.title()}\n\n\n"
+            f"def test_{domain}_total():\n"
+            f"    assert {domain.title()}().total([]) == 0\n"
+        )
+        files[f"docs/{domain}.md"] = (
+            f"# {domain.title()}\n\nHow the {domain} works with the "
+            f"{other}: totals, rounding, retries.\n"
+        )
+    files["db/schema.prisma"] = (
+        "model Invoice {\n  id Int @id\n  total Decimal\n"
+        "  customer Customer @relation(fields: [customerId], "
+        "references: [id])\n  customerId Int\n}\n\n"
+        "model Customer {\n  id Int @id\n  email String\n}\n"
+    )
+    files["db/ledger.sql"] = (
+        "CREATE TABLE ledger_entry (\n  id INTEGER PRIMARY KEY,\n  amount NUMERIC NOT NULL\n);\n"
+    )
     files["README.md"] = "# Shop\n\nCarts, prices, orders, invoices and refunds.\n"
     return files
 
 
 QUERIES = [
-    "cart total", "how is the price of an item computed", "refund an order twice",
-    "tax rate for shipping", "Invoice", "the ledger posts entries", "customer discount",
-    "add a test for refunds", "payment retries", "round half up", "inventory amount",
+    "cart total",
+    "how is the price of an item computed",
+    "refund an order twice",
+    "tax rate for shipping",
+    "Invoice",
+    "the ledger posts entries",
+    "customer discount",
+    "add a test for refunds",
+    "payment retries",
+    "round half up",
+    "inventory amount",
     "Fix the invoice total\n\nThe total ignores discounts when `Invoice.total` runs.",
-    "where is the customer email stored", "ledger_entry amount", "sum of the lines",
-    "orders and pricing", "docs for shipping", "a warehouse robot", "total", "amount item",
-    "we fixed the rounding", "the team prefers decimal money", "Stripe webhook",
-    "refunds go through the ledger", "who likes Batman", *DOMAINS,
+    "where is the customer email stored",
+    "ledger_entry amount",
+    "sum of the lines",
+    "orders and pricing",
+    "docs for shipping",
+    "a warehouse robot",
+    "total",
+    "amount item",
+    "we fixed the rounding",
+    "the team prefers decimal money",
+    "Stripe webhook",
+    "refunds go through the ledger",
+    "who likes Batman",
+    *DOMAINS,
 ]
 
 
@@ -122,14 +161,17 @@ def assert_ranks_as_rebuilt(root: Path, queries: list[str] = QUERIES) -> None:
     # Ties (at a search's candidate cut) fall by the order the indexes hold files in.
     assert one_shot.index._file_path == rebuilt.index._file_path
     assert sorted(one_shot.content._slot, key=one_shot.content._slot.__getitem__) == sorted(
-        rebuilt.content._slot, key=rebuilt.content._slot.__getitem__)
+        rebuilt.content._slot, key=rebuilt.content._slot.__getitem__
+    )
     for query in queries:
         want, got = rebuilt.recall(query, top=40), one_shot.recall(query, top=40)
         assert got.files == want.files, query
-        assert ([(h.key, h.kind, h.why, h.layer) for h in got.hits]
-                == [(h.key, h.kind, h.why, h.layer) for h in want.hits]), query
-        assert [h.score for h in got.hits] == pytest.approx([h.score for h in want.hits],
-                                                            rel=1e-9, abs=1e-12), query
+        assert [(h.key, h.kind, h.why, h.layer) for h in got.hits] == [
+            (h.key, h.kind, h.why, h.layer) for h in want.hits
+        ], query
+        assert [h.score for h in got.hits] == pytest.approx(
+            [h.score for h in want.hits], rel=1e-9, abs=1e-12
+        ), query
         assert got.best_score == pytest.approx(want.best_score, rel=1e-9, abs=1e-12), query
     reference.close()
     project.close()
@@ -144,14 +186,21 @@ def overlay_keys(root: Path) -> set[str]:
 # -- the changes -------------------------------------------------------------------------------
 def edit(root: Path) -> None:
     with open(root / "shop/refund.py", "a") as fh:
-        fh.write("\n\ndef refund_twice(order):\n    \"\"\"Refund an order twice: once per "
-                 "ledger entry.\"\"\"\n    return order\n")
+        fh.write(
+            '\n\ndef refund_twice(order):\n    """Refund an order twice: once per '
+            'ledger entry."""\n    return order\n'
+        )
     index(root)
 
 
 def add(root: Path) -> None:
-    write_tree(root, {"shop/warehouse.py": '"""A warehouse robot picks the inventory."""\n\n\n'
-                                          "def pick(item):\n    return item\n"})
+    write_tree(
+        root,
+        {
+            "shop/warehouse.py": '"""A warehouse robot picks the inventory."""\n\n\n'
+            "def pick(item):\n    return item\n"
+        },
+    )
     index(root)
 
 
@@ -179,30 +228,36 @@ def memory(root: Path) -> None:
 
 def fact(root: Path) -> None:
     project = Project(root)
-    raw = {"entities": [{"label": "Batman", "type": "Person", "layer": "PERSONAL"}],
-           "facts": [{"subject": "Batman", "text": "the user likes Batman", "source": "user"},
-                     {"subject": "shop/ledger.py", "text": "the ledger is audited weekly",
-                      "source": "user"}]}
+    raw = {
+        "entities": [{"label": "Batman", "type": "Person", "layer": "PERSONAL"}],
+        "facts": [
+            {"subject": "Batman", "text": "the user likes Batman", "source": "user"},
+            {"subject": "shop/ledger.py", "text": "the ledger is audited weekly", "source": "user"},
+        ],
+    }
     FactsLayer(project).apply(parse_extraction(json.dumps(raw)), "I like Batman", "user")
     project.close()
 
 
 def episode(root: Path) -> None:
     project = Project(root)  # as `theus -p` records it: the graph never loaded
-    EpisodeStore(project).record("session", "We fixed the rounding of the invoice total: "
-                                 "it rounds half up now.", "s1", ["shop/invoice.py"])
+    EpisodeStore(project).record(
+        "session",
+        "We fixed the rounding of the invoice total: it rounds half up now.",
+        "s1",
+        ["shop/invoice.py"],
+    )
     assert not project.graph_loaded
     project.close()
 
 
-CHANGES: list[Callable[[Path], None]] = [edit, add, remove, rename, schema, memory, fact,
-                                         episode]
+CHANGES: list[Callable[[Path], None]] = [edit, add, remove, rename, schema, memory, fact, episode]
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=lambda c: c.__name__)
-def test_a_change_is_applied_in_place_and_ranks_as_rebuilt(repo: Path,
-                                                           change: Callable[[Path], None]
-                                                           ) -> None:
+def test_a_change_is_applied_in_place_and_ranks_as_rebuilt(
+    repo: Path, change: Callable[[Path], None]
+) -> None:
     base_before, delta_before = saved_now(repo)
     assert not overlay_keys(repo)
     change(repo)
@@ -218,11 +273,14 @@ def test_what_each_kind_of_change_brings_is_found(repo: Path) -> None:
         change(repo)
     project = Project(repo)
     one_shot = make_recaller(project, one_shot=True)
-    files = {q: one_shot.recall(q).files[:2] for q in ("refund an order twice",
-                                                       "a warehouse robot", "the Refund model")}
-    hits = {q: [h.key for h in one_shot.recall(q).hits[:3]]
-            for q in ("the team prefers decimal money", "who likes Batman",
-                      "we fixed the rounding")}
+    files = {
+        q: one_shot.recall(q).files[:2]
+        for q in ("refund an order twice", "a warehouse robot", "the Refund model")
+    }
+    hits = {
+        q: [h.key for h in one_shot.recall(q).hits[:3]]
+        for q in ("the team prefers decimal money", "who likes Batman", "we fixed the rounding")
+    }
     project.close()
     assert files["refund an order twice"][0] == "shop/refund.py"
     assert files["a warehouse robot"][0] == "shop/warehouse.py"
@@ -242,7 +300,8 @@ def test_changes_accumulate_over_the_same_base(repo: Path) -> None:
 
 
 def test_a_large_overlay_merges_into_a_base_equal_to_one_built_from_scratch(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(saved, "MERGE_MIN", 0)  # a small project's overlay merges too
     before = saved_now(repo)[0]
     for domain in DOMAINS:  # every code file: past the share an overlay may hold
@@ -306,8 +365,9 @@ def test_a_branch_switch_follows_the_other_history(repo: Path) -> None:
     assert_ranks_as_rebuilt(repo)
 
 
-def test_commits_leaving_the_window_leave_the_history(repo: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_commits_leaving_the_window_leave_the_history(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(git_history, "MAX_COMMITS", 3)
     saved_now(repo)
     for n in range(3):
@@ -320,8 +380,9 @@ def test_ties_at_the_candidate_cut_fall_as_rebuilt(tmp_path: Path, theus_home: P
     # follows the order the index holds them in, which must be the rebuilt index's order.
     from knowledge.recall.postings import CANDIDATES
 
-    files = {f"widgets/w{i:03d}.py": "def widget():\n    return 1\n"
-             for i in range(CANDIDATES + 60)}
+    files = {
+        f"widgets/w{i:03d}.py": "def widget():\n    return 1\n" for i in range(CANDIDATES + 60)
+    }
     root = write_tree(tmp_path / "widgets", files)
     index(root)
     for i in (0, 7, 250):  # these now come last in the store, and in a rebuilt index
@@ -332,9 +393,9 @@ def test_ties_at_the_candidate_cut_fall_as_rebuilt(tmp_path: Path, theus_home: P
     assert_ranks_as_rebuilt(root, ["widget", "the widget returns one", "the same widget"])
 
 
-def test_a_memory_added_by_one_command_is_in_the_next_recall_and_p_run(repo: Path,
-                                                                        theus_home: Path
-                                                                        ) -> None:
+def test_a_memory_added_by_one_command_is_in_the_next_recall_and_p_run(
+    repo: Path, theus_home: Path
+) -> None:
     # Real processes: `theus memory add`, then `theus recall` and `theus -p` (the scripted
     # model server); no file touched, no index run, the snapshot not rebuilt.
     import os
@@ -345,24 +406,32 @@ def test_a_memory_added_by_one_command_is_in_the_next_recall_and_p_run(repo: Pat
     from tests.scripted_server import ScriptedServer, text
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-    env.update({"THEUS_HOME": str(theus_home), "THEUS_NO_WATCH": "1",
-                "THEUS_NO_EMBEDDINGS": "1"})
+    env.update({"THEUS_HOME": str(theus_home), "THEUS_NO_WATCH": "1", "THEUS_NO_EMBEDDINGS": "1"})
     cli = [sys.executable, "-m", "entrypoint", "--path", str(repo)]
     base = saved_now(repo)[0]
     memory = "Refunds are approved by the finance desk before the ledger posts them"
-    added = subprocess.run([*cli, "memory", "add", memory], env=env, capture_output=True,
-                           text=True, timeout=300)
+    added = subprocess.run(
+        [*cli, "memory", "add", memory], env=env, capture_output=True, text=True, timeout=300
+    )
     assert added.returncode == 0, added.stderr
-    done = subprocess.run([*cli, "recall", "--json", "who approves refunds"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [*cli, "recall", "--json", "who approves refunds"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)["results"]
     assert results[0]["kind"] == "memory" and "finance desk" in results[0]["name"], results[:3]
     with ScriptedServer([text("The finance desk does.")]) as server:
-        asked = subprocess.run([*cli, "-p", "who approves the refunds?"],
-                               env={**env, "THEUS_BASE_URL": server.url,
-                                    "THEUS_MODEL": "test-model"},
-                               capture_output=True, text=True, timeout=300)
+        asked = subprocess.run(
+            [*cli, "-p", "who approves the refunds?"],
+            env={**env, "THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert asked.returncode == 0, asked.stderr
         first = "\n".join(t for m in server.requests[0]["messages"] for t in texts_of(m))
     assert "finance desk" in first

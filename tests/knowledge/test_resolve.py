@@ -98,8 +98,7 @@ class TestScript:
         repo = files("index.js", "test/test.options.js", "test/helpers/util.js")
         # `require("../")` in a test: the package's own entry point.
         assert resolve("test/test.options.js", Import("../"), "javascript", repo) == ["index.js"]
-        assert resolve("test/helpers/util.js", Import("../../"), "javascript", repo) == [
-            "index.js"]
+        assert resolve("test/helpers/util.js", Import("../../"), "javascript", repo) == ["index.js"]
 
     def test_aliases_and_packages(self) -> None:
         assert self.check("src/app.ts", "@/components/Button") == ["src/components/Button.tsx"]

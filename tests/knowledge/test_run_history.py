@@ -41,23 +41,32 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "project-data"
 
 
-def _history(home: Path, embedder: LocalEmbedder | None, project: str = PROJECT,
-             env: dict[str, str] | None = None) -> RunHistory:
-    return RunHistory(Journal(home / "runs"), project, home, lambda _deadline: embedder,
-                      env or {})
+def _history(
+    home: Path,
+    embedder: LocalEmbedder | None,
+    project: str = PROJECT,
+    env: dict[str, str] | None = None,
+) -> RunHistory:
+    return RunHistory(Journal(home / "runs"), project, home, lambda _deadline: embedder, env or {})
 
 
 def _run(request: str, files: tuple[str, ...] = ("src/export.py",)) -> RunSummary:
-    return RunSummary(requests=(request,), answer=f"Done: {request}", outcome="answered",
-                      files_changed=files, commands=("pytest -q tests/test_export.py",))
+    return RunSummary(
+        requests=(request,),
+        answer=f"Done: {request}",
+        outcome="answered",
+        files_changed=files,
+        commands=("pytest -q tests/test_export.py",),
+    )
 
 
 def _remember(history: RunHistory, request: str, **overrides: object) -> RunRecord:
     """A finished run stored as the agent stores one: looked up first (which embeds the
     request), then recorded."""
     history.examples(request, time.perf_counter() + 5)
-    record = RunRecord.of_run(_run(request), request=request, project=history.project,
-                              session="s1", model="m").but(**overrides)
+    record = RunRecord.of_run(
+        _run(request), request=request, project=history.project, session="s1", model="m"
+    ).but(**overrides)
     return history.record(record)
 
 
@@ -66,7 +75,8 @@ def _requests(history: RunHistory, request: str) -> list[str]:
 
 
 def test_a_similar_finished_run_becomes_an_example_with_what_it_did(
-        home: Path, embedder: LocalEmbedder) -> None:
+    home: Path, embedder: LocalEmbedder
+) -> None:
     history = _history(home, embedder)
     history_settings.save(home, HistorySettings(threshold=0.5))
     stored = _remember(history, LIKE_IT)
@@ -89,8 +99,9 @@ def test_never_another_projects_runs(home: Path, embedder: LocalEmbedder) -> Non
     assert _requests(other, ASKED) == [LIKE_IT]  # the point is there, for its own project
 
 
-def test_never_a_run_marked_invalid_or_not_marked_at_all(home: Path,
-                                                         embedder: LocalEmbedder) -> None:
+def test_never_a_run_marked_invalid_or_not_marked_at_all(
+    home: Path, embedder: LocalEmbedder
+) -> None:
     history_settings.save(home, HistorySettings(threshold=0.5))
     history = _history(home, embedder)
     flagged = _remember(history, LIKE_IT)
@@ -100,8 +111,13 @@ def test_never_a_run_marked_invalid_or_not_marked_at_all(home: Path,
     store = open_store({}, embedder.model_id, embedder.dim)
     vector = embedder.embed([LIKE_IT])[0]
     for payload_flag in ({}, {"invalid": 0}):
-        payload = {"project": PROJECT, "request": LIKE_IT, "done": "x", "lineage": "old",
-                   **payload_flag}
+        payload = {
+            "project": PROJECT,
+            "request": LIKE_IT,
+            "done": "x",
+            "lineage": "old",
+            **payload_flag,
+        }
         store.put([Point(str(uuid.uuid4()), vector, payload)])
     assert _requests(history, ASKED) == []
     history.set_invalid(flagged.id, False)
@@ -134,8 +150,9 @@ def test_the_threshold_is_applied_and_the_limit_kept(home: Path, embedder: Local
     assert _requests(history, ASKED) == []
 
 
-def test_delete_and_delete_a_session_remove_the_points_by_id(home: Path,
-                                                             embedder: LocalEmbedder) -> None:
+def test_delete_and_delete_a_session_remove_the_points_by_id(
+    home: Path, embedder: LocalEmbedder
+) -> None:
     history_settings.save(home, HistorySettings(threshold=0.5))
     history = _history(home, embedder)
     first = _remember(history, LIKE_IT)
@@ -154,8 +171,9 @@ def _closed_port() -> str:
     return f"http://127.0.0.1:{closed_port()}"
 
 
-def test_a_store_that_is_down_costs_the_examples_never_the_run(home: Path,
-                                                               embedder: LocalEmbedder) -> None:
+def test_a_store_that_is_down_costs_the_examples_never_the_run(
+    home: Path, embedder: LocalEmbedder
+) -> None:
     down = {"THEUS_QDRANT_URL": _closed_port()}
     history = _history(home, embedder, env=down)
     assert history.examples(ASKED, time.perf_counter() + 5) == []
@@ -166,26 +184,32 @@ def test_a_store_that_is_down_costs_the_examples_never_the_run(home: Path,
 
 
 def test_strict_operations_refuse_when_the_store_is_down_and_change_nothing(
-        home: Path, embedder: LocalEmbedder) -> None:
+    home: Path, embedder: LocalEmbedder
+) -> None:
     history_settings.save(home, HistorySettings(threshold=0.5))
     up = _history(home, embedder)
     stored = _remember(up, LIKE_IT)
     assert stored.stored
     # The same record, now held by a server that cannot be reached.
     down = _history(home, embedder, env={"THEUS_QDRANT_URL": _closed_port()})
-    for change in (lambda: down.set_invalid(stored.id, True), lambda: down.delete(stored.id),
-                   lambda: down.delete_session("s1")):
+    for change in (
+        lambda: down.set_invalid(stored.id, True),
+        lambda: down.delete(stored.id),
+        lambda: down.delete_session("s1"),
+    ):
         with pytest.raises(StoreUnavailable):
             change()
     assert down.journal.find(stored.id) == stored
 
 
 def test_a_run_recorded_without_an_embedding_is_stored_by_a_later_run(
-        home: Path, embedder: LocalEmbedder) -> None:
+    home: Path, embedder: LocalEmbedder
+) -> None:
     history_settings.save(home, HistorySettings(threshold=0.5))
     loading = _history(home, None)  # the embedder was still loading all run long
-    record = RunRecord.of_run(_run(LIKE_IT), request=LIKE_IT, project=PROJECT, session="s1",
-                              model="m")
+    record = RunRecord.of_run(
+        _run(LIKE_IT), request=LIKE_IT, project=PROJECT, session="s1", model="m"
+    )
     assert not loading.record(record).stored
     later = _history(home, embedder)
     assert _requests(later, ASKED) == []
@@ -195,7 +219,8 @@ def test_a_run_recorded_without_an_embedding_is_stored_by_a_later_run(
 
 
 def test_a_configured_dimension_that_is_not_the_embedders_refuses_to_open(
-        home: Path, embedder: LocalEmbedder) -> None:
+    home: Path, embedder: LocalEmbedder
+) -> None:
     with pytest.raises(StoreMismatch, match="THEUS_QDRANT_DIM=768"):
         open_store({"THEUS_QDRANT_DIM": "768"}, embedder.model_id, embedder.dim)
     history = _history(home, embedder, env={"THEUS_QDRANT_DIM": "768"})
@@ -203,8 +228,9 @@ def test_a_configured_dimension_that_is_not_the_embedders_refuses_to_open(
     assert "StoreMismatch" in history.stats.last_error
 
 
-def test_secrets_are_redacted_before_anything_is_stored(home: Path,
-                                                        embedder: LocalEmbedder) -> None:
+def test_secrets_are_redacted_before_anything_is_stored(
+    home: Path, embedder: LocalEmbedder
+) -> None:
     secret = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
     record = _remember(_history(home, embedder), f"use the key {secret} to call the API")
     assert secret not in record.request
@@ -213,14 +239,18 @@ def test_secrets_are_redacted_before_anything_is_stored(home: Path,
 
 
 def test_the_project_is_named_by_its_remote_however_it_is_written() -> None:
-    forms = ("git@github.com:Team/App.git", "https://github.com/Team/App",
-             "ssh://git@github.com/Team/App.git", "https://user@GitHub.com/Team/App.git/")
+    forms = (
+        "git@github.com:Team/App.git",
+        "https://github.com/Team/App",
+        "ssh://git@github.com/Team/App.git",
+        "https://user@GitHub.com/Team/App.git/",
+    )
     assert {normal_remote(f) for f in forms} == {"github.com/Team/App"}
 
 
-def test_status_counts_what_failed_in_another_process(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch,
-                                                      embedder: LocalEmbedder) -> None:
+def test_status_counts_what_failed_in_another_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: LocalEmbedder
+) -> None:
     from knowledge.paths import ProjectPaths
     from knowledge.run_history.layer import status_section
 
@@ -235,4 +265,5 @@ def test_status_counts_what_failed_in_another_process(tmp_path: Path,
     assert (shown["failed"], shown["store_failed"], shown["runs"], shown["stored"]) == (2, 1, 1, 0)
     assert "StoreUnavailable" in shown["last_error"]
     assert status_section(paths, env={"THEUS_NO_HISTORY": "1"}) == {
-        "state": "off: THEUS_NO_HISTORY=1"}
+        "state": "off: THEUS_NO_HISTORY=1"
+    }

@@ -28,11 +28,11 @@ from tests.scripted_embeddings import serve_embeddings
 
 FILES = {
     "shop/cart.py": '"""Shopping cart."""\n\n\ndef cart_total(items):\n'
-                    '    """Sum of line prices."""\n    return sum(items)\n',
+    '    """Sum of line prices."""\n    return sum(items)\n',
     "shop/pricing.py": 'def price_of(item):\n    """Unit price with discounts."""\n'
-                       '    return item.price\n',
+    "    return item.price\n",
     "mail/smtp.py": 'def send_message(to, body):\n    """Deliver a message over SMTP."""\n'
-                    '    return to, body\n',
+    "    return to, body\n",
 }
 DIM = 32
 
@@ -68,8 +68,7 @@ def layer_for(project: Project, env: dict[str, str]) -> SemanticLayer:
     return SemanticLayer(project, env=env, credentials=None, timeout=2.0)
 
 
-def test_hosted_embeds_the_graph_and_reranks(project: Project,
-                                             server: tuple[str, Script]) -> None:
+def test_hosted_embeds_the_graph_and_reranks(project: Project, server: tuple[str, Script]) -> None:
     url, script = server
     layer = layer_for(project, hosted_env(url))
     assert layer.on and layer.reranker is not None
@@ -79,7 +78,8 @@ def test_hosted_embeds_the_graph_and_reranks(project: Project,
         embedded = set(script.inputs)
         assert any("cart_total" in t for t in embedded)
         result = Recaller(project.graph, project.root, reranker=layer.reranker).recall(
-            "cart total prices")
+            "cart total prices"
+        )
     finally:
         layer.stop()
     assert result.hits[0].path == "shop/cart.py"
@@ -97,7 +97,8 @@ def _numbered(stem: str, lines: int) -> str:
 
 
 def test_each_kind_is_embedded_as_often_as_requests_want_it(
-        tmp_path: Path, server: tuple[str, Script]) -> None:
+    tmp_path: Path, server: tuple[str, Script]
+) -> None:
     """Code every 30 lines, tests and docs every 90, kinds no request counts fully not at all:
     the re-rank reads only wanted kinds, so their vectors would be spent for nothing."""
     url, script = server
@@ -118,8 +119,10 @@ def test_each_kind_is_embedded_as_often_as_requests_want_it(
     finally:
         layer.stop()
         project.close()
-    heads = {path: sorted(t.split("\n")[1] for t in script.inputs if t.startswith(path + "\n"))
-             for path in files}
+    heads = {
+        path: sorted(t.split("\n")[1] for t in script.inputs if t.startswith(path + "\n"))
+        for path in files
+    }
     assert heads["shop/cart.py"] == ["cart_0 = 0", "cart_30 = 30", "cart_60 = 60", "cart_90 = 90"]
     assert heads["tests/test_cart.py"] == ["checked_0 = 0", "checked_90 = 90"]
     assert heads["docs/guide.md"] == ["guide line 0", "guide line 90"]
@@ -127,15 +130,15 @@ def test_each_kind_is_embedded_as_often_as_requests_want_it(
     assert heads["settings.json"] == heads["examples/demo.py"] == []
 
 
-def test_notify_changed_embeds_the_new_nodes(project: Project,
-                                             server: tuple[str, Script]) -> None:
+def test_notify_changed_embeds_the_new_nodes(project: Project, server: tuple[str, Script]) -> None:
     url, script = server
     layer = layer_for(project, hosted_env(url))
     layer.start_background()
     try:
         assert layer.wait_idle(10)
         (project.root / "shop" / "refunds.py").write_text(
-            'def issue_refund(order):\n    """Give the money back."""\n', encoding="utf-8")
+            'def issue_refund(order):\n    """Give the money back."""\n', encoding="utf-8"
+        )
         project.update(["shop/refunds.py"])
         layer.notify_changed(["shop/refunds.py"])
         assert layer.wait_idle(10)
@@ -147,7 +150,8 @@ def test_notify_changed_embeds_the_new_nodes(project: Project,
 
 
 def test_without_background_the_first_rerank_prepares_and_embeds_only_candidates(
-        project: Project, server: tuple[str, Script]) -> None:
+    project: Project, server: tuple[str, Script]
+) -> None:
     url, script = server
     layer = layer_for(project, hosted_env(url))  # a one-shot run: no start_background()
     result = Recaller(project.graph, project.root, reranker=layer.reranker).recall("cart total")
@@ -159,8 +163,9 @@ def test_without_background_the_first_rerank_prepares_and_embeds_only_candidates
 
 
 @pytest.mark.parametrize("mode", ["error", "hang", "dimension"])
-def test_a_failing_endpoint_leaves_lexical_recall(project: Project, server: tuple[str, Script],
-                                                  mode: str) -> None:
+def test_a_failing_endpoint_leaves_lexical_recall(
+    project: Project, server: tuple[str, Script], mode: str
+) -> None:
     url, script = server
     layer = layer_for(project, hosted_env(url))
     assert layer.prepare() is not None  # healthy at start: the dimension is learned
@@ -183,8 +188,9 @@ def test_a_failing_endpoint_leaves_lexical_recall(project: Project, server: tupl
         assert (layer.stats.late if mode == "hang" else layer.stats.failed) == 1
 
 
-def test_an_endpoint_down_at_start_leaves_lexical_recall(project: Project,
-                                                         server: tuple[str, Script]) -> None:
+def test_an_endpoint_down_at_start_leaves_lexical_recall(
+    project: Project, server: tuple[str, Script]
+) -> None:
     url, script = server
     script.mode = "error"
     layer = layer_for(project, hosted_env(url))
@@ -196,8 +202,9 @@ def test_an_endpoint_down_at_start_leaves_lexical_recall(project: Project,
     assert "HTTP 500" in status_section(project, env=hosted_env(url))["reason"]
 
 
-def test_a_cache_of_another_dimension_is_refused_not_used(project: Project,
-                                                          server: tuple[str, Script]) -> None:
+def test_a_cache_of_another_dimension_is_refused_not_used(
+    project: Project, server: tuple[str, Script]
+) -> None:
     url, _ = server
     model_id = hosted_model_id(url, "bag")
     with VectorCache(project.paths.vectors, model_id, DIM * 2) as stale:
@@ -207,7 +214,8 @@ def test_a_cache_of_another_dimension_is_refused_not_used(project: Project,
     try:
         assert layer.wait_idle(10)
         result = Recaller(project.graph, project.root, reranker=layer.reranker).recall(
-            "cart total prices")
+            "cart total prices"
+        )
     finally:
         layer.stop()
     assert result.hits[0].path == "shop/cart.py" and layer.stats.used == 1
@@ -237,16 +245,26 @@ layer.stop()
 loaded = sorted(m for m in ("onnxruntime", "tokenizers", "openai") if m in sys.modules)
 print("loaded:", loaded)
 """
-    env = {**os.environ, "THEUS_NO_EMBEDDINGS": "1",
-           "THEUS_EMBEDDINGS_URL": "http://127.0.0.1:9/v1"}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "THEUS_NO_EMBEDDINGS": "1",
+        "THEUS_EMBEDDINGS_URL": "http://127.0.0.1:9/v1",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "loaded: []"
 
 
 def test_status_takes_the_pending_count_from_the_last_pass_until_the_graph_moves(
-        project: Project, server: tuple[str, Script], monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Project, server: tuple[str, Script], monkeypatch: pytest.MonkeyPatch
+) -> None:
     url, _ = server
     layer = layer_for(project, hosted_env(url))
     assert layer.embed_all() is not None
@@ -256,8 +274,9 @@ def test_status_takes_the_pending_count_from_the_last_pass_until_the_graph_moves
     def unread(*args: object) -> list[str]:
         raise AssertionError("status read every file although the graph had not moved")
 
-    one_shot = SemanticLayer(project, env=hosted_env(url), credentials=None, timeout=2.0,
-                             one_shot=True)
+    one_shot = SemanticLayer(
+        project, env=hosted_env(url), credentials=None, timeout=2.0, one_shot=True
+    )
     assert one_shot.reranker is not None
     Recaller(project.graph, project.root, reranker=one_shot.reranker).recall("cart total")
     one_shot.stop()  # a one-shot recall ran no pass: what the last pass counted still stands
@@ -266,8 +285,9 @@ def test_status_takes_the_pending_count_from_the_last_pass_until_the_graph_moves
         section = status_section(project, env=hosted_env(url))
     assert section["nodes_pending"] == 0 and section["vectors_cached"] == len(FILES)
     assert section["reranks_used"] == 1  # and the one-shot's counters were written
-    (project.root / "shop" / "cart.py").write_text("def cart_total(items):\n    return 0\n",
-                                                   encoding="utf-8")
+    (project.root / "shop" / "cart.py").write_text(
+        "def cart_total(items):\n    return 0\n", encoding="utf-8"
+    )
     project.update(["shop/cart.py"])
     project.save()  # the last pass no longer stands for the saved graph
     section = status_section(project, env=hosted_env(url))

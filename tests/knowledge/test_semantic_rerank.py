@@ -20,12 +20,12 @@ from knowledge.recall.semantic import QUERY_TOKENS, SemanticReranker
 from tests.conftest import indexed_project
 
 FILES = {
-    "media/thumbs.py": 'def shrink_image(picture, width):\n'
-                       '    """Scale a picture down for previews."""\n    return picture\n',
-    "billing/invoice.py": 'def render_invoice(order):\n'
-                          '    """Format the invoice page as HTML."""\n    return order\n',
-    "auth/session.py": 'def expire_session(token):\n'
-                       '    """Log the user out after inactivity."""\n    return token\n',
+    "media/thumbs.py": "def shrink_image(picture, width):\n"
+    '    """Scale a picture down for previews."""\n    return picture\n',
+    "billing/invoice.py": "def render_invoice(order):\n"
+    '    """Format the invoice page as HTML."""\n    return order\n',
+    "auth/session.py": "def expire_session(token):\n"
+    '    """Log the user out after inactivity."""\n    return token\n',
 }
 # Only "page" is shared, and with the wrong file.
 QUERY = "make photos smaller for the gallery page"
@@ -61,8 +61,7 @@ def test_candidates_without_vectors_are_embedded_within_the_deadline(project: Pr
     candidates = Recaller(project.graph, project.root).recall("scale invoice session").hits
     assert len(candidates) >= 3
     embedder.embed(["warm up"])
-    out = reranker.begin("shrink a picture", time.perf_counter() + 5.0)(candidates,
-                                                                       project.graph)
+    out = reranker.begin("shrink a picture", time.perf_counter() + 5.0)(candidates, project.graph)
     assert out[0].path == "media/thumbs.py"
     assert sorted(h.key for h in out) == sorted(h.key for h in candidates)
     assert all(0.0 <= h.score <= 1.0 for h in out)
@@ -94,7 +93,8 @@ class _Recording:
 
 
 def test_the_request_is_embedded_beside_the_keyword_search(
-        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     events: list[str] = []
     embedder = _Recording(events)
     vectors = NodeVectors(embedder.dim)
@@ -135,8 +135,9 @@ print(sorted(spread.items()), "numpy.ma" in sys.modules)
 
 def test_cosines_are_spread_from_the_median_without_loading_masked_arrays() -> None:
     # np.median's first call imports numpy.ma: 75 ms of every one-shot recall with the layer.
-    done = subprocess.run([sys.executable, "-c", SPREAD], capture_output=True, text=True,
-                          check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", SPREAD], capture_output=True, text=True, check=True, timeout=60
+    )
     low = (0.3 + 0.5) / 2
     expected = [("a.py", 0.0), ("b.py", 0.0), ("c.py", (0.5 - low) / (0.9 - low)), ("d.py", 1.0)]
     assert done.stdout.strip() == f"{expected} False"

@@ -41,7 +41,9 @@ def test_kill_9_at_random_moments_never_loses_an_acknowledged_save(tmp_path: Pat
     for trial in range(24):
         proc = subprocess.Popen(
             [sys.executable, "-m", "tests.knowledge.store_child", str(db)],
-            cwd=REPO, stdout=subprocess.PIPE, text=True,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         last = read_acks(proc, time.monotonic() + 0.4 + rng.random() * 0.6)
         proc.send_signal(signal.SIGKILL)
@@ -101,8 +103,11 @@ def test_unreadable_store_is_moved_aside_and_rebuilt(tmp_path: Path, damage: str
 
 def small_graph(label: str) -> Graph:
     graph = Graph()
-    graph.replace_owner("a.py", [Node("file:a.py", "file", label), Node("sym:a.py#f", "symbol",
-                        "f")], [Edge("file:a.py", "sym:a.py#f", "defines")])
+    graph.replace_owner(
+        "a.py",
+        [Node("file:a.py", "file", label), Node("sym:a.py#f", "symbol", "f")],
+        [Edge("file:a.py", "sym:a.py#f", "defines")],
+    )
     return graph
 
 
@@ -146,8 +151,11 @@ except StoreError as exc:
 def test_disk_full_reports_and_keeps_the_previous_state(tmp_path: Path) -> None:
     db = tmp_path / "g.db"
     out = subprocess.run(
-        [sys.executable, "-c", DISK_FULL_CHILD, str(db)], cwd=REPO, capture_output=True,
-        text=True, preexec_fn=lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN),
+        [sys.executable, "-c", DISK_FULL_CHILD, str(db)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN),
         timeout=60,
     )
     assert out.stdout.startswith("refused:"), out.stdout + out.stderr

@@ -26,17 +26,18 @@ def ranked(recaller: Recaller, request: str) -> list[tuple[str, float]]:
 def same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
     # The one-shot session skips graph optimisations: its request vector agrees to ~1e-5.
     return [k for k, _ in a] == [k for k, _ in b] and all(
-        abs(x - y) < 1e-3 for (_, x), (_, y) in zip(a, b, strict=True))
+        abs(x - y) < 1e-3 for (_, x), (_, y) in zip(a, b, strict=True)
+    )
 
 
-def test_a_one_shot_layer_maps_the_saved_vectors_and_ranks_as_the_live_one(
-        tmp_path: Path) -> None:
+def test_a_one_shot_layer_maps_the_saved_vectors_and_ranks_as_the_live_one(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     project = indexed_project(root, FILES)
     live = SemanticLayer(project, env={}, credentials=None)
     assert live.embed_all() is not None
-    expected = {r: ranked(Recaller(project.graph, root, reranker=live.reranker), r)
-                for r in REQUESTS}
+    expected = {
+        r: ranked(Recaller(project.graph, root, reranker=live.reranker), r) for r in REQUESTS
+    }
     live.stop()
     assert project.paths.vector_index.is_file()
     make_recaller(project, one_shot=True)  # and the scoring index's snapshot
@@ -55,8 +56,7 @@ def test_a_one_shot_layer_maps_the_saved_vectors_and_ranks_as_the_live_one(
     reopened.close()
 
 
-def test_vectors_saved_for_an_older_store_are_not_used_and_are_saved_again(
-        tmp_path: Path) -> None:
+def test_vectors_saved_for_an_older_store_are_not_used_and_are_saved_again(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     project = indexed_project(root, FILES)
     live = SemanticLayer(project, env={}, credentials=None)
@@ -100,14 +100,14 @@ def test_a_refusing_disk_is_not_an_error(tmp_path: Path) -> None:
     assert not frozen.save(tmp_path / "file" / "x.idx", stacked, generation=1, model_id="m")
 
 
-def test_stopping_cuts_the_background_pass_short_and_the_next_one_resumes(
-        tmp_path: Path) -> None:
+def test_stopping_cuts_the_background_pass_short_and_the_next_one_resumes(tmp_path: Path) -> None:
     import time
 
     from knowledge.embed.cache import cached
 
-    files = {f"pkg/mod_{i:03d}.py": f"def handler_{i}(request):\n    return {i}\n"
-             for i in range(100)}  # one chunk each: four batches of the background pass
+    files = {
+        f"pkg/mod_{i:03d}.py": f"def handler_{i}(request):\n    return {i}\n" for i in range(100)
+    }  # one chunk each: four batches of the background pass
     project = indexed_project(tmp_path / "repo", files)
     layer = SemanticLayer(project, env={}, credentials=None)
     layer.start_background()

@@ -61,8 +61,10 @@ def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Adapter]
         def occupy_qdrant(dim: int, other: int) -> None:
             create_collection(url, collection_name(base, MODEL, dim), other)
 
-        yield Adapter(lambda dim: track(QdrantStore(url, collection_base=base, model_id=MODEL,
-                                                    dim=dim)), occupy_qdrant)
+        yield Adapter(
+            lambda dim: track(QdrantStore(url, collection_base=base, model_id=MODEL, dim=dim)),
+            occupy_qdrant,
+        )
     for store in opened:
         store.close()
 
@@ -88,8 +90,12 @@ def ids(n: int) -> list[str]:
 def test_put_then_get_returns_payloads_and_vectors_only_when_asked(adapter: Adapter) -> None:
     store = adapter.open(4)
     a, b, missing = ids(3)
-    store.put([Point(a, unit(1, 0, 0, 0), {"project": "p", "n": 3, "tags": ["x", "y"]}),
-               Point(b, unit(0, 1, 1, 0), {"project": "q", "note": None})])
+    store.put(
+        [
+            Point(a, unit(1, 0, 0, 0), {"project": "p", "n": 3, "tags": ["x", "y"]}),
+            Point(b, unit(0, 1, 1, 0), {"project": "q", "note": None}),
+        ]
+    )
     got = {point.id: point for point in store.get([a, b, missing], with_vectors=True)}
     assert set(got) == {a, b}
     assert got[a].payload == {"project": "p", "n": 3, "tags": ["x", "y"]}
@@ -151,8 +157,12 @@ def test_delete_removes_by_id_and_ignores_missing_ids(adapter: Adapter) -> None:
 
 def test_count_with_and_without_a_filter(adapter: Adapter) -> None:
     store = adapter.open(4)
-    store.put([Point(i, unit(1, n, 0, 0), {"project": "p" if n < 3 else "q", "invalid": n == 1})
-               for n, i in enumerate(ids(5))])
+    store.put(
+        [
+            Point(i, unit(1, n, 0, 0), {"project": "p" if n < 3 else "q", "invalid": n == 1})
+            for n, i in enumerate(ids(5))
+        ]
+    )
     assert store.count() == 5
     assert store.count(Filter(must={"project": "p"})) == 3
     assert store.count(Filter(must={"project": "p", "invalid": False})) == 2
@@ -162,8 +172,14 @@ def test_count_with_and_without_a_filter(adapter: Adapter) -> None:
 def test_nearest_orders_by_similarity_and_keeps_the_limit(adapter: Adapter) -> None:
     store = adapter.open(4)
     far, near, nearest, other = ids(4)
-    store.put([Point(far, unit(1, 1, 1, 0), {}), Point(nearest, unit(1, 0.1, 0, 0), {}),
-               Point(near, unit(1, 0.5, 0, 0), {}), Point(other, unit(0, 0, 0, 1), {})])
+    store.put(
+        [
+            Point(far, unit(1, 1, 1, 0), {}),
+            Point(nearest, unit(1, 0.1, 0, 0), {}),
+            Point(near, unit(1, 0.5, 0, 0), {}),
+            Point(other, unit(0, 0, 0, 1), {}),
+        ]
+    )
     hits = store.nearest(unit(1, 0, 0, 0), limit=3, where=Filter())
     assert [hit.id for hit in hits] == [nearest, near, far]
     expected = [unit(1, 0.1, 0, 0)[0], unit(1, 0.5, 0, 0)[0], unit(1, 1, 1, 0)[0]]  # cosines
@@ -182,23 +198,31 @@ def test_a_query_with_no_direction_or_no_room_finds_nothing(adapter: Adapter) ->
 def test_the_store_applies_the_threshold(adapter: Adapter) -> None:
     store = adapter.open(4)
     close, loose = ids(2)
-    store.put([Point(close, unit(1, 0.2, 0, 0), {"project": "p"}),  # cosine 0.98 to the query
-               Point(loose, unit(1, 1, 0, 0), {"project": "p"})])    # cosine 0.71
+    store.put(
+        [
+            Point(close, unit(1, 0.2, 0, 0), {"project": "p"}),  # cosine 0.98 to the query
+            Point(loose, unit(1, 1, 0, 0), {"project": "p"}),
+        ]
+    )  # cosine 0.71
     where = Filter(must={"project": "p"})
-    assert [hit.id for hit in store.nearest(unit(1, 0, 0, 0), limit=5, where=where,
-                                            threshold=0.85)] == [close]
+    assert [
+        hit.id for hit in store.nearest(unit(1, 0, 0, 0), limit=5, where=where, threshold=0.85)
+    ] == [close]
     assert len(store.nearest(unit(1, 0, 0, 0), limit=5, where=where, threshold=0.5)) == 2
 
 
-def test_must_invalid_false_keeps_only_points_whose_flag_is_exactly_false(
-        adapter: Adapter) -> None:
+def test_must_invalid_false_keeps_only_points_whose_flag_is_exactly_false(adapter: Adapter) -> None:
     store = adapter.open(4)
     valid, zero, unflagged, invalid, other_project = ids(5)
-    store.put([Point(valid, unit(1, 0, 0, 0), {"project": "p", "invalid": False}),
-               Point(zero, unit(1, 0, 0, 0), {"project": "p", "invalid": 0}),
-               Point(unflagged, unit(1, 0, 0, 0), {"project": "p"}),
-               Point(invalid, unit(1, 0, 0, 0), {"project": "p", "invalid": True}),
-               Point(other_project, unit(1, 0, 0, 0), {"project": "q", "invalid": False})])
+    store.put(
+        [
+            Point(valid, unit(1, 0, 0, 0), {"project": "p", "invalid": False}),
+            Point(zero, unit(1, 0, 0, 0), {"project": "p", "invalid": 0}),
+            Point(unflagged, unit(1, 0, 0, 0), {"project": "p"}),
+            Point(invalid, unit(1, 0, 0, 0), {"project": "p", "invalid": True}),
+            Point(other_project, unit(1, 0, 0, 0), {"project": "q", "invalid": False}),
+        ]
+    )
     where = Filter(must={"project": "p", "invalid": False})
     assert [hit.id for hit in store.nearest(unit(1, 0, 0, 0), limit=10, where=where)] == [valid]
     assert store.count(where) == 1
@@ -208,10 +232,14 @@ def test_must_not_drops_a_lineage_and_keeps_points_without_one(adapter: Adapter)
     store = adapter.open(4)
     mine, in_list, theirs, no_lineage = ids(4)
     own, other = ids(2)
-    store.put([Point(mine, unit(1, 0, 0, 0), {"lineage": own}),
-               Point(in_list, unit(1, 0, 0, 0), {"lineage": [other, own]}),
-               Point(theirs, unit(1, 0, 0, 0), {"lineage": other}),
-               Point(no_lineage, unit(1, 0, 0, 0), {})])
+    store.put(
+        [
+            Point(mine, unit(1, 0, 0, 0), {"lineage": own}),
+            Point(in_list, unit(1, 0, 0, 0), {"lineage": [other, own]}),
+            Point(theirs, unit(1, 0, 0, 0), {"lineage": other}),
+            Point(no_lineage, unit(1, 0, 0, 0), {}),
+        ]
+    )
     hits = store.nearest(unit(1, 0, 0, 0), limit=10, where=Filter(must_not={"lineage": own}))
     assert {hit.id for hit in hits} == {theirs, no_lineage}
 
@@ -225,8 +253,7 @@ def test_a_collection_of_another_dimension_is_refused(adapter: Adapter) -> None:
 # -- the Qdrant adapter only: what a server that is not there, or not well, does -----------
 
 
-def test_qdrant_collection_is_per_model_and_dim_with_the_filter_indexes(
-        qdrant_url: str) -> None:  # noqa: F811
+def test_qdrant_collection_is_per_model_and_dim_with_the_filter_indexes(qdrant_url: str) -> None:  # noqa: F811
     base = f"t{uuid.uuid4().hex[:12]}"
     create_collection(qdrant_url, collection_name(base, MODEL, 8), 8)  # made without indexes
     for dim in (4, 8):
@@ -240,12 +267,15 @@ def test_qdrant_collection_is_per_model_and_dim_with_the_filter_indexes(
         assert names == {f"{base}__test-model-a_4", f"{base}__test-model-a_8"}
         for name in names:
             info = client.get_collection(name)
-            assert info.config.params.vectors == qm.VectorParams(size=int(name[-1]),
-                                                                 distance=qm.Distance.COSINE)
+            assert info.config.params.vectors == qm.VectorParams(
+                size=int(name[-1]), distance=qm.Distance.COSINE
+            )
             schema = {key: index.data_type for key, index in info.payload_schema.items()}
-            assert schema == {"project": qm.PayloadSchemaType.KEYWORD,
-                              "lineage": qm.PayloadSchemaType.KEYWORD,
-                              "invalid": qm.PayloadSchemaType.BOOL}
+            assert schema == {
+                "project": qm.PayloadSchemaType.KEYWORD,
+                "lineage": qm.PayloadSchemaType.KEYWORD,
+                "invalid": qm.PayloadSchemaType.BOOL,
+            }
     finally:
         client.close()
 
@@ -264,8 +294,9 @@ def test_qdrant_mismatch_says_what_and_what_to_do(qdrant_url: str) -> None:  # n
 def test_qdrant_down_is_store_unavailable_with_the_url_and_no_key() -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there any more
     with pytest.raises(StoreUnavailable) as raised:
-        QdrantStore(url, api_key="sekrit-key-123", collection_base="t", model_id=MODEL, dim=4,
-                    timeout=1)
+        QdrantStore(
+            url, api_key="sekrit-key-123", collection_base="t", model_id=MODEL, dim=4, timeout=1
+        )
     assert url in str(raised.value) and "sekrit" not in str(raised.value)
 
 

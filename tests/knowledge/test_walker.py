@@ -13,40 +13,70 @@ def rels(root: Path) -> list[str]:
 
 
 def test_nested_gitignore_with_negation_and_excludes(tmp_path: Path) -> None:
-    write_tree(tmp_path, {
-        ".gitignore": "*.log\nbuild/\n",
-        "app.py": "x = 1\n",
-        "debug.log": "noise",
-        "build/out.py": "x = 2\n",
-        "sub/.gitignore": "!keep.log\ngenerated_*.py\n",
-        "sub/keep.log": "kept",
-        "sub/other.log": "dropped",
-        "sub/generated_api.py": "x = 3\n",
-        "sub/real.py": "x = 4\n",
-        ".git/info/exclude": "private.py\n",
-        ".git/HEAD": "ref",
-        "private.py": "x = 5\n",
-        ".theusignore": "vendor/\n",
-        "vendor/lib.py": "x = 6\n",
-        "node_modules/pkg/index.js": "module.exports = 1",
-    })
+    write_tree(
+        tmp_path,
+        {
+            ".gitignore": "*.log\nbuild/\n",
+            "app.py": "x = 1\n",
+            "debug.log": "noise",
+            "build/out.py": "x = 2\n",
+            "sub/.gitignore": "!keep.log\ngenerated_*.py\n",
+            "sub/keep.log": "kept",
+            "sub/other.log": "dropped",
+            "sub/generated_api.py": "x = 3\n",
+            "sub/real.py": "x = 4\n",
+            ".git/info/exclude": "private.py\n",
+            ".git/HEAD": "ref",
+            "private.py": "x = 5\n",
+            ".theusignore": "vendor/\n",
+            "vendor/lib.py": "x = 6\n",
+            "node_modules/pkg/index.js": "module.exports = 1",
+        },
+    )
     assert rels(tmp_path) == [
-        ".gitignore", ".theusignore", "app.py", "sub/.gitignore", "sub/keep.log", "sub/real.py",
+        ".gitignore",
+        ".theusignore",
+        "app.py",
+        "sub/.gitignore",
+        "sub/keep.log",
+        "sub/real.py",
     ]
 
 
 def test_secrets_are_counted_and_never_listed(tmp_path: Path) -> None:
-    write_tree(tmp_path, {
-        ".env": "A=1", ".env.local": "B=2", "prod.env": "C=3", "id_rsa": "k", "id_rsa.pub": "k",
-        "server.pem": "k", "tls.key": "k", ".aws/credentials": "k", "ok.py": "x = 1\n",
-        "credentials.json": "k", "config/secrets.yml": "k", "gcp-credentials.json": "k",
-        "auth/credentials.py": "def load(): pass\n", "secrets_test.py": "x = 1\n",
-    })
+    write_tree(
+        tmp_path,
+        {
+            ".env": "A=1",
+            ".env.local": "B=2",
+            "prod.env": "C=3",
+            "id_rsa": "k",
+            "id_rsa.pub": "k",
+            "server.pem": "k",
+            "tls.key": "k",
+            ".aws/credentials": "k",
+            "ok.py": "x = 1\n",
+            "credentials.json": "k",
+            "config/secrets.yml": "k",
+            "gcp-credentials.json": "k",
+            "auth/credentials.py": "def load(): pass\n",
+            "secrets_test.py": "x = 1\n",
+        },
+    )
     result = walk(tmp_path)
     assert [f.rel for f in result.files] == ["auth/credentials.py", "ok.py", "secrets_test.py"]
     assert set(result.skipped) == {
-        ".env", ".env.local", "prod.env", "id_rsa", "id_rsa.pub", "server.pem", "tls.key",
-        ".aws/credentials", "credentials.json", "config/secrets.yml", "gcp-credentials.json",
+        ".env",
+        ".env.local",
+        "prod.env",
+        "id_rsa",
+        "id_rsa.pub",
+        "server.pem",
+        "tls.key",
+        ".aws/credentials",
+        "credentials.json",
+        "config/secrets.yml",
+        "gcp-credentials.json",
     }
     assert set(result.skipped.values()) == {"secret"}
 

@@ -95,8 +95,9 @@ def inotify_watched_inodes() -> set[int]:
             info = Path(f"/proc/self/fdinfo/{fd}").read_text()
         except OSError:
             continue
-        inodes.update(int(m, 16) for m in re.findall(r"^inotify wd:\S+ ino:([0-9a-f]+)", info,
-                                                    re.MULTILINE))
+        inodes.update(
+            int(m, 16) for m in re.findall(r"^inotify wd:\S+ ino:([0-9a-f]+)", info, re.MULTILINE)
+        )
     return inodes
 
 
@@ -106,33 +107,48 @@ def inotify_watched_inodes() -> set[int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts inotify watches")
 def test_excluded_and_ignored_folders_get_no_watch(tmp_path: Path, start) -> None:
     root = tmp_path / "proj"
-    project = indexed(root, {
-        ".gitignore": "generated/\n",
-        "src/app.py": "def main():\n    pass\n",
-        "src/deep/util.py": "X = 1\n",
-        "empty/.keep": "",
-        "node_modules/dep/lib/index.js": "module.exports = 1\n",
-        "build/out/x.py": "X = 2\n",
-        ".venv/lib/site.py": "X = 3\n",
-        "generated/api/client.py": "X = 4\n",
-        ".git/objects/ab/cd": "blob",
-    })
+    project = indexed(
+        root,
+        {
+            ".gitignore": "generated/\n",
+            "src/app.py": "def main():\n    pass\n",
+            "src/deep/util.py": "X = 1\n",
+            "empty/.keep": "",
+            "node_modules/dep/lib/index.js": "module.exports = 1\n",
+            "build/out/x.py": "X = 2\n",
+            ".venv/lib/site.py": "X = 3\n",
+            "generated/api/client.py": "X = 4\n",
+            ".git/objects/ab/cd": "blob",
+        },
+    )
     watcher = start(project)
     assert watcher.mode == "native"
     assert watcher.watched == {"", "src", "src/deep", "empty"}
     inodes = inotify_watched_inodes()
     for rel in ("", "src", "src/deep", "empty"):
         assert (root / rel).stat().st_ino in inodes, rel
-    for rel in ("node_modules", "node_modules/dep", "node_modules/dep/lib", "build", "build/out",
-                ".venv", ".venv/lib", "generated", "generated/api", ".git", ".git/objects"):
+    for rel in (
+        "node_modules",
+        "node_modules/dep",
+        "node_modules/dep/lib",
+        "build",
+        "build/out",
+        ".venv",
+        ".venv/lib",
+        "generated",
+        "generated/api",
+        ".git",
+        ".git/objects",
+    ):
         assert (root / rel).stat().st_ino not in inodes, rel
     # Changes inside excluded folders never reach the graph; a real change still does.
     (root / "node_modules/dep/lib/new.js").write_text("export const y = 2\n")
     (root / "generated/api/more.py").write_text("def hidden():\n    pass\n")
     (root / "empty/new.py").write_text("def fresh():\n    pass\n")
     settled(watcher, has(project, "sym:empty/new.py#fresh"))
-    assert not any(k.startswith(("file:node_modules", "file:generated")) for k in
-                   node_keys(project))
+    assert not any(
+        k.startswith(("file:node_modules", "file:generated")) for k in node_keys(project)
+    )
 
 
 # -- saves, every way editors do them -----------------------------------------------------------
@@ -152,8 +168,9 @@ def test_temp_file_and_rename_save(tmp_path: Path, start) -> None:
     tmp = project.root / "app.py.tmp"
     tmp.write_text("def new():\n    pass\n")
     os.replace(tmp, project.root / "app.py")
-    settled(watcher, lambda: "sym:app.py#new" in project.graph
-            and "sym:app.py#old" not in project.graph)
+    settled(
+        watcher, lambda: "sym:app.py#new" in project.graph and "sym:app.py#old" not in project.graph
+    )
     assert not any("tmp" in k for k in node_keys(project))
 
 
@@ -167,17 +184,22 @@ def test_vim_style_rename_write_delete(tmp_path: Path, start) -> None:
     os.rename(root / "app.py", root / "app.py~")  # backup by rename
     (root / "app.py").write_text("def after():\n    pass\n")
     (root / "app.py~").unlink()
-    settled(watcher, lambda: "sym:app.py#after" in project.graph
-            and "sym:app.py#before" not in project.graph)
+    settled(
+        watcher,
+        lambda: "sym:app.py#after" in project.graph and "sym:app.py#before" not in project.graph,
+    )
     assert "file:app.py~" not in project.graph and "file:4913" not in project.graph
 
 
 def test_delete_removes_exactly_its_nodes_and_edges(tmp_path: Path, start) -> None:
-    project = indexed(tmp_path / "p", {
-        "a.py": "from b import helper_b\n\ndef use_a():\n    return helper_b()\n",
-        "b.py": "def helper_b():\n    return 1\n",
-        "c.py": "import a\n\nclass Keeper:\n    pass\n",
-    })
+    project = indexed(
+        tmp_path / "p",
+        {
+            "a.py": "from b import helper_b\n\ndef use_a():\n    return helper_b()\n",
+            "b.py": "def helper_b():\n    return 1\n",
+            "c.py": "import a\n\nclass Keeper:\n    pass\n",
+        },
+    )
     graph = project.graph
     owned_by_b = graph.owned("b.py")
     assert {"file:b.py", "sym:b.py#helper_b"} <= owned_by_b
@@ -192,16 +214,24 @@ def test_delete_removes_exactly_its_nodes_and_edges(tmp_path: Path, start) -> No
 
 
 def test_rename_and_delete_of_a_folder(tmp_path: Path, start) -> None:
-    project = indexed(tmp_path / "p", {
-        "pkg/a.py": "def alpha():\n    pass\n",
-        "pkg/sub/b.py": "def beta():\n    pass\n",
-        "main.py": "X = 1\n",
-    })
+    project = indexed(
+        tmp_path / "p",
+        {
+            "pkg/a.py": "def alpha():\n    pass\n",
+            "pkg/sub/b.py": "def beta():\n    pass\n",
+            "main.py": "X = 1\n",
+        },
+    )
     watcher = start(project)
     os.rename(project.root / "pkg", project.root / "lib")
-    settled(watcher, lambda: "sym:lib/sub/b.py#beta" in project.graph
+    settled(
+        watcher,
+        lambda: (
+            "sym:lib/sub/b.py#beta" in project.graph
             and "sym:lib/a.py#alpha" in project.graph
-            and not any(k.startswith("file:pkg/") for k in node_keys(project)))
+            and not any(k.startswith("file:pkg/") for k in node_keys(project))
+        ),
+    )
     assert set(project.files) == {"lib/a.py", "lib/sub/b.py", "main.py"}
     # The moved folders are watched under their new names.
     assert {"lib", "lib/sub"} <= watcher.watched and "pkg" not in watcher.watched
@@ -235,15 +265,28 @@ def test_a_burst_of_saves_is_reindexed_at_most_twice(tmp_path: Path, start) -> N
     assert 1 <= watcher.reindexed["burst.py"] <= 2
     assert watcher.rescans == 0
     assert [k for k in project.graph.owned("burst.py") if k.startswith("sym:")] == [
-        "sym:burst.py#f49"]
+        "sym:burst.py#f49"
+    ]
 
 
 def test_temp_and_swap_files_never_enter_the_graph(tmp_path: Path, start) -> None:
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
     updates: list[Update] = []
     watcher = start(project, on_update=updates.append)
-    names = [".app.py.swp", ".app.py.swo", "app.py~", "#app.py#", ".#app.py", "4913", "x.tmp",
-             "app.py.bak", "app.py.orig", "app.py___jb_tmp___", ".env", "id_rsa"]
+    names = [
+        ".app.py.swp",
+        ".app.py.swo",
+        "app.py~",
+        "#app.py#",
+        ".#app.py",
+        "4913",
+        "x.tmp",
+        "app.py.bak",
+        "app.py.orig",
+        "app.py___jb_tmp___",
+        ".env",
+        "id_rsa",
+    ]
     for name in names:
         (project.root / name).write_text("def leaked():\n    pass\n")
     (project.root / "real.py").write_text("def real():\n    pass\n")
@@ -262,7 +305,8 @@ def test_a_3000_file_change_is_one_rescan_equal_to_a_fresh_index(tmp_path: Path,
     files = {
         f"pkg{d}/m{i}.py": f"from pkg{d} import m{(i + 1) % 100}\n\ndef func_{d}_{i}():\n"
         f"    return {i}\n"
-        for d in range(10) for i in range(100)
+        for d in range(10)
+        for i in range(100)
     }
     project = indexed(root, files)
     memory = Node(keys.memory_key("m1 is the entry point"), "memory", "m1 is the entry point")
@@ -275,13 +319,20 @@ def test_a_3000_file_change_is_one_rescan_equal_to_a_fresh_index(tmp_path: Path,
     for d in range(10):
         for i in range(100):
             (root / f"pkg{d}/m{i}.py").write_text(
-                f"from pkg{d} import n{i}\n\ndef func_{d}_{i}():\n    return {-i}\n")
+                f"from pkg{d} import n{i}\n\ndef func_{d}_{i}():\n    return {-i}\n"
+            )
         for i in range(200):
             (root / f"pkg{d}/n{i}.py").write_text(f"def new_{d}_{i}():\n    return {i}\n")
     for i in range(2, 12):
         (root / f"pkg0/m{i}.py").unlink()
-    settled(watcher, lambda: watcher.rescans >= 1 and "sym:pkg9/n199.py#new_9_199"
-            in project.graph and "file:pkg0/m11.py" not in project.graph)
+    settled(
+        watcher,
+        lambda: (
+            watcher.rescans >= 1
+            and "sym:pkg9/n199.py#new_9_199" in project.graph
+            and "file:pkg0/m11.py" not in project.graph
+        ),
+    )
     assert watcher.rescans == 1
 
     fresh = Project(root, ProjectPaths(project.root, tmp_path / "fresh-home"))
@@ -289,7 +340,8 @@ def test_a_3000_file_change_is_one_rescan_equal_to_a_fresh_index(tmp_path: Path,
     assert snapshot(project.graph, ("memory",)) == snapshot(fresh.graph)
     assert project.graph.get(memory.key) is not None
     assert project.graph.out_edges(memory.key) == [
-        Edge(memory.key, "file:pkg0/m1.py", "derived-from")]
+        Edge(memory.key, "file:pkg0/m1.py", "derived-from")
+    ]
 
     watcher.stop()  # the final save holds the same graph
     reloaded = Project(root)
@@ -297,26 +349,37 @@ def test_a_3000_file_change_is_one_rescan_equal_to_a_fresh_index(tmp_path: Path,
 
 
 def test_schema_changes_rerun_schema_discovery(tmp_path: Path, start) -> None:
-    project = indexed(tmp_path / "p", {
-        "prisma/schema.prisma": "model User {\n  id Int @id\n  email String\n}\n",
-        "db/init.sql": "CREATE TABLE users (id INT PRIMARY KEY, name TEXT);\n",
-    })
+    project = indexed(
+        tmp_path / "p",
+        {
+            "prisma/schema.prisma": "model User {\n  id Int @id\n  email String\n}\n",
+            "db/init.sql": "CREATE TABLE users (id INT PRIMARY KEY, name TEXT);\n",
+        },
+    )
     assert "table:user" in project.graph and "table:users" in project.graph
     watcher = start(project)
     (project.root / "prisma/schema.prisma").write_text(
         "model User {\n  id Int @id\n  email String\n  posts Post[]\n}\n\n"
         "model Post {\n  id Int @id\n  authorId Int\n"
-        "  author User @relation(fields: [authorId], references: [id])\n}\n")
+        "  author User @relation(fields: [authorId], references: [id])\n}\n"
+    )
     with (project.root / "db/init.sql").open("a") as sql:
-        sql.write("CREATE TABLE orders (\n  id INT PRIMARY KEY,\n"
-                  "  user_id INT REFERENCES users(id)\n);\n")
+        sql.write(
+            "CREATE TABLE orders (\n  id INT PRIMARY KEY,\n  user_id INT REFERENCES users(id)\n);\n"
+        )
     fk_prisma = Edge("column:post.authorid", "column:user.id", "references")
     fk_sql = Edge("column:orders.user_id", "column:users.id", "references")
-    settled(watcher, lambda: fk_prisma in project.graph.out_edges("column:post.authorid")
-            and fk_sql in project.graph.out_edges("column:orders.user_id"))
+    settled(
+        watcher,
+        lambda: (
+            fk_prisma in project.graph.out_edges("column:post.authorid")
+            and fk_sql in project.graph.out_edges("column:orders.user_id")
+        ),
+    )
     assert Edge("table:post", "table:user", "references") in project.graph.out_edges("table:post")
     assert Edge("table:orders", "table:users", "references") in project.graph.out_edges(
-        "table:orders")
+        "table:orders"
+    )
 
 
 def test_symlink_loops_terminate(tmp_path: Path, start) -> None:
@@ -418,9 +481,13 @@ def test_saves_are_grouped_apart_from_reindexing(tmp_path: Path, start) -> None:
 
 
 def test_an_ignore_file_change_rescans(tmp_path: Path, start) -> None:
-    project = indexed(tmp_path / "p", {
-        "app.py": "X = 1\n", "gen/out.py": "def generated():\n    pass\n",
-    })
+    project = indexed(
+        tmp_path / "p",
+        {
+            "app.py": "X = 1\n",
+            "gen/out.py": "def generated():\n    pass\n",
+        },
+    )
     watcher = start(project)
     assert "gen" in watcher.watched
     (project.root / ".gitignore").write_text("gen/\n")
@@ -480,10 +547,16 @@ def test_a_dead_watcher_is_not_running(tmp_path: Path) -> None:
     from knowledge.watch.state import write_state
 
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                           capture_output=True, text=True, check=True)
-    write_state(project.paths, {"running": True, "pid": int(child.stdout), "mode": "native",
-                                "last_update": time.time()})
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    write_state(
+        project.paths,
+        {"running": True, "pid": int(child.stdout), "mode": "native", "last_update": time.time()},
+    )
     section = status_section(project)
     assert section["running"] is False and section["last_update"]
 

@@ -44,7 +44,10 @@ def test_watch_prints_updates_and_saves_on_ctrl_c(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "proj", {"app.py": "def one():\n    pass\n"})
     child = subprocess.Popen(
         [sys.executable, "-m", "entrypoint", "watch", str(root)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
     )
     try:
         lines = _lines(child.stdout)
@@ -63,7 +66,12 @@ def test_watch_prints_updates_and_saves_on_ctrl_c(tmp_path: Path) -> None:
 
 def test_watch_honours_the_kill_switch(tmp_path: Path) -> None:
     env = dict(os.environ, THEUS_NO_WATCH="1")
-    done = subprocess.run([sys.executable, "-m", "entrypoint", "watch", str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=DEADLINE)
+    done = subprocess.run(
+        [sys.executable, "-m", "entrypoint", "watch", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=DEADLINE,
+    )
     assert done.returncode == 1
     assert "THEUS_NO_WATCH" in done.stderr and done.stderr.count("\n") == 1

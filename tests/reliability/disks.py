@@ -58,8 +58,9 @@ def full_disk(path: Path) -> Iterator[Disk]:
     path.mkdir(parents=True, exist_ok=True)
     disk = Disk(path)
     if _can_mount():
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", str(path)],
-                       check=True)
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", str(path)], check=True
+        )
         disk.mounted = True
     try:
         yield disk

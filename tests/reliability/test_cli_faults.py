@@ -16,14 +16,19 @@ from tests.reliability.disks import full_disk, read_only
 from tests.scripted_server import ScriptedServer, text
 
 
-def theus(args: list[str], root: Path, home: Path, preexec: Callable[[], None] | None = None,
-          **env: str) -> subprocess.CompletedProcess[str]:
+def theus(
+    args: list[str], root: Path, home: Path, preexec: Callable[[], None] | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-    full.update({"THEUS_HOME": str(home), "THEUS_NO_EMBEDDINGS": "1", "THEUS_NO_WATCH": "1",
-                 **env})
-    return subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
-                          env=full, capture_output=True, text=True, timeout=120,
-                          preexec_fn=preexec)
+    full.update({"THEUS_HOME": str(home), "THEUS_NO_EMBEDDINGS": "1", "THEUS_NO_WATCH": "1", **env})
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoint", "--path", str(root), *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=preexec,
+    )
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path]:
@@ -62,8 +67,13 @@ def test_a_read_only_data_folder_refuses_memories_and_answers_turns(tmp_path: Pa
         added = theus(["memory", "add", "a second memory"], root, home)
         assert added.returncode == 1 and "added" not in added.stdout
         assert "Traceback" not in added.stderr
-        done = theus(["-p", "where is the cart total?"], root, home,
-                     THEUS_BASE_URL=server.url, THEUS_MODEL="test-model")
+        done = theus(
+            ["-p", "where is the cart total?"],
+            root,
+            home,
+            THEUS_BASE_URL=server.url,
+            THEUS_MODEL="test-model",
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout == "an answer\n"
         warnings = [line for line in done.stderr.splitlines() if line.strip()]

@@ -12,7 +12,9 @@ from tests.knowledge.test_dashboard_security import dash, fetch, good  # noqa: F
 
 
 def test_idle_connections_then_a_mass_close_leave_it_responsive(
-        dash, capfd: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    dash,  # noqa: F811
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     idle = []
     for _ in range(500):
         sock = socket.create_connection(("127.0.0.1", dash.port), timeout=5)

@@ -18,15 +18,21 @@ from theus.agent.loop import SUBAGENTS_AT_ONCE, Agent
 from theus.config import AgentSettings
 from theus.model import ModelClient
 
-FAN = tools(*[("task", {"description": f"job {i}", "prompt": f"do job {i}"})
-              for i in range(20)], repeat=True)
+FAN = tools(
+    *[("task", {"description": f"job {i}", "prompt": f"do job {i}"}) for i in range(20)],
+    repeat=True,
+)
 
 
 def test_a_model_that_always_fans_out_stops_at_the_runs_budget(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
     with ScriptedServer([FAN]) as server:
-        done = theus(["-p", "go", "--max-turns", "10", "--output-format", "json"], server, root,
-                     THEUS_NO_FACTS="1")
+        done = theus(
+            ["-p", "go", "--max-turns", "10", "--output-format", "json"],
+            server,
+            root,
+            THEUS_NO_FACTS="1",
+        )
         requests, at_once = len(server.requests), server.most_in_flight
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
@@ -57,13 +63,18 @@ async def test_task_calls_run_side_by_side_at_most_so_many_at_once(tmp_path: Pat
         return text(f"did {prompt.removeprefix('do ')}", gate=gate)
 
     jobs = 6
-    fan = tools(*[("task", {"description": f"job {i}", "prompt": f"do job {i}"})
-                  for i in range(jobs)])
+    fan = tools(
+        *[("task", {"description": f"job {i}", "prompt": f"do job {i}"}) for i in range(jobs)]
+    )
     root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
     settings = AgentSettings(inject=False)
     with ScriptedServer([fan, *[echo] * jobs, text("all done")]) as server:
-        agent = Agent(ModelClient(model_settings(server.url)), root, settings=settings,
-                      injector=Injector(settings, NoRecall))
+        agent = Agent(
+            ModelClient(model_settings(server.url)),
+            root,
+            settings=settings,
+            injector=Injector(settings, NoRecall),
+        )
         result = await agent.run_turn("do six jobs")
         await agent.model.close()
     assert result.text == "all done" and result.stop == "end"

@@ -23,12 +23,34 @@ def test_a_llama_cpp_like_server_runs_a_tool_turn(tmp_path: Path, fmt: str) -> N
     quirks = Quirks(no_streamed_tools=True, ignores_stream_options=True, strict_messages=True)
     with ScriptedServer(script, quirks=quirks) as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-        env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_EMBEDDINGS": "1",
-                    "THEUS_NO_WATCH": "1", "THEUS_NO_FACTS": "1", "THEUS_BASE_URL": server.url,
-                    "THEUS_MODEL": "test-model"})
-        done = subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), "-p",
-                               "what is x?", "--output-format", fmt], env=env,
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        env.update(
+            {
+                "THEUS_HOME": str(tmp_path / "home"),
+                "THEUS_NO_EMBEDDINGS": "1",
+                "THEUS_NO_WATCH": "1",
+                "THEUS_NO_FACTS": "1",
+                "THEUS_BASE_URL": server.url,
+                "THEUS_MODEL": "test-model",
+            }
+        )
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "entrypoint",
+                "--path",
+                str(root),
+                "-p",
+                "what is x?",
+                "--output-format",
+                fmt,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         sent = server.requests
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("theus: warning:")]
@@ -46,6 +68,5 @@ def test_a_llama_cpp_like_server_runs_a_tool_turn(tmp_path: Path, fmt: str) -> N
     assert result["usage"]["estimated"] is True and result["usage"]["prompt_tokens"] > 0
     if fmt == "stream-json":
         events = [json.loads(line) for line in lines]
-        notices = [e["message"] for e in events
-                   if e.get("subtype") == "error" and not e["fatal"]]
+        notices = [e["message"] for e in events if e.get("subtype") == "error" and not e["fatal"]]
         assert any(n.startswith("answer cut at") for n in notices)

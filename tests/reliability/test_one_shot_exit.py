@@ -21,10 +21,14 @@ RUNS = 50
 
 
 def test_fifty_one_shot_recalls_with_the_local_embedder_all_exit_0(tmp_path: Path) -> None:
-    root = write_tree(tmp_path / "repo", {
-        "shop/cart.py": "class Cart:\n    def total(self, items):\n        return sum(items)\n",
-        "shop/pricing.py": "def discount(price, rate):\n    return price * (1 - rate)\n",
-        "docs/guide.md": "# Guide\n\nHow carts are priced.\n"})
+    root = write_tree(
+        tmp_path / "repo",
+        {
+            "shop/cart.py": "class Cart:\n    def total(self, items):\n        return sum(items)\n",
+            "shop/pricing.py": "def discount(price, rate):\n    return price * (1 - rate)\n",
+            "docs/guide.md": "# Guide\n\nHow carts are priced.\n",
+        },
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_WATCH": "1"})
     cli = [sys.executable, "-m", "entrypoint", "--path", str(root)]
@@ -32,8 +36,13 @@ def test_fifty_one_shot_recalls_with_the_local_embedder_all_exit_0(tmp_path: Pat
     assert index.returncode == 0, index.stderr
     failures = []
     for i in range(RUNS):
-        done = subprocess.run([*cli, "recall", "--json", f"cart price discount {i}"], env=env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [*cli, "recall", "--json", f"cart price discount {i}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if done.returncode != 0 or "terminate called" in done.stderr or not done.stdout:
             failures.append((i, done.returncode, done.stderr[-300:]))
     assert not failures, failures
@@ -42,8 +51,13 @@ def test_fifty_one_shot_recalls_with_the_local_embedder_all_exit_0(tmp_path: Pat
     # the signal itself when it lands while the interpreter starts or finalises.
     interrupted = 0
     for i in range(RUNS // 2):
-        proc = subprocess.Popen([*cli, "recall", "cart price"], env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [*cli, "recall", "cart price"],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         time.sleep(0.15 + 0.02 * i)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=120)
@@ -55,7 +69,7 @@ def test_fifty_one_shot_recalls_with_the_local_embedder_all_exit_0(tmp_path: Pat
 
 
 def test_ctrl_c_inside_a_class_body_is_an_interrupt_not_a_crash(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Seen 1 run in 50 above: Ctrl-C while `rich.table` was being imported reached Python
     3.11 wrapped in a RuntimeError ("Error calling __set_name__") and printed a traceback."""
@@ -75,28 +89,46 @@ def test_ctrl_c_inside_a_class_body_is_an_interrupt_not_a_crash(
     assert capsys.readouterr().err == "theus: interrupted\n"
 
 
-def test_a_one_shot_command_skips_the_teardown_but_its_output_arrives_whole(
-        tmp_path: Path) -> None:
+def test_a_one_shot_command_skips_the_teardown_but_its_output_arrives_whole(tmp_path: Path) -> None:
     """The interpreter's teardown (a final collection, every module's and native library's
     destructors) took ~0.3 s after `theus -p` had answered: commands leave with `exit_now`."""
-    files = {f"pkg/mod{i}.py": f"def cart_total_{i}(items):\n    return sum(items)\n"
-             for i in range(120)}
+    files = {
+        f"pkg/mod{i}.py": f"def cart_total_{i}(items):\n    return sum(items)\n" for i in range(120)
+    }
     root = write_tree(tmp_path / "repo", files)
-    hooks = write_tree(tmp_path / "hooks", {"sitecustomize.py": (
-        "import atexit, os\n"
-        "atexit.register(lambda: open(os.environ['TEARDOWN_MARK'], 'w').close())\n")})
+    hooks = write_tree(
+        tmp_path / "hooks",
+        {
+            "sitecustomize.py": (
+                "import atexit, os\n"
+                "atexit.register(lambda: open(os.environ['TEARDOWN_MARK'], 'w').close())\n"
+            )
+        },
+    )
     mark = tmp_path / "teardown-ran"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-    env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_EMBEDDINGS": "1",
-                "PYTHONPATH": str(hooks), "TEARDOWN_MARK": str(mark)})
+    env.update(
+        {
+            "THEUS_HOME": str(tmp_path / "home"),
+            "THEUS_NO_EMBEDDINGS": "1",
+            "PYTHONPATH": str(hooks),
+            "TEARDOWN_MARK": str(mark),
+        }
+    )
     cli = [sys.executable, "-m", "entrypoint", "--path", str(root)]
     assert subprocess.run([*cli, "index"], env=env, timeout=300).returncode == 0
     mark.unlink(missing_ok=True)
-    done = subprocess.run([*cli, "recall", "--json", "--top", "100", "cart total items"],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*cli, "recall", "--json", "--top", "100", "cart total items"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["files"]) == 100  # every byte flushed before leaving
     assert not mark.exists()
-    usage = subprocess.run([*cli, "recall", "--top", "0", "x"], env=env, capture_output=True,
-                           text=True, timeout=120)
+    usage = subprocess.run(
+        [*cli, "recall", "--top", "0", "x"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert usage.returncode == 2 and usage.stderr.count("\n") == 1

@@ -49,8 +49,12 @@ def test_pool_workers_die_with_a_killed_indexer(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {f"pkg/m{i}.py": body for i in range(600)})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_EMBEDDINGS": "1"})
-    indexer = subprocess.Popen([sys.executable, "-m", "entrypoint", "index", str(root)],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    indexer = subprocess.Popen(
+        [sys.executable, "-m", "entrypoint", "index", str(root)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workers: set[int] = set()
     deadline = time.monotonic() + 60
     while len(workers) < 2 and time.monotonic() < deadline and indexer.poll() is None:

@@ -28,8 +28,9 @@ NEVER = 60.0
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    root = write_tree(tmp_path / "repo", {"notes.txt": "the needle is here\n",
-                                          "src/app.py": "needle = 1\n"})
+    root = write_tree(
+        tmp_path / "repo", {"notes.txt": "the needle is here\n", "src/app.py": "needle = 1\n"}
+    )
     os.mkfifo(root / "pipe")
     monkeypatch.chdir(root)  # a socket's path is short-limited: bound by a relative one
     with socket.socket(socket.AF_UNIX) as sock:
@@ -52,18 +53,18 @@ async def call(tool: Any, args: dict[str, Any], root: Path) -> str:
     return result
 
 
-@pytest.mark.parametrize(("path", "what"), [("pipe", "a named pipe (FIFO)"),
-                                            ("agent.sock", "a socket")])
-async def test_read_refuses_a_special_file_in_one_line(project: Path, path: str,
-                                                       what: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "what"), [("pipe", "a named pipe (FIFO)"), ("agent.sock", "a socket")]
+)
+async def test_read_refuses_a_special_file_in_one_line(project: Path, path: str, what: str) -> None:
     with pytest.raises(ToolError) as refused:
         await call(files.read_file, {"path": path}, project)
-    assert str(refused.value) == (f"{path}: {what}, not a regular file; the file tools open "
-                                  "regular files only")
+    assert str(refused.value) == (
+        f"{path}: {what}, not a regular file; the file tools open regular files only"
+    )
 
 
-async def test_grep_walks_past_special_files_and_refuses_one_it_is_given(
-        project: Path) -> None:
+async def test_grep_walks_past_special_files_and_refuses_one_it_is_given(project: Path) -> None:
     found = await call(files.grep, {"pattern": "needle"}, project)
     assert found.splitlines() == ["notes.txt:1: the needle is here", "src/app.py:1: needle = 1"]
     with pytest.raises(ToolError, match=r"^pipe: a named pipe \(FIFO\), not a regular file"):
@@ -74,19 +75,28 @@ async def test_grep_walks_past_special_files_and_refuses_one_it_is_given(
 
 async def test_edit_and_write_never_open_a_fifo(project: Path) -> None:
     with pytest.raises(ToolError, match="named pipe"):
-        await call(files.edit_file, {"path": "pipe", "old_string": "a", "new_string": "b"},
-                   project)
+        await call(files.edit_file, {"path": "pipe", "old_string": "a", "new_string": "b"}, project)
     with pytest.raises(ToolError, match="named pipe"):
         await call(files.write_file, {"path": "pipe", "content": "x"}, project)
 
 
 def test_a_headless_run_over_fifos_ends_with_its_answer(project: Path) -> None:
     os.mkfifo(project / "src" / "queue.fifo")
-    with ScriptedServer([tool("read", {"path": "pipe"}), tool("grep", {"pattern": "needle"}),
-                         tool("grep", {"pattern": "needle", "path": "src/queue.fifo"}),
-                         text("done")]) as server:
-        done = theus(["-p", "look", "--output-format", "stream-json"], server, project,
-                     THEUS_TURN_DEADLINE="45", THEUS_NO_FACTS="1")
+    with ScriptedServer(
+        [
+            tool("read", {"path": "pipe"}),
+            tool("grep", {"pattern": "needle"}),
+            tool("grep", {"pattern": "needle", "path": "src/queue.fifo"}),
+            text("done"),
+        ]
+    ) as server:
+        done = theus(
+            ["-p", "look", "--output-format", "stream-json"],
+            server,
+            project,
+            THEUS_TURN_DEADLINE="45",
+            THEUS_NO_FACTS="1",
+        )
     assert done.returncode == 0, done.stderr
     events = lines(done.stdout)
     results = [b["content"] for b in blocks(done.stdout, "tool_result")]
@@ -95,6 +105,7 @@ def test_a_headless_run_over_fifos_ends_with_its_answer(project: Path) -> None:
         "files only",
         "notes.txt:1: the needle is here\nsrc/app.py:1: needle = 1",
         "error: src/queue.fifo: a named pipe (FIFO), not a regular file; the file tools open "
-        "regular files only"]
+        "regular files only",
+    ]
     result = events[-1]
     assert result["subtype"] == "success" and result["result"] == "done", json.dumps(result)

@@ -28,14 +28,16 @@ def indexed(tmp_path: Path) -> tuple[Path, Path]:
     return root, store
 
 
-@pytest.mark.parametrize("damage", ["middle-garbage", "dropped-nodes", "dangling-symlink",
-                                    "a-directory", "unclean-and-damaged"])
+@pytest.mark.parametrize(
+    "damage",
+    ["middle-garbage", "dropped-nodes", "dangling-symlink", "a-directory", "unclean-and-damaged"],
+)
 def test_damage_is_found_set_aside_unchanged_and_rebuilt(tmp_path: Path, damage: str) -> None:
     root, store = indexed(tmp_path)
     if damage == "middle-garbage":
         data = bytearray(store.read_bytes())
         page = 4096
-        data[page * 2: page * 3] = os.urandom(page)
+        data[page * 2 : page * 3] = os.urandom(page)
         store.write_bytes(bytes(data))
     elif damage == "dropped-nodes":
         conn = sqlite3.connect(store)
@@ -126,8 +128,7 @@ def test_a_store_whose_only_files_were_skipped_is_not_taken_for_damage(tmp_path:
 
     path = tmp_path / "graph.db"
     store = Store.open(path)
-    store.save(Graph(), files=[FileState("gone.py", 10, 1, status="skipped",
-                                         reason="unreadable")])
+    store.save(Graph(), files=[FileState("gone.py", 10, 1, status="skipped", reason="unreadable")])
     store.close()
     again = Store.open(path)
     try:
@@ -136,21 +137,28 @@ def test_a_store_whose_only_files_were_skipped_is_not_taken_for_damage(tmp_path:
         again.close()
 
 
-def test_processes_creating_one_store_at_once_neither_fail_nor_set_it_aside(
-        tmp_path: Path) -> None:
+def test_processes_creating_one_store_at_once_neither_fail_nor_set_it_aside(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    child = ("import sys, time; from pathlib import Path; from knowledge.store import Store\n"
-             "go = Path(sys.argv[1])\n"
-             "while not go.exists(): time.sleep(0.001)\n"
-             "for trial in range(15):\n"
-             "    s = Store.open(Path(sys.argv[2]) / f'{trial}' / 'graph.db')\n"
-             "    assert s.recovered_from is None, s.recovered_from\n"
-             "    s.files(); s.close()\n")
+    child = (
+        "import sys, time; from pathlib import Path; from knowledge.store import Store\n"
+        "go = Path(sys.argv[1])\n"
+        "while not go.exists(): time.sleep(0.001)\n"
+        "for trial in range(15):\n"
+        "    s = Store.open(Path(sys.argv[2]) / f'{trial}' / 'graph.db')\n"
+        "    assert s.recovered_from is None, s.recovered_from\n"
+        "    s.files(); s.close()\n"
+    )
     go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", child, str(go), str(tmp_path / "stores")],
-                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", child, str(go), str(tmp_path / "stores")],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     go.touch()
     results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
     assert all(code == 0 for code, _ in results), results
@@ -159,12 +167,18 @@ def test_processes_creating_one_store_at_once_neither_fail_nor_set_it_aside(
 
 # -- damage met after opening: by the index's page check or by a read --------------------------
 
+
 def _many_files(tmp_path: Path) -> Path:
     """A project whose store spans some 40 pages of every table and index."""
-    return write_tree(tmp_path / "repo", {
-        f"mod_{i}.py": f'def func_{i}(x):\n    """Doc {i} about cart totals."""\n    return x\n\n'
-                       f"class Klass{i}:\n    def method_{i}(self):\n        return {i}\n"
-        for i in range(60)})
+    return write_tree(
+        tmp_path / "repo",
+        {
+            f"mod_{i}.py": f"def func_{i}(x):\n"
+            f'    """Doc {i} about cart totals."""\n    return x\n\n'
+            f"class Klass{i}:\n    def method_{i}(self):\n        return {i}\n"
+            for i in range(60)
+        },
+    )
 
 
 def _nodes(store: Path) -> int:
@@ -178,15 +192,18 @@ def _nodes(store: Path) -> int:
 def _garbage(store: Path, page: int) -> bytes:
     """4 KiB of (seeded) garbage over one page of the store; the bytes it then holds."""
     data = bytearray(store.read_bytes())
-    data[page * 4096:(page + 1) * 4096] = random.Random(page).randbytes(4096)
+    data[page * 4096 : (page + 1) * 4096] = random.Random(page).randbytes(4096)
     store.write_bytes(bytes(data))
     return bytes(data)
 
 
 def _set_aside(store: Path) -> list[Path]:
     """The stores set aside (not their WAL files)."""
-    return sorted(p for p in store.parent.glob(store.name + ".corrupt-*")
-                  if not p.name.endswith(("-wal", "-shm")))
+    return sorted(
+        p
+        for p in store.parent.glob(store.name + ".corrupt-*")
+        if not p.name.endswith(("-wal", "-shm"))
+    )
 
 
 def test_garbage_mid_file_is_set_aside_by_recall_and_by_index(tmp_path: Path) -> None:
@@ -233,7 +250,7 @@ ROW_DAMAGE = {
     "invalid-json": "UPDATE nodes SET extra = '{bad' WHERE key = ?",
     "json-not-an-object": "UPDATE nodes SET extra = '[1]' WHERE key = ?",
     "unknown-field": "UPDATE nodes SET extra = '{\"nope\": 1}' WHERE key = ?",
-    "wrong-field-type": "UPDATE nodes SET extra = '{\"facts\": \"x\"}' WHERE key = ?",
+    "wrong-field-type": 'UPDATE nodes SET extra = \'{"facts": "x"}\' WHERE key = ?',
     "text-line": "UPDATE nodes SET line = 'x' WHERE key = ?",
     "blob-label": "UPDATE nodes SET label = x'00ff' WHERE key = ?",
     "undecodable-text": "UPDATE nodes SET summary = CAST(x'ff' AS TEXT) WHERE key = ?",

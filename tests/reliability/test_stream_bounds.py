@@ -55,8 +55,13 @@ def peak_and_outcome(reply: Reply) -> tuple[int, str]:
     """A child process's peak memory (MB) over one model call answered by `reply`, and the
     call's outcome: its answer's length or its error line."""
     with ScriptedServer([reply]) as server:
-        done = subprocess.run([sys.executable, "-c", CHILD, server.url], cwd=REPO,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, server.url],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr
     peak, outcome = done.stdout.splitlines()
     return int(peak), outcome
@@ -90,22 +95,22 @@ async def test_an_answer_in_one_event_is_cut_at_the_answer_bound_exactly() -> No
         await client.close()
     assert len(completion.text) == MAX_ANSWER_CHARS
     assert completion.finish_reason == "length"
-    assert completion.cut == ("answer cut at 1,000,000 characters (Theus's bound on one "
-                              "answer)")
+    assert completion.cut == ("answer cut at 1,000,000 characters (Theus's bound on one answer)")
 
 
 def test_a_body_that_is_not_utf8_is_one_error_line(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
-    garbage = b"data: {\"choices\": [{\"delta\": {\"content\": \"\xff\xfe\x80\"}}]}\n\n"
+    garbage = b'data: {"choices": [{"delta": {"content": "\xff\xfe\x80"}}]}\n\n'
     with ScriptedServer([Reply(raw=garbage)]) as server:
-        done = theus(["-p", "hello"], server, root, THEUS_NO_FACTS="1",
-                     THEUS_MAX_RETRIES="0")
+        done = theus(["-p", "hello"], server, root, THEUS_NO_FACTS="1", THEUS_MAX_RETRIES="0")
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("theus: error:")]
-    assert errors == [f"theus: error: the model server at {server.url} sent a body that is not "
-                      "UTF-8 text: reading stopped there (check THEUS_BASE_URL points at an "
-                      "OpenAI-compatible /v1 endpoint, or see the server's log)"]
+    assert errors == [
+        f"theus: error: the model server at {server.url} sent a body that is not "
+        "UTF-8 text: reading stopped there (check THEUS_BASE_URL points at an "
+        "OpenAI-compatible /v1 endpoint, or see the server's log)"
+    ]
 
 
 async def test_a_compressed_body_is_refused_as_it_could_unpack_past_every_bound() -> None:
@@ -137,8 +142,15 @@ async def test_events_are_counted_apart_whatever_their_line_ends() -> None:
     half = b"data: " + b"x" * (MAX_EVENT_BYTES // 2)
     # Events of half the bound each, ended by LF LF, CRLF CR, CR CR, or CRLF CRLF with each
     # CRLF split between two pieces: none is too large.
-    pieces = [half + b"\n\n", half + b"\r\n\r", half + b"\r\r", half + b"\r", b"\n\r", b"\n",
-              half + b"\n\n"]
+    pieces = [
+        half + b"\n\n",
+        half + b"\r\n\r",
+        half + b"\r\r",
+        half + b"\r",
+        b"\n\r",
+        b"\n",
+        half + b"\n\n",
+    ]
     assert await read(pieces) == sum(map(len, pieces))
     # An event of several lines is one event, bounded as a whole...
     with pytest.raises(Unreadable, match="more than 8 MiB in one event"):

@@ -60,9 +60,13 @@ CHILD = textwrap.dedent("""
 
 
 def start(root: Path, url: str, deadline: float) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", CHILD, str(root), url, str(deadline)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(root), url, str(deadline)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def project(tmp_path: Path) -> Path:
@@ -71,8 +75,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_blocked_tool_ends_with_the_turn_deadline_and_the_process_exits(
-        tmp_path: Path) -> None:
+def test_a_blocked_tool_ends_with_the_turn_deadline_and_the_process_exits(tmp_path: Path) -> None:
     root = project(tmp_path)
     with ScriptedServer([tool("wait_for_pipe")]) as server:
         child = start(root, server.url, 3)
@@ -81,8 +84,10 @@ def test_a_blocked_tool_ends_with_the_turn_deadline_and_the_process_exits(
     started, ended, last = out.splitlines()
     assert started == "started"
     assert ended == "error | stopped: the request passed its deadline of 3s (THEUS_TURN_DEADLINE)"
-    assert last == ("error: stopped: the request passed its deadline of 3s "
-                    "(THEUS_TURN_DEADLINE) while this tool ran")
+    assert last == (
+        "error: stopped: the request passed its deadline of 3s "
+        "(THEUS_TURN_DEADLINE) while this tool ran"
+    )
 
 
 def test_ctrl_c_stops_a_blocked_tool_and_the_process_exits(tmp_path: Path) -> None:

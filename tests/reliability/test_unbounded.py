@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_pattern_that_backtracks_without_end_is_cut_with_a_message(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_tree(tmp_path, {"evil.txt": "a" * 40 + "!\n", "fine.txt": "aaa\n"})
     monkeypatch.setattr(files, "GREP_BUDGET_S", 1.0)
     # Without the budget this pattern backtracks over `evil.txt` for hours: the message is the
@@ -58,8 +59,13 @@ SHELL_CHILD = textwrap.dedent("""
 
 
 def test_a_command_printing_hundreds_of_megabytes_keeps_memory_bounded(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", SHELL_CHILD, str(tmp_path)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SHELL_CHILD, str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     length, rss_mb, first = done.stdout.split()  # e.g. "30042 61 exit_0"
     assert first == "exit_0"
@@ -76,17 +82,37 @@ async def test_an_endless_answer_is_cut_and_marked() -> None:
     assert len(completion.text) <= MAX_ANSWER_CHARS + 50_000
 
 
-def test_a_model_that_never_stops_calling_tools_stops_at_the_default_limit(
-        tmp_path: Path) -> None:
+def test_a_model_that_never_stops_calling_tools_stops_at_the_default_limit(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
     with ScriptedServer([tool("read", {"path": "a.py"}, repeat=True)]) as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-        env.update({"THEUS_HOME": str(tmp_path / "home"), "THEUS_NO_EMBEDDINGS": "1",
-                    "THEUS_NO_WATCH": "1", "THEUS_BASE_URL": server.url,
-                    "THEUS_MODEL": "test-model", "THEUS_MAX_TURNS": "4"})
+        env.update(
+            {
+                "THEUS_HOME": str(tmp_path / "home"),
+                "THEUS_NO_EMBEDDINGS": "1",
+                "THEUS_NO_WATCH": "1",
+                "THEUS_BASE_URL": server.url,
+                "THEUS_MODEL": "test-model",
+                "THEUS_MAX_TURNS": "4",
+            }
+        )
         done = subprocess.run(
-            [sys.executable, "-m", "entrypoint", "--path", str(root), "-p", "loop",
-             "--output-format", "json"], env=env, capture_output=True, text=True, timeout=120)
+            [
+                sys.executable,
+                "-m",
+                "entrypoint",
+                "--path",
+                str(root),
+                "-p",
+                "loop",
+                "--output-format",
+                "json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         requests = len(server.requests)
     assert done.returncode == 1
     result = json.loads(done.stdout)

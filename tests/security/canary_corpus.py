@@ -28,8 +28,11 @@ def _alnum(n: int) -> str:
     tokens of this length nearly always have)."""
     while True:
         value = _pick(_ALNUM, n)
-        if (any(c.isupper() for c in value) and any(c.islower() for c in value)
-                and any(c.isdigit() for c in value)):
+        if (
+            any(c.isupper() for c in value)
+            and any(c.islower() for c in value)
+            and any(c.isdigit() for c in value)
+        ):
             return value
 
 
@@ -38,7 +41,7 @@ def _b64(n_bytes: int, head: bytes = b"") -> str:
 
 
 def _lines(body: str, width: int) -> list[str]:
-    return [body[i:i + width] for i in range(0, len(body), width)]
+    return [body[i : i + width] for i in range(0, len(body), width)]
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def _needles(secret: str) -> list[str]:
         line = line.strip()
         if len(line) >= 12:
             middle = len(line) // 2
-            out.append(line[middle - 6:middle + 6])
+            out.append(line[middle - 6 : middle + 6])
     return out or [secret]
 
 
@@ -97,14 +100,24 @@ def _build() -> list[Canary]:
     add("gitlab-token", ".gitlab/notes.md", f"Use the token `{v}` for the registry.\n", v)
     v = "xoxb-" + _pick(string.digits, 12) + "-" + _pick(string.digits, 13) + "-" + _alnum(24)
     add("slack-token", "bot/config.yml", f"slack:\n  bot: {v}\n", v)
-    v = ("https://hooks.slack.com/services/T" + _pick(string.ascii_uppercase, 8) + "/B"
-         + _pick(string.ascii_uppercase, 10) + "/" + _alnum(24))
+    v = (
+        "https://hooks.slack.com/services/T"
+        + _pick(string.ascii_uppercase, 8)
+        + "/B"
+        + _pick(string.ascii_uppercase, 10)
+        + "/"
+        + _alnum(24)
+    )
     add("slack-webhook", "bot/notify.py", f'WEBHOOK = "{v}"\n', v.rsplit("/", 1)[1])
     v = "AIza" + _pick(_ALNUM + "-_", 35)
     add("google-api-key", "web/maps.js", f'const mapsKey = "{v}";\n', v)
     v = "hf_" + _alnum(34)
-    add("huggingface-token", "train/README.md", f"Log in with `huggingface-cli login --token "
-        f"{v}`.\n", v)
+    add(
+        "huggingface-token",
+        "train/README.md",
+        f"Log in with `huggingface-cli login --token {v}`.\n",
+        v,
+    )
     v = "npm_" + _alnum(36)
     add("npm-token", "ci/npmrc.txt", f"//registry.npmjs.org/:_authToken={v}\n", v)
     v = "pypi-AgEIcHlwaS5vcmc" + _pick(_ALNUM + "-_", 70)
@@ -116,40 +129,73 @@ def _build() -> list[Canary]:
     v = "SK" + _pick("0123456789abcdef", 32)
     add("twilio-key", "sms/twilio.go", f'const apiKeySID = "{v}"\n', v)
     v = "dop_v1_" + _pick("0123456789abcdef", 64)
-    add("digitalocean-token", "infra/main.tf", f'provider "digitalocean" {{\n  token = '
-        f'"{v}"\n}}\n', v)
+    add(
+        "digitalocean-token",
+        "infra/main.tf",
+        f'provider "digitalocean" {{\n  token = "{v}"\n}}\n',
+        v,
+    )
     v = _pick("0123456789abcdef", 32) + "-us14"
     add("mailchimp-key", "mail/list.php", f"$mc = new MailChimp('{v}');\n", v)
     v = "shpat_" + _pick("0123456789abcdef", 32)
     add("shopify-token", "shop/admin.ts", f'const admin = createAdmin("{v}");\n', v)
     header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
-    claims = base64.urlsafe_b64encode(b'{"sub":"deploy","n":' + str(_rng.randrange(10**9))
-                                      .encode() + b"}").decode().rstrip("=")
+    claims = (
+        base64.urlsafe_b64encode(
+            b'{"sub":"deploy","n":' + str(_rng.randrange(10**9)).encode() + b"}"
+        )
+        .decode()
+        .rstrip("=")
+    )
     v = f"{header}.{claims}.{_pick(_ALNUM + '-_', 43)}"
-    add("jwt-bearer", "scripts/call.sh",
-        f"curl -H 'Authorization: Bearer {v}' https://api.example.com/v1\n", v)
+    add(
+        "jwt-bearer",
+        "scripts/call.sh",
+        f"curl -H 'Authorization: Bearer {v}' https://api.example.com/v1\n",
+        v,
+    )
     v = _alnum(40)
-    add("opaque-bearer", "docs/api.md",
-        f"```\nGET /v1/orders HTTP/1.1\nAuthorization: Bearer {v}\n```\n", v)
+    add(
+        "opaque-bearer",
+        "docs/api.md",
+        f"```\nGET /v1/orders HTTP/1.1\nAuthorization: Bearer {v}\n```\n",
+        v,
+    )
     v = base64.b64encode(b"deploy:" + _alnum(20).encode()).decode()
-    add("basic-auth", "tests/http_dump.txt",
-        f"POST /upload HTTP/1.1\nHost: files.example.com\nAuthorization: Basic {v}\n", v)
+    add(
+        "basic-auth",
+        "tests/http_dump.txt",
+        f"POST /upload HTTP/1.1\nHost: files.example.com\nAuthorization: Basic {v}\n",
+        v,
+    )
     v = _b64(64)
-    add("azure-account-key", "app/storage.cs",
+    add(
+        "azure-account-key",
+        "app/storage.cs",
         'var conn = "DefaultEndpointsProtocol=https;AccountName=shopdata;'
-        f'AccountKey={v};EndpointSuffix=core.windows.net";\n', v)
+        f'AccountKey={v};EndpointSuffix=core.windows.net";\n',
+        v,
+    )
     v = _pick(_ALNUM, 3) + "8Q~" + _pick(_ALNUM + "_~.-", 34)
     add("azure-client-secret", "infra/aad.json", f'{{"clientSecret": "{v}"}}\n', v)
     v = _alnum(22)
     add("url-password", "app/db.py", f'DATABASE_URL = "postgres://shop:{v}@db:5432/shop"\n', v)
     v = _alnum(40)
-    add("url-user-token", "scripts/clone.sh",
-        f"git clone https://{v}@github.com/acme/private-tools.git\n", v)
+    add(
+        "url-user-token",
+        "scripts/clone.sh",
+        f"git clone https://{v}@github.com/acme/private-tools.git\n",
+        v,
+    )
     v = _alnum(40)
-    add("git-config-remote", ".git/config",
-        "[core]\n\trepositoryformatversion = 0\n[remote \"origin\"]\n"
+    add(
+        "git-config-remote",
+        ".git/config",
+        '[core]\n\trepositoryformatversion = 0\n[remote "origin"]\n'
         f"\turl = https://x-access-token:{v}@github.com/acme/shop.git\n"
-        "\tfetch = +refs/heads/*:refs/remotes/origin/*\n", v)
+        "\tfetch = +refs/heads/*:refs/remotes/origin/*\n",
+        v,
+    )
     v = _alnum(16)
     add("yaml-pw", "deploy/values.yaml", f"database:\n  user: shop\n  pw: {v}\n", v)
     v = _alnum(32)
@@ -157,32 +203,53 @@ def _build() -> list[Canary]:
     v = _alnum(14) + "!"
     add("json-password", "config/app.json", f'{{\n  "db": {{"password": "{v}"}}\n}}\n', v)
     v = _alnum(18)
-    add("compose-password", "docker-compose.yml",
-        f"services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {v}\n", v)
+    add(
+        "compose-password",
+        "docker-compose.yml",
+        f"services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: {v}\n",
+        v,
+    )
     v = _alnum(18)
     add("curl-user", "docs/upload.md", f"    curl -u admin:{v} https://files.example.com\n", v)
     v = _alnum(20)
     add("netrc-line", "docs/ftp.txt", f"machine ftp.example.com login shop password {v}\n", v)
     body = "\n".join(_RSA)
-    add("pem-block", "README.md", "# Shop\n\nThe test server's key:\n\n"
-        + _pem("RSA PRIVATE KEY", _RSA) + "\nThat's all.\n", body)
+    add(
+        "pem-block",
+        "README.md",
+        "# Shop\n\nThe test server's key:\n\n" + _pem("RSA PRIVATE KEY", _RSA) + "\nThat's all.\n",
+        body,
+    )
     body = "\n".join(_RSA_OFFSET)
-    add("pem-read-from-offset", "fixtures/server_key.txt",
-        _pem("RSA PRIVATE KEY", _RSA_OFFSET), body)
+    add(
+        "pem-read-from-offset",
+        "fixtures/server_key.txt",
+        _pem("RSA PRIVATE KEY", _RSA_OFFSET),
+        body,
+    )
     body = "\n".join(_RSA_GREP)
     add("pem-grep-miie", "fixtures/client_key.txt", _pem("RSA PRIVATE KEY", _RSA_GREP), body)
     body = "\n".join(_OPENSSH)
     add("openssh-key", "fixtures/deploy_key.txt", _pem("OPENSSH PRIVATE KEY", _OPENSSH), body)
     literal = "".join(f'               "{line}\\n"\n' for line in _RSA_PY)
-    add("pem-in-python", "app/keys.py",
-        'SIGNING_KEY = ("-----BEGIN RSA PRIVATE KEY-----\\n"\n' + literal
+    add(
+        "pem-in-python",
+        "app/keys.py",
+        'SIGNING_KEY = ("-----BEGIN RSA PRIVATE KEY-----\\n"\n'
+        + literal
         + '               "-----END RSA PRIVATE KEY-----\\n")\n\n\n'
         'def load_signing_key():\n    """Read the signing key."""\n    return SIGNING_KEY\n',
-        "\n".join(_RSA_PY))
+        "\n".join(_RSA_PY),
+    )
     v = "\\n".join(_PKCS8)
-    add("pem-in-json", "fixtures/gcp.json",
+    add(
+        "pem-in-json",
+        "fixtures/gcp.json",
         '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n'
-        + v + '\\n-----END PRIVATE KEY-----\\n"}\n', "\n".join(_PKCS8))
+        + v
+        + '\\n-----END PRIVATE KEY-----\\n"}\n',
+        "\n".join(_PKCS8),
+    )
     return found
 
 
@@ -204,8 +271,7 @@ def leaks(blob: str | bytes) -> list[str]:
     name's slug would be)."""
     text = blob.decode("utf-8", "replace") if isinstance(blob, bytes) else blob
     lowered = text.lower()
-    return [c.name for c in CANARIES
-            if any(n in text or n.lower() in lowered for n in needles(c))]
+    return [c.name for c in CANARIES if any(n in text or n.lower() in lowered for n in needles(c))]
 
 
 # Text that looks like a secret and is none: each must come out of redaction unchanged.
@@ -214,13 +280,19 @@ TRAPS = [
     'hash = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b"',
     'request_id = "123e4567-e89b-12d3-a456-426614174000"',
     'fixture = "SGVsbG8gd29ybGQhIFRoaXMgaXMgYSB0ZXN0IGZpeHR1cmU="',
-    'password = os.environ["DB_PASSWORD"]', "api_key: str | None = None",
-    "def login(self, token: Optional[str]) -> None:", 'TOKEN = "${GITHUB_TOKEN}"',
-    'password = "changeme"', "task-abcdefghijklmnopqrstuvwxyz0123",
-    "secret_key = settings.SECRET_KEY", "passwords = load_passwords(path)",
-    'auth_token = request.headers.get("X-Token")', 'version = "1.2.3"',
+    'password = os.environ["DB_PASSWORD"]',
+    "api_key: str | None = None",
+    "def login(self, token: Optional[str]) -> None:",
+    'TOKEN = "${GITHUB_TOKEN}"',
+    'password = "changeme"',
+    "task-abcdefghijklmnopqrstuvwxyz0123",
+    "secret_key = settings.SECRET_KEY",
+    "passwords = load_passwords(path)",
+    'auth_token = request.headers.get("X-Token")',
+    'version = "1.2.3"',
     "The token is refreshed every 30 minutes.",
-    "SECRET_SCAN_ENTRIES = 20_000", "token_ttl = 1.5e3",
+    "SECRET_SCAN_ENTRIES = 20_000",
+    "token_ttl = 1.5e3",
     # Subresource integrity, a commit, a digest, a module sum: public, however random.
     '<script src="app.js" integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/'
     'uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC">',
@@ -230,17 +302,23 @@ TRAPS = [
     "   12\t3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b",
     # A base64 line of a fixture that encodes text, as long as a PEM line.
     "SGVsbG8gd29ybGQhIFRoaXMgaXMgYSB0ZXN0IGZpeHR1cmUgb2Ygc2l4dHktZm91",
-    'handler = "buildSessionHandlerFactory"', 'cipher: "AES256GCMKeyWrapV2Test"',
+    'handler = "buildSessionHandlerFactory"',
+    'cipher: "AES256GCMKeyWrapV2Test"',
     # URLs without credentials, or naming them by reference.
-    "git clone ssh://git@github.com/acme/shop.git", "https://deploy@example.com/releases",
+    "git clone ssh://git@github.com/acme/shop.git",
+    "https://deploy@example.com/releases",
     'url = f"postgres://{user}:{password}@{host}/shop"',
-    "DATABASE_URL=postgres://app:${DB_PASSWORD}@db/app", "http://localhost:8080/api/v1",
+    "DATABASE_URL=postgres://app:${DB_PASSWORD}@db/app",
+    "http://localhost:8080/api/v1",
     "Write to jane.doe@example.com for access.",
     # Headers naming their secret instead of holding it.
     'curl -H "Authorization: Bearer $TOKEN" https://api.example.com',
-    "Authorization: Bearer <token>", 'headers = {"Authorization": f"Bearer {token}"}',
-    "Authorization: Bearer YOUR_API_KEY", "The Authorization header is required.",
+    "Authorization: Bearer <token>",
+    'headers = {"Authorization": f"Bearer {token}"}',
+    "Authorization: Bearer YOUR_API_KEY",
+    "The Authorization header is required.",
     'conn = "DefaultEndpointsProtocol=https;AccountName=devstore;AccountKey=<key>"',
-    "pw = getpass()", "machine learning is the password to nothing",
+    "pw = getpass()",
+    "machine learning is the password to nothing",
     "-----BEGIN CERTIFICATE REQUEST-----",
 ]

@@ -37,14 +37,18 @@ from tests.security.canary_corpus import CANARIES, FILES, TRAPS, Canary, leaks
 
 # A secret the user types: it goes to the model they chose, but into no store.
 TYPED = "ghp_" + "Ty9dQ2wLx7Rv4Kp1Zm8Nc3Hb6Jf5Sg0Ae2Uq"
-ROOT_FILES = {**FILES, "app/cart.py": '"""Shopping cart."""\n\n\ndef total(items):\n'
-              '    """Sum of line prices."""\n    return sum(i["price"] for i in items)\n'}
+ROOT_FILES = {
+    **FILES,
+    "app/cart.py": '"""Shopping cart."""\n\n\ndef total(items):\n'
+    '    """Sum of line prices."""\n    return sum(i["price"] for i in items)\n',
+}
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-    env.update({"THEUS_HOME": str(home), "THEUS_NO_WATCH": "1", "THEUS_RETRY_BASE": "0.01"},
-               **extra)
+    env.update(
+        {"THEUS_HOME": str(home), "THEUS_NO_WATCH": "1", "THEUS_RETRY_BASE": "0.01"}, **extra
+    )
     return env
 
 
@@ -69,12 +73,17 @@ class Sinks:
             if path.is_file():
                 self.seen(name, path.read_bytes())
 
-    def theus(self, root: Path, home: Path, *args: str,
-              **extra: str) -> subprocess.CompletedProcess[str]:
+    def theus(
+        self, root: Path, home: Path, *args: str, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
         """A real `theus` process; what it prints is a sink too (its log lines on stderr)."""
-        done = subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
-                              env=_env(home, **extra), capture_output=True, text=True,
-                              timeout=180)
+        done = subprocess.run(
+            [sys.executable, "-m", "entrypoint", "--path", str(root), *args],
+            env=_env(home, **extra),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert done.returncode == 0, (args, done.stderr)
         self.seen(f"theus {args[0]} output", done.stdout + done.stderr)
         return done
@@ -97,7 +106,7 @@ def _views(canary: Canary) -> Iterator[str]:
     lines = canary.content.splitlines()
     yield canary.content
     for offset in range(1, len(lines) + 1):
-        yield "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines[offset - 1:], offset))
+        yield "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines[offset - 1 :], offset))
     for n, line in enumerate(lines, start=1):
         if len(line.strip().strip('"').removesuffix("\\n")) < 64 and "\n" in canary.secret:
             continue  # alone, a PEM body's short last line is not known for one
@@ -118,9 +127,11 @@ def test_every_canary_shape_is_redacted_however_a_tool_shows_it(canary: Canary) 
 
 def test_a_redacted_value_keeps_the_text_around_it() -> None:
     assert redact("url = https://shop:Zq8Lm2Xv9Tp4Rw7Kd@db.example.com/shop") == (
-        "url = https://shop:[redacted:url-credentials]@db.example.com/shop")
+        "url = https://shop:[redacted:url-credentials]@db.example.com/shop"
+    )
     assert redact('curl -H "Authorization: Basic ZGVwbG95OnM0Y3IzdFBhc3N3b3Jk"') == (
-        'curl -H "Authorization: Basic [redacted:authorization]"')
+        'curl -H "Authorization: Basic [redacted:authorization]"'
+    )
     pem = next(c for c in CANARIES if c.name == "pem-read-from-offset").content
     assert redact(pem).count("\n") == pem.count("\n")  # line numbers after a key stay right
 
@@ -143,8 +154,7 @@ def _bag(text_: str, dim: int) -> list[float]:
 
 
 def _extraction(**found: Any) -> Any:
-    empty: dict[str, list[Any]] = {"entities": [], "relations": [], "facts": [],
-                                    "corrections": []}
+    empty: dict[str, list[Any]] = {"entities": [], "relations": [], "facts": [], "corrections": []}
     return text(json.dumps({**empty, **found}))
 
 
@@ -153,36 +163,65 @@ def test_no_canary_leaves_or_lands_anywhere(victim: Path, tmp_path: Path) -> Non
     script = EmbeddingsScript(vector=_bag, dim=8)
     reads = [("read", {"path": path}) for path in sorted(FILES)]
     with serve_embeddings(script) as embed_url, ScriptedServer() as chat:
-        chat.add(tools(*reads),
-                 tools(("read", {"path": "fixtures/server_key.txt", "offset": 3, "limit": 10}),
-                       ("read", {"path": "fixtures/deploy_key.txt", "offset": 2}),
-                       ("grep", {"pattern": "^MIIE"}), ("grep", {"pattern": "Authorization"}),
-                       ("grep", {"pattern": "pw:|AccountKey|://"}),
-                       ("read", {"path": ".git/config"})),
-                 text("The keys are in app/ and fixtures/."))
+        chat.add(
+            tools(*reads),
+            tools(
+                ("read", {"path": "fixtures/server_key.txt", "offset": 3, "limit": 10}),
+                ("read", {"path": "fixtures/deploy_key.txt", "offset": 2}),
+                ("grep", {"pattern": "^MIIE"}),
+                ("grep", {"pattern": "Authorization"}),
+                ("grep", {"pattern": "pw:|AccountKey|://"}),
+                ("read", {"path": ".git/config"}),
+            ),
+            text("The keys are in app/ and fixtures/."),
+        )
         # What the user says is extracted as facts: the token they typed is no entity, and a
         # fact that quotes it keeps it redacted.
-        chat.structured.append(_extraction(
-            entities=[{"label": TYPED, "type": "Credential", "layer": "PERSONAL"},
-                      {"label": "GitHub", "type": "Technology", "layer": "UNIVERSAL"}],
-            facts=[{"subject": "GitHub", "text": f"deploys use the token {TYPED}",
-                    "source": "user"}]))
+        chat.structured.append(
+            _extraction(
+                entities=[
+                    {"label": TYPED, "type": "Credential", "layer": "PERSONAL"},
+                    {"label": "GitHub", "type": "Technology", "layer": "UNIVERSAL"},
+                ],
+                facts=[
+                    {
+                        "subject": "GitHub",
+                        "text": f"deploys use the token {TYPED}",
+                        "source": "user",
+                    }
+                ],
+            )
+        )
         embeddings = {"THEUS_EMBEDDINGS_URL": embed_url, "THEUS_EMBEDDINGS_MODEL": "bag"}
         sinks.theus(victim, home, "index", **embeddings)
-        run = sinks.theus(victim, home, "-p", f"Where are our secrets kept? GitHub deploys use the "
-                          f"token {TYPED}. Remember where they are.", THEUS_BASE_URL=chat.url,
-                          THEUS_MODEL="test-model", **embeddings)
-        sinks.theus(victim, home, "memory", "add", next(
-            c.secret for c in CANARIES if c.name == "github-token")
-            + " is the release token; the database password is in app/db.py")
+        run = sinks.theus(
+            victim,
+            home,
+            "-p",
+            f"Where are our secrets kept? GitHub deploys use the "
+            f"token {TYPED}. Remember where they are.",
+            THEUS_BASE_URL=chat.url,
+            THEUS_MODEL="test-model",
+            **embeddings,
+        )
+        sinks.theus(
+            victim,
+            home,
+            "memory",
+            "add",
+            next(c.secret for c in CANARIES if c.name == "github-token")
+            + " is the release token; the database password is in app/db.py",
+        )
         facts = sinks.theus(victim, home, "facts", "--json")
     assert script.inputs, "the hosted embedder was used"
     sinks.seen("hosted embeddings", json.dumps(script.requests))
     assert len(chat.requests) == 3
     results = [m["content"] for m in chat.requests[-1]["messages"] if m["role"] == "tool"]
     # What the user typed goes to the model they chose (their message, its extraction).
-    sinks.seen("model requests", json.dumps([*chat.requests, *chat.structured_requests])
-               .replace(TYPED, "<typed>"))
+    sinks.seen(
+        "model requests",
+        json.dumps([*chat.requests, *chat.structured_requests]).replace(TYPED, "<typed>"),
+    )
     sinks.stores(home)
     assert sinks.found == {}
     assert len(results) == len(reads) + 6 and "[redacted:private-key]" in results[-4]
@@ -192,8 +231,9 @@ def test_no_canary_leaves_or_lands_anywhere(victim: Path, tmp_path: Path) -> Non
     assert any(p.suffix == ".idx" for p in stored)
     assert any(p.parent.name == "episodes" for p in stored)
     assert "GitHub" in facts.stdout and "[redacted:github-token]" in facts.stdout
-    assert "Where are our secrets kept?" in "".join(p.read_text("utf-8", "replace")
-                                                    for p in stored if p.suffix == ".jsonl")
+    assert "Where are our secrets kept?" in "".join(
+        p.read_text("utf-8", "replace") for p in stored if p.suffix == ".jsonl"
+    )
     assert run.stdout.strip() == "The keys are in app/ and fixtures/."
 
 
@@ -205,13 +245,22 @@ async def test_mcp_answers_hold_no_canary(victim: Path, tmp_path: Path) -> None:
     home, sinks = tmp_path / "home", Sinks()
     sinks.theus(victim, home, "index", THEUS_NO_EMBEDDINGS="1")
     episodes = next(home.glob("projects/*")) / "memory" / "episodes"
-    write_tree(episodes, {"2026-01-02-keys.md": "---\ntitle: Keys\ntype: manual\n---\n\n"
-                          + FILES["fixtures/client_key.txt"]})  # written by hand
+    write_tree(
+        episodes,
+        {
+            "2026-01-02-keys.md": "---\ntitle: Keys\ntype: manual\n---\n\n"
+            + FILES["fixtures/client_key.txt"]
+        },
+    )  # written by hand
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "entrypoint", "mcp", str(victim)],
-        env=_env(home, THEUS_NO_EMBEDDINGS="1"), cwd=str(Path(__file__).parents[2]))
+        command=sys.executable,
+        args=["-m", "entrypoint", "mcp", str(victim)],
+        env=_env(home, THEUS_NO_EMBEDDINGS="1"),
+        cwd=str(Path(__file__).parents[2]),
+    )
     errlog = (tmp_path / "mcp.err").open("w+")
     async with Client(stdio_client(params, errlog=errlog)) as client:
+
         async def call(name: str, **args: Any) -> str:
             answer = _text_of(await client.call_tool(name, args))
             sinks.seen(f"mcp {name}", answer)
@@ -251,9 +300,13 @@ def test_dashboard_answers_hold_no_canary(victim: Path, tmp_path: Path) -> None:
     with memory.open("a") as handle:
         handle.write(f"- the alerts bot posts with {slack.secret}\n")
     sinks.theus(victim, home, "memory", "list")  # syncs the hand edit into the graph
-    proc = subprocess.Popen([sys.executable, "-m", "entrypoint", "dashboard", str(victim),
-                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env(home, THEUS_NO_EMBEDDINGS="1"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "entrypoint", "dashboard", str(victim), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(home, THEUS_NO_EMBEDDINGS="1"),
+    )
     answers: list[str] = []
     try:
         assert proc.stdout is not None

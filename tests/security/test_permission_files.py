@@ -37,15 +37,18 @@ def write(project: Path, path: Path) -> str:
     async def yes(request: ApprovalRequest) -> bool:
         return True
 
-    ctx = ToolContext(jail=Jail(project), approve=yes, refuse_protected=True,
-                      allow_config_edits=True)
+    ctx = ToolContext(
+        jail=Jail(project), approve=yes, refuse_protected=True, allow_config_edits=True
+    )
     return asyncio.run(write_file({"path": str(path), "content": GRANT_ALL}, ctx))
 
 
 @pytest.mark.parametrize("home_inside", [False, True], ids=["home-outside", "home-inside"])
 def test_the_write_tool_never_writes_a_grant_file(
-        root: Path, monkeypatch: pytest.MonkeyPatch, home_inside: bool  # noqa: F811
-        ) -> None:
+    root: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    home_inside: bool,
+) -> None:
     if home_inside:
         monkeypatch.setenv("THEUS_HOME", str(root / ".theus-home"))
     files = granted(root)

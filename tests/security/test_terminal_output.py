@@ -25,8 +25,14 @@ from tests.theus.test_headless import theus
 # A clipboard write (OSC 52), a screen clear (CSI), an 8-bit CSI (C1), a right-to-left
 # override and a bell: each acts on a terminal that prints it.
 PLANTED = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07\x1b[2J\x9b2J\u202egnp.exe\u202c"
-ACTIVE = {"\x1b", "\x07", "\r", *map(chr, range(0x80, 0xA0)), *map(chr, range(0x202A, 0x202F)),
-          *map(chr, range(0x2066, 0x206A))}
+ACTIVE = {
+    "\x1b",
+    "\x07",
+    "\r",
+    *map(chr, range(0x80, 0xA0)),
+    *map(chr, range(0x202A, 0x202F)),
+    *map(chr, range(0x2066, 0x206A)),
+}
 
 
 def acting(output: str) -> list[str]:
@@ -35,8 +41,10 @@ def acting(output: str) -> list[str]:
 
 
 def shown(done: subprocess.CompletedProcess[str]) -> str:
-    assert not acting(done.stdout) and not acting(done.stderr), (acting(done.stdout),
-                                                                   acting(done.stderr))
+    assert not acting(done.stdout) and not acting(done.stderr), (
+        acting(done.stdout),
+        acting(done.stderr),
+    )
     return done.stdout
 
 
@@ -56,10 +64,14 @@ def server() -> Iterator[ScriptedServer]:
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
-    root = write_tree(tmp_path / f"shop{PLANTED[:9]}", {
-        f"invoice{PLANTED}.py": f'def render_invoice(order):\n    """Render the invoice '
-                                f'{PLANTED} for an order."""\n    return order\n',
-        "cart.py": "def cart_total(items):\n    return sum(items)\n"})
+    root = write_tree(
+        tmp_path / f"shop{PLANTED[:9]}",
+        {
+            f"invoice{PLANTED}.py": f'def render_invoice(order):\n    """Render the invoice '
+            f'{PLANTED} for an order."""\n    return order\n',
+            "cart.py": "def cart_total(items):\n    return sum(items)\n",
+        },
+    )
     done = theus(["index", "--no-embed"], None, root)
     assert done.returncode == 0, done.stderr
     return root
@@ -85,8 +97,12 @@ def test_memories_and_episodes_show_no_planted_sequence(repo: Path) -> None:
     memories = raw_json(theus(["memory", "list", "--json"], None, repo))
     assert any("invoice printer" in m["text"] for m in memories)
     project = Project(repo)
-    EpisodeStore(project).record("manual", f"Invoice {PLANTED} fixed\n\nThe body {PLANTED}.",
-                                 "s-1", files=[f"invoice{PLANTED}.py"])
+    EpisodeStore(project).record(
+        "manual",
+        f"Invoice {PLANTED} fixed\n\nThe body {PLANTED}.",
+        "s-1",
+        files=[f"invoice{PLANTED}.py"],
+    )
     project.close()
     assert "Invoice" in shown(theus(["episodes", "list"], None, repo))
     listed = raw_json(theus(["episodes", "list", "--json"], None, repo))
@@ -97,12 +113,16 @@ def test_memories_and_episodes_show_no_planted_sequence(repo: Path) -> None:
 
 
 def test_sessions_and_the_retry_warning_show_no_planted_sequence(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     # The server fails once with the planted text as its error, once with it as a raw body.
-    server.add(error(500, f"overloaded {PLANTED}"),
-               Reply(status=502, raw=f"<html>{PLANTED} bad gateway</html>".encode(),
-                     content_type="text/html"),
-               text(f"done {PLANTED}"))
+    server.add(
+        error(500, f"overloaded {PLANTED}"),
+        Reply(
+            status=502, raw=f"<html>{PLANTED} bad gateway</html>".encode(), content_type="text/html"
+        ),
+        text(f"done {PLANTED}"),
+    )
     run = theus(["-p", f"fix the invoice {PLANTED}"], server, repo)
     assert run.returncode == 0, run.stderr
     assert "retry" in run.stderr and "overloaded" in run.stderr
@@ -117,9 +137,13 @@ def test_sessions_and_the_retry_warning_show_no_planted_sequence(
 def test_watch_shows_a_planted_file_name_without_its_sequence(repo: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update({"THEUS_HOME": os.environ["THEUS_HOME"], "THEUS_NO_EMBEDDINGS": "1"})
-    watcher = subprocess.Popen([sys.executable, "-m", "entrypoint", "watch", "--polling",
-                                "--path", str(repo)], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "entrypoint", "watch", "--polling", "--path", str(repo)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     # Stopped (as `kill` does) once it showed the new file, or after two minutes regardless:
     # a line that never comes must not hang the test.
     stop = threading.Timer(120, watcher.send_signal, (signal.SIGTERM,))
@@ -142,7 +166,8 @@ def test_watch_shows_a_planted_file_name_without_its_sequence(repo: Path) -> Non
 
 
 async def test_the_graph_panel_renders_no_planted_sequence(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from textual.widgets import Tree
 
     from tests.tui.conftest import SETTINGS, ready, wait_for
@@ -150,10 +175,14 @@ async def test_the_graph_panel_renders_no_planted_sequence(
 
     monkeypatch.setenv("THEUS_NO_WATCH", "1")
     monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
-    root = write_tree(tmp_path / "shop", {
-        f"invoice{PLANTED}.py": f'def render_invoice(order):\n    """Render {PLANTED}."""\n'
-                                f'    return order  # {PLANTED}\n',
-        "[b]x.py": "x = 1\n"})  # a name, not markup
+    root = write_tree(
+        tmp_path / "shop",
+        {
+            f"invoice{PLANTED}.py": f'def render_invoice(order):\n    """Render {PLANTED}."""\n'
+            f"    return order  # {PLANTED}\n",
+            "[b]x.py": "x = 1\n",
+        },
+    )  # a name, not markup
     app = TheusApp(root, None, agent_settings=SETTINGS)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
@@ -182,7 +211,8 @@ def test_log_lines_carry_no_secret() -> None:
     from theus.printable import PrintableFormatter
 
     key = "sk-proj-" + "Zq8Xw2Lm4Np6Rt0Vb3Cd5Fg7Hj9Kk1"
-    record = logging.LogRecord("theus", logging.WARNING, __file__, 1,
-                               "server said: bad key %s", (key,), None)
+    record = logging.LogRecord(
+        "theus", logging.WARNING, __file__, 1, "server said: bad key %s", (key,), None
+    )
     line = PrintableFormatter("%(message)s").format(record)
     assert key not in line and "[redacted:" in line

@@ -42,13 +42,26 @@ def server() -> Iterator[ScriptedServer]:
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     root.mkdir()
-    return write_tree(root, {"cart.py": CART, "pricing.py": PRICING,
-                             "README.md": "# Shop\n\nA shopping cart service.\n"})
+    return write_tree(
+        root,
+        {
+            "cart.py": CART,
+            "pricing.py": PRICING,
+            "README.md": "# Shop\n\nA shopping cart service.\n",
+        },
+    )
 
 
 def model_settings(url: str, **kw: Any) -> ModelSettings:
-    base = {"base_url": url, "api_key": "k", "model": "test-model", "source": "test",
-            "timeout_s": 10.0, "max_retries": 3, "retry_base_s": 0.01}
+    base = {
+        "base_url": url,
+        "api_key": "k",
+        "model": "test-model",
+        "source": "test",
+        "timeout_s": 10.0,
+        "max_retries": 3,
+        "retry_base_s": 0.01,
+    }
     base.update(kw)
     return ModelSettings(**base)
 
@@ -86,15 +99,26 @@ MakeAgent = Callable[..., tuple[Agent, Recorder]]
 
 @pytest.fixture
 def make_agent(server: ScriptedServer, repo: Path) -> MakeAgent:
-    def make(*, settings: AgentSettings | None = None, approve: bool = True,
-             recaller_factory: Callable[[], Any] | None = None,
-             **kw: Any) -> tuple[Agent, Recorder]:
+    def make(
+        *,
+        settings: AgentSettings | None = None,
+        approve: bool = True,
+        recaller_factory: Callable[[], Any] | None = None,
+        **kw: Any,
+    ) -> tuple[Agent, Recorder]:
         settings = settings or AgentSettings()
         recorder = Recorder(approve)
         client = ModelClient(model_settings(server.url))
         injector = Injector(settings, recaller_factory or NoRecall)
-        agent = Agent(client, repo, sink=recorder, approver=recorder.approver,
-                      settings=settings, injector=injector, **kw)
+        agent = Agent(
+            client,
+            repo,
+            sink=recorder,
+            approver=recorder.approver,
+            settings=settings,
+            injector=injector,
+            **kw,
+        )
         return agent, recorder
 
     return make

@@ -14,7 +14,8 @@ from theus.protocol import ToolCallStarted, TurnFinished
 
 
 async def test_cancel_during_a_tool_kills_it_and_keeps_the_history_valid(
-        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent
+) -> None:
     server.add(tool("shell", {"command": "sleep 30; touch late"}), text("next answer"))
     agent, rec = make_agent()
     started = asyncio.Event()
@@ -36,13 +37,17 @@ async def test_cancel_during_a_tool_kills_it_and_keeps_the_history_valid(
     assert result.text == "next answer"
     body = server.requests[-1]["messages"]
     call_id = body[-3]["tool_calls"][0]["id"]
-    assert body[-2] == {"role": "tool", "tool_call_id": call_id,
-                        "content": "error: cancelled by the user before it finished"}
+    assert body[-2] == {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": "error: cancelled by the user before it finished",
+    }
     assert not (repo / "late").exists()
 
 
 async def test_semantic_layer_on_extends_the_injection_deadline(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.theus.conftest import model_settings
     from theus.agent.setup import start_headless
 
@@ -63,7 +68,8 @@ async def test_semantic_layer_on_extends_the_injection_deadline(
 
 
 async def test_a_headless_run_recalls_its_first_request_early_and_watches_from_its_first_tool(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.conftest import texts_of
     from tests.scripted_server import ScriptedServer, text, tool
     from tests.theus.conftest import model_settings
@@ -72,8 +78,9 @@ async def test_a_headless_run_recalls_its_first_request_early_and_watches_from_i
     monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
     open_memory(repo, one_shot=True, index_if_missing=True).close()
     request = "where is the cart total computed"
-    with ScriptedServer([text("in cart.py"), tool("read_file", {"path": "cart.py"}),
-                         text("done")]) as server:
+    with ScriptedServer(
+        [text("in cart.py"), tool("read_file", {"path": "cart.py"}), text("done")]
+    ) as server:
         runtime = start_headless(repo, model_settings(server.url), None, request)
         try:
             injector = runtime.agent.injector

@@ -17,17 +17,24 @@ from theus.sessions import SessionStore
 
 
 async def test_every_finished_request_and_subagent_task_is_a_run_of_its_own(
-        server: ScriptedServer, repo: Path, make_agent: MakeAgent,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")  # no embedder: records kept locally
     memory = Memory(repo, watch=False).open()
     session = SessionStore(repo).create()
     server.add(
-        tool("edit", {"path": "cart.py", "old_string": "return sum(",
-                      "new_string": "return round(sum("}),
+        tool(
+            "edit",
+            {"path": "cart.py", "old_string": "return sum(", "new_string": "return round(sum("},
+        ),
         text("Rounded."),
-        tool("task", {"description": "check the pricing", "prompt": "read pricing.py and say "
-                      "what price_of returns"}),
+        tool(
+            "task",
+            {
+                "description": "check the pricing",
+                "prompt": "read pricing.py and say what price_of returns",
+            },
+        ),
         tool("read", {"path": "pricing.py"}),  # the subagent
         text("It returns the item's price."),  # the subagent's answer
         text("Checked: the unit price."),
@@ -38,10 +45,14 @@ async def test_every_finished_request_and_subagent_task_is_a_run_of_its_own(
     assert (await agent.run_turn("what does pricing return?")).stop == "end"
     assert (await agent.run_turn("this one fails")).stop == "error"
     memory.close()
-    records = {r.request: r for r in RunHistory.for_project(
-        ProjectPaths.for_root(repo)).journal.records()}
-    assert set(records) == {"round the cart total", "what does pricing return?",
-                            "read pricing.py and say what price_of returns"}  # not the failed
+    records = {
+        r.request: r for r in RunHistory.for_project(ProjectPaths.for_root(repo)).journal.records()
+    }
+    assert set(records) == {
+        "round the cart total",
+        "what does pricing return?",
+        "read pricing.py and say what price_of returns",
+    }  # not the failed
     first = records["round the cart total"]
     assert first.files_changed == ("cart.py",) and "Rounded." in first.done
     assert first.session == session.id and first.model == "test-model" and not first.stored

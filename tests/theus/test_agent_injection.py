@@ -26,15 +26,22 @@ def recaller(repo: Path) -> Recaller:
 
 
 def reminders(body: dict[str, Any]) -> list[str]:
-    return [t for m in body["messages"] if m["role"] == "user" for t in texts_of(m)
-            if t.startswith("<system-reminder>")]
+    return [
+        t
+        for m in body["messages"]
+        if m["role"] == "user"
+        for t in texts_of(m)
+        if t.startswith("<system-reminder>")
+    ]
 
 
 async def test_injection_present_above_the_threshold(
-        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent
+) -> None:
     server.add(tool("list", {}), text("the total is in Cart.total"))
-    agent, rec = make_agent(recaller_factory=lambda: recaller,
-                            settings=AgentSettings(deadline_ms=2000))
+    agent, rec = make_agent(
+        recaller_factory=lambda: recaller, settings=AgentSettings(deadline_ms=2000)
+    )
     result = await agent.run_turn("where is the Cart total computed with price_of?")
     info = rec.of(InjectionInfo)[0]
     assert info.block and info.best_score >= 0.35 and not info.dropped
@@ -53,10 +60,12 @@ async def test_injection_present_above_the_threshold(
 
 
 async def test_injection_absent_below_the_threshold(
-        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent
+) -> None:
     server.add(text("no idea"))
-    agent, rec = make_agent(recaller_factory=lambda: recaller,
-                            settings=AgentSettings(deadline_ms=2000))
+    agent, rec = make_agent(
+        recaller_factory=lambda: recaller, settings=AgentSettings(deadline_ms=2000)
+    )
     result = await agent.run_turn("zyxwv qwertz plonk")
     info = rec.of(InjectionInfo)[0]
     assert info.block == "" and info.best_score < 0.35
@@ -75,7 +84,8 @@ class SlowRecaller:
 
 
 async def test_a_slow_recall_is_dropped_within_the_deadline(
-        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent
+) -> None:
     server.add(text("answered anyway"))
     slow = SlowRecaller(recaller, delay=60.0)
     agent, rec = make_agent(recaller_factory=lambda: slow, settings=AgentSettings())
@@ -96,11 +106,12 @@ class Exploding:
         raise RuntimeError("graph corrupted")
 
 
-@pytest.mark.parametrize("factory", [lambda: Exploding(), lambda: 1 / 0],
-                         ids=["recall-raises", "loading-raises"])
+@pytest.mark.parametrize(
+    "factory", [lambda: Exploding(), lambda: 1 / 0], ids=["recall-raises", "loading-raises"]
+)
 async def test_a_memory_layer_that_raises_fails_open(
-        server: ScriptedServer, make_agent: MakeAgent, factory: Any,
-        caplog: pytest.LogCaptureFixture) -> None:
+    server: ScriptedServer, make_agent: MakeAgent, factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     server.add(tool("recall", {"query": "cart"}), text("fine without memory"))
     agent, rec = make_agent(recaller_factory=factory, settings=AgentSettings(deadline_ms=1000))
     result = await agent.run_turn("where is the cart?")
@@ -118,8 +129,11 @@ async def test_a_memory_layer_that_raises_fails_open(
 
 
 async def test_kill_switch_turns_all_injection_off(
-        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    server: ScriptedServer,
+    recaller: Recaller,
+    make_agent: MakeAgent,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("THEUS_NO_KNOWLEDGE_INJECT", "1")
     calls: list[str] = []
 
@@ -127,8 +141,11 @@ async def test_kill_switch_turns_all_injection_off(
         calls.append("built")
         return recaller
 
-    server.add(tool("task", {"description": "cart total", "prompt": "look"}), text("sub done"),
-               text("all done"))
+    server.add(
+        tool("task", {"description": "cart total", "prompt": "look"}),
+        text("sub done"),
+        text("all done"),
+    )
     agent, rec = make_agent(recaller_factory=factory, settings=AgentSettings.from_env())
     await agent.run_turn("where is the Cart total computed with price_of?")
     assert calls == []  # not even loaded
@@ -137,7 +154,8 @@ async def test_kill_switch_turns_all_injection_off(
 
 
 async def test_recall_tool_answers_from_the_graph(
-        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent
+) -> None:
     server.add(tool("recall", {"query": "price_of discounts"}), text("ok"))
     agent, _ = make_agent(recaller_factory=lambda: recaller)
     await agent.run_turn("x")
@@ -159,12 +177,14 @@ class CountingRecaller:
 
 
 async def test_small_talk_and_go_aheads_recall_nothing_and_follow_ups_extend(
-        server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent
+) -> None:
     counting = CountingRecaller(recaller)
     for answer in ("Cart.total sums price_of.", "You're welcome.", "Done.", "Tests too."):
         server.add(text(answer))
-    agent, rec = make_agent(recaller_factory=lambda: counting,
-                            settings=AgentSettings(deadline_ms=2000))
+    agent, rec = make_agent(
+        recaller_factory=lambda: counting, settings=AgentSettings(deadline_ms=2000)
+    )
     await agent.run_turn("where is the Cart total computed with price_of?")
     await agent.run_turn("thanks!")  # "ok" scored 0.72 once: 330 tokens of unrelated files
     await agent.run_turn("yes please, do it")
@@ -172,7 +192,8 @@ async def test_small_talk_and_go_aheads_recall_nothing_and_follow_ups_extend(
     infos = rec.of(InjectionInfo)
     assert [bool(i.block) for i in infos] == [True, False, False, True]
     assert "small talk" in infos[1].reason and "follow-up" in infos[2].reason
-    assert counting.asked == ["where is the Cart total computed with price_of?",
-                              "where is the Cart total computed with price_of?\n"
-                              "and the tests?"]
+    assert counting.asked == [
+        "where is the Cart total computed with price_of?",
+        "where is the Cart total computed with price_of?\nand the tests?",
+    ]
     assert [len(reminders(body)) for body in server.requests] == [1, 1, 1, 2]

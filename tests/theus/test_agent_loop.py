@@ -21,13 +21,20 @@ def tool_results(body: dict) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
 
-async def test_multi_step_tool_loop_edits_a_file(server: ScriptedServer, repo: Path,
-                                                 make_agent: MakeAgent) -> None:
+async def test_multi_step_tool_loop_edits_a_file(
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent
+) -> None:
     server.add(
         tool("grep", {"pattern": "def total"}),
         tool("read", {"path": "cart.py", "offset": 5, "limit": 3}),
-        tool("edit", {"path": "cart.py", "old_string": "return sum(price_of(i) for i in items)",
-                      "new_string": "return round(sum(price_of(i) for i in items), 2)"}),
+        tool(
+            "edit",
+            {
+                "path": "cart.py",
+                "old_string": "return sum(price_of(i) for i in items)",
+                "new_string": "return round(sum(price_of(i) for i in items), 2)",
+            },
+        ),
         text("Rounded the total to cents."),
     )
     agent, rec = make_agent()
@@ -53,10 +60,16 @@ async def test_multi_step_tool_loop_edits_a_file(server: ScriptedServer, repo: P
 
 
 async def test_malformed_tool_calls_return_errors_to_the_model(
-        server: ScriptedServer, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
     server.add(
-        tools(("read", '{"path": "cart.py"'), ("nosuch", {}), ("read", "[1, 2]"),
-              ("read", {"path": 42}), ("edit", {"path": "cart.py"})),
+        tools(
+            ("read", '{"path": "cart.py"'),
+            ("nosuch", {}),
+            ("read", "[1, 2]"),
+            ("read", {"path": 42}),
+            ("edit", {"path": "cart.py"}),
+        ),
         text("ok"),
     )
     agent, rec = make_agent()
@@ -89,7 +102,8 @@ async def test_a_500_then_success(server: ScriptedServer, make_agent: MakeAgent)
 
 
 async def test_a_500_forever_ends_the_turn_with_an_error(
-        server: ScriptedServer, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
     server.add(error(500, "boom", repeat=True))
     agent, rec = make_agent()
     result = await agent.run_turn("hi")
@@ -99,7 +113,8 @@ async def test_a_500_forever_ends_the_turn_with_an_error(
 
 
 async def test_refused_approvals_go_back_to_the_model(
-        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent
+) -> None:
     server.add(
         tool("write", {"path": "new.txt", "content": "x"}),
         tool("shell", {"command": "touch made-by-shell"}),
@@ -115,7 +130,8 @@ async def test_refused_approvals_go_back_to_the_model(
 
 
 async def test_default_approver_asks_the_front_end_through_a_future(
-        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent
+) -> None:
     from theus.protocol import ApprovalRequest
 
     server.add(tool("shell", {"command": "echo hi > out.txt"}), text("done"))
@@ -135,7 +151,8 @@ async def test_default_approver_asks_the_front_end_through_a_future(
 
 
 async def test_a_broken_sink_does_not_break_the_turn(
-        server: ScriptedServer, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
     server.add(text("fine"))
     agent, _ = make_agent()
 
@@ -147,7 +164,8 @@ async def test_a_broken_sink_does_not_break_the_turn(
 
 
 async def test_wire_messages_carry_no_private_keys(
-        server: ScriptedServer, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
     server.add(tool("list", {}), text("a"), text("b"))
     agent, _ = make_agent()
     await agent.run_turn("one")

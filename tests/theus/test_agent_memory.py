@@ -39,7 +39,8 @@ def script_eight_tool_calls(server: ScriptedServer) -> None:
 
 
 async def test_microcompact_after_an_hour_keeps_five_and_recall(
-        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent
+) -> None:
     clock = Clock()
     session = SessionStore(repo).create()
     agent, rec = make_agent(clock=clock, session=session)
@@ -74,20 +75,21 @@ async def test_microcompact_after_an_hour_keeps_five_and_recall(
 
 
 async def test_compaction_summarises_older_turns_into_an_episode(
-        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent
+) -> None:
     recorded: list[tuple[str, str, str | None, list[str]]] = []
 
     class Episodes:
-        def record(self, kind: str, text: str, session_id: str | None,
-                   files: list[str]) -> None:
+        def record(self, kind: str, text: str, session_id: str | None, files: list[str]) -> None:
             recorded.append((kind, text, session_id, files))
 
         def record_run(self, run: RunSummary, session_id: str) -> None:
             recorded.append(("session", run.render(), session_id, list(run.files_read)))
 
     session = SessionStore(repo).create()
-    agent, rec = make_agent(settings=AgentSettings(context_tokens=1000), session=session,
-                            episodes=Episodes())
+    agent, rec = make_agent(
+        settings=AgentSettings(context_tokens=1000), session=session, episodes=Episodes()
+    )
     server.add(tool("read", {"path": "cart.py"}), text("the cart sums prices " * 200))
     await agent.run_turn("explain the cart, and remember how it works")
     server.add(text("SUMMARY: user asked about the cart; it sums prices."), text("yes"))
@@ -101,8 +103,11 @@ async def test_compaction_summarises_older_turns_into_an_episode(
     assert "SUMMARY: user asked about the cart" in merged and merged.endswith("\n\nand pricing?")
     event = rec.of(Compacted)[0]
     assert event.messages_replaced == 4 and event.tokens_after < event.tokens_before
-    assert recorded[0][:3] == ("compaction", "SUMMARY: user asked about the cart; it sums "
-                               "prices.", session.id)
+    assert recorded[0][:3] == (
+        "compaction",
+        "SUMMARY: user asked about the cart; it sums prices.",
+        session.id,
+    )
     assert [m["role"] for m in session.messages()] == ["system", "user", "user", "assistant"]
     agent.end_session()
     assert recorded[-1][0] == "session"
@@ -113,14 +118,14 @@ async def test_compaction_summarises_older_turns_into_an_episode(
 
 
 async def test_a_failing_episodes_port_does_not_stop_the_session(
-        server: ScriptedServer, make_agent: MakeAgent, caplog: pytest.LogCaptureFixture) -> None:
+    server: ScriptedServer, make_agent: MakeAgent, caplog: pytest.LogCaptureFixture
+) -> None:
     """The port's own write fails (a full disk): the session still ends, one warning says so.
     The fake has the method the session end calls, so the OSError is the path under test."""
     calls: list[str] = []
 
     class Broken:
-        def record(self, kind: str, text: str, session_id: str | None,
-                   files: list[str]) -> None:
+        def record(self, kind: str, text: str, session_id: str | None, files: list[str]) -> None:
             calls.append(kind)
             raise OSError("disk full")
 
@@ -133,20 +138,26 @@ async def test_a_failing_episodes_port_does_not_stop_the_session(
     assert (await agent.run_turn("remember: we deploy on fridays")).text == "noted"
     agent.end_session()  # logged, not raised
     assert calls == ["session"]
-    assert any(r.levelname == "WARNING" and "disk full" in r.getMessage()
-               for r in caplog.records)
+    assert any(r.levelname == "WARNING" and "disk full" in r.getMessage() for r in caplog.records)
 
 
 async def test_subagent_is_seeded_with_a_recall_on_its_task(
-        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent
+) -> None:
     project = Project(repo)
     project.index()
     recaller = Recaller(project.graph, repo)
-    server.add(tool("task", {"description": "Cart total and price_of",
-                             "prompt": "Find how the total is computed."}),
-               text("child: Cart.total sums price_of"), text("parent: done"))
-    agent, rec = make_agent(recaller_factory=lambda: recaller,
-                            settings=AgentSettings(deadline_ms=2000))
+    server.add(
+        tool(
+            "task",
+            {"description": "Cart total and price_of", "prompt": "Find how the total is computed."},
+        ),
+        text("child: Cart.total sums price_of"),
+        text("parent: done"),
+    )
+    agent, rec = make_agent(
+        recaller_factory=lambda: recaller, settings=AgentSettings(deadline_ms=2000)
+    )
     result = await agent.run_turn("zyxwv qwertz plonk")  # the parent's own recall finds nothing
     assert result.text == "parent: done"
     child = server.requests[1]["messages"]
@@ -174,13 +185,18 @@ class CountingRecaller(Recaller):
 
 
 async def test_a_fork_inherits_the_parent_and_skips_the_seed(
-        server: ScriptedServer, repo: Path, make_agent: MakeAgent) -> None:
-    server.add(tool("task", {"description": "Cart total", "prompt": "Go deeper.", "fork": True}),
-               text("fork answer"), text("parent answer"))
+    server: ScriptedServer, repo: Path, make_agent: MakeAgent
+) -> None:
+    server.add(
+        tool("task", {"description": "Cart total", "prompt": "Go deeper.", "fork": True}),
+        text("fork answer"),
+        text("parent answer"),
+    )
     recaller = CountingRecaller(repo)
     calls = recaller.calls
-    agent, rec = make_agent(recaller_factory=lambda: recaller,
-                            settings=AgentSettings(deadline_ms=5000))
+    agent, rec = make_agent(
+        recaller_factory=lambda: recaller, settings=AgentSettings(deadline_ms=5000)
+    )
     await agent.run_turn("where is the Cart total computed with price_of?")
     # The fork did not recall again.
     assert calls == ["where is the Cart total computed with price_of?"]

@@ -15,14 +15,20 @@ from tests.conftest import write_tree
 def theus(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("theus") or ""
     cmd = [exe] if exe else [sys.executable, "-m", "entrypoint"]
-    return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True,
-                          env=os.environ.copy(), timeout=120)
+    return subprocess.run(
+        [*cmd, *args], cwd=cwd, capture_output=True, text=True, env=os.environ.copy(), timeout=120
+    )
 
 
 def test_index_json_contract_and_status(tmp_path: Path) -> None:
-    repo = write_tree(tmp_path / "repo", {
-        "app.py": "def main():\n    pass\n", ".env": "TOKEN=sk-canary", "blob.bin": b"\x00\x01",
-    })
+    repo = write_tree(
+        tmp_path / "repo",
+        {
+            "app.py": "def main():\n    pass\n",
+            ".env": "TOKEN=sk-canary",
+            "blob.bin": b"\x00\x01",
+        },
+    )
     out = theus("index", "--json", str(repo), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -47,9 +53,12 @@ def test_plain_output_is_one_summary_line(tmp_path: Path) -> None:
 
 
 def test_bad_path_and_bad_flag_are_one_line_and_exit_2(tmp_path: Path) -> None:
-    for args in (("index", str(tmp_path / "missing")), ("index", "--bogus"),
-                 ("status", "--nope"),
-                 ("frobnicate",)):  # a first request for the app, which needs a terminal
+    for args in (
+        ("index", str(tmp_path / "missing")),
+        ("index", "--bogus"),
+        ("status", "--nope"),
+        ("frobnicate",),
+    ):  # a first request for the app, which needs a terminal
         out = theus(*args, cwd=tmp_path)
         assert out.returncode == 2, args
         assert out.stdout == ""
@@ -63,8 +72,9 @@ def test_help_everywhere(tmp_path: Path) -> None:
 
 
 def test_init_writes_an_agents_file_naming_the_real_test_command(tmp_path: Path) -> None:
-    repo = write_tree(tmp_path / "repo", {"go.mod": "module svc\n",
-                                          "main.go": "package main\nfunc main() {}\n"})
+    repo = write_tree(
+        tmp_path / "repo", {"go.mod": "module svc\n", "main.go": "package main\nfunc main() {}\n"}
+    )
     assert theus("index", cwd=repo).returncode == 0
     out = theus("init", cwd=repo)  # no terminal to ask on, no --yes: shown, not written
     assert out.returncode == 1 and not (repo / "AGENTS.md").exists()

@@ -88,8 +88,9 @@ def test_bad_keys_and_arguments(root: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 2 and "no such folder" in err
 
 
-def test_warnings_go_to_stderr_and_never_fail(root: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_warnings_go_to_stderr_and_never_fail(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = memory_file(root)
     path.parent.mkdir(parents=True)
     path.write_text("- good\nnot an entry\n")
@@ -103,8 +104,9 @@ def test_episodes_list_and_show(root: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 0 and out == "" and "no episodes yet" in err
     project = Project(root)
     store = EpisodeStore(project)
-    first = store.record("compaction", "Login redirect fixed\nKeeps `next`.", "s-1",
-                         ["src/login.py"])
+    first = store.record(
+        "compaction", "Login redirect fixed\nKeeps `next`.", "s-1", ["src/login.py"]
+    )
     second = store.record("session-end", "Billing rounding", "s-2")
     project.close()
     code, out, _ = run(capsys, "episodes", "list", "--project", str(root), "--json")
@@ -122,12 +124,18 @@ def test_episodes_list_and_show(root: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_episodes_prune_removes_untrue_and_repeated_ones(
-        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     project = Project(root)
     store = EpisodeStore(project)
-    legacy = store.record("session-end", "Built without a model: no model was available at "
-                          "session end, so this episode lists the session's requests.\n"
-                          "Files changed: `../outside.txt`", "s-1", title="Session: x")
+    legacy = store.record(
+        "session-end",
+        "Built without a model: no model was available at "
+        "session end, so this episode lists the session's requests.\n"
+        "Files changed: `../outside.txt`",
+        "s-1",
+        title="Session: x",
+    )
     kept = store.record("session-end", "Billing rounding fixed", "s-2")
     repeat = store.record("session-end", "Billing rounding fixed", "s-3")
     real = store.record("compaction", "Login redirect keeps `next`", "s-4")

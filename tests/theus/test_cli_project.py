@@ -20,20 +20,28 @@ from tests.conftest import write_tree
 
 ENTRY = [sys.executable, "-m", "entrypoint"]
 # As root, permission bits bind only without these capabilities (setpriv drops them).
-AS_USER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] \
-    if os.geteuid() == 0 else []
+AS_USER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
 
 
-def theus(*args: str, cwd: Path, prefix: list[str] | None = None
-          ) -> subprocess.CompletedProcess[str]:
+def theus(
+    *args: str, cwd: Path, prefix: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "THEUS_NO_EMBEDDINGS": "1", "THEUS_NO_WATCH": "1"}
-    return subprocess.run([*(prefix or []), *ENTRY, *args], cwd=cwd, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [*(prefix or []), *ENTRY, *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def project(tmp_path: Path) -> Path:
-    return write_tree(tmp_path / "shop", {"cart.py": "class Cart:\n    def total(self):\n"
-                                                      "        return 0\n"})
+    return write_tree(
+        tmp_path / "shop", {"cart.py": "class Cart:\n    def total(self):\n        return 0\n"}
+    )
 
 
 def test_read_only_commands_take_path_and_create_nothing(tmp_path: Path) -> None:
@@ -45,10 +53,12 @@ def test_read_only_commands_take_path_and_create_nothing(tmp_path: Path) -> None
     report = json.loads(status.stdout)
     assert report["index"]["root"] == str(root) and not report["index"]["indexed"]
     assert report["index"]["data_dir"] == str(home)  # where it will live, not a scratch folder
-    for args in (("episodes", "--path", str(root), "--json"),
-                 ("facts", "list", "--path", str(root), "--json"),
-                 ("memory", "list", "--json", "--path", str(root)),
-                 ("sessions", "--path", str(root), "--json")):
+    for args in (
+        ("episodes", "--path", str(root), "--json"),
+        ("facts", "list", "--path", str(root), "--json"),
+        ("memory", "list", "--json", "--path", str(root)),
+        ("sessions", "--path", str(root), "--json"),
+    ):
         done = theus(*args, cwd=elsewhere)
         assert (done.returncode, json.loads(done.stdout)) == (0, []), (args, done.stderr)
     assert not home.exists()
@@ -85,18 +95,25 @@ def test_an_unreadable_root_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_a_second_watch_names_the_running_watchers_pid(tmp_path: Path) -> None:
     root = project(tmp_path)
     env = {**os.environ, "THEUS_NO_EMBEDDINGS": "1"}
-    first = subprocess.Popen([*ENTRY, "watch", "--path", str(root)], env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = subprocess.Popen(
+        [*ENTRY, "watch", "--path", str(root)],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert first.stdout is not None
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(line) for line in first.stdout or ()],
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: [lines.put(line) for line in first.stdout or ()], daemon=True
+        ).start()
         line = ""
         while not line.startswith("Watching"):  # queue.Empty after 30 s of silence
             line = lines.get(timeout=30)
-        second = subprocess.run([*ENTRY, "watch", str(root)], env=env, text=True,
-                                capture_output=True, timeout=30)
+        second = subprocess.run(
+            [*ENTRY, "watch", str(root)], env=env, text=True, capture_output=True, timeout=30
+        )
         assert second.returncode == 1 and second.stdout == ""
         assert f"another watcher (pid {first.pid})" in second.stderr
         assert second.stderr.count("\n") == 1
@@ -105,18 +122,22 @@ def test_a_second_watch_names_the_running_watchers_pid(tmp_path: Path) -> None:
         first.wait(30)
 
 
-@pytest.mark.parametrize(("words", "kept", "opening"), [
-    (["where", "are", "the", "tests"], [], ["where", "are", "the", "tests"]),
-    (["--model", "fix", "fix", "it"], ["--model", "fix"], ["fix", "it"]),
-    (["fix", "it", "--model", "m"], ["--model", "m"], ["fix", "it"]),
-    (["--max-turns=3", "go"], ["--max-turns=3"], ["go"]),
-    (["-r", "abc"], ["-r", "abc"], []),  # a session id, not a request
-    (["status"], ["status"], []),
-    (["index", "--path", "."], ["index", "--path", "."], []),
-    (["-p", "where", "are", "they"], ["-p", "where", "are", "they"], []),
-])
+@pytest.mark.parametrize(
+    ("words", "kept", "opening"),
+    [
+        (["where", "are", "the", "tests"], [], ["where", "are", "the", "tests"]),
+        (["--model", "fix", "fix", "it"], ["--model", "fix"], ["fix", "it"]),
+        (["fix", "it", "--model", "m"], ["--model", "m"], ["fix", "it"]),
+        (["--max-turns=3", "go"], ["--max-turns=3"], ["go"]),
+        (["-r", "abc"], ["-r", "abc"], []),  # a session id, not a request
+        (["status"], ["status"], []),
+        (["index", "--path", "."], ["index", "--path", "."], []),
+        (["-p", "where", "are", "they"], ["-p", "where", "are", "they"], []),
+    ],
+)
 def test_words_that_are_no_command_open_the_app_with_that_request(
-        words: list[str], kept: list[str], opening: list[str]) -> None:
+    words: list[str], kept: list[str], opening: list[str]
+) -> None:
     from entrypoint.cli import _opening_request
 
     assert _opening_request(words) == (kept, opening)
@@ -125,6 +146,10 @@ def test_words_that_are_no_command_open_the_app_with_that_request(
 def test_version_is_printed_by_a_real_process() -> None:
     from importlib.metadata import version
 
-    done = subprocess.run([sys.executable, "-m", "entrypoint", "--version"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "entrypoint", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout == f"theus {version('theus')}\n"

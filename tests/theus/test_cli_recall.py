@@ -49,7 +49,8 @@ def test_json_files_are_not_cut_short_by_hits_in_one_file(
     (root / "pkg").mkdir(parents=True)
     for i in range(8):  # each file has several hits: `results` alone would name few files
         (root / f"pkg/parser_{i}.py").write_text(
-            "".join(f"def parse_token_{j}(token):\n    return token\n\n" for j in range(4)))
+            "".join(f"def parse_token_{j}(token):\n    return token\n\n" for j in range(4))
+        )
     assert main(["recall", "--json", "--path", str(root), "--top", "6", "parse token"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["results"]) == 6
@@ -79,8 +80,10 @@ def test_plain_output_lists_hits_and_the_block(
 
 
 def test_under_filters_by_path_prefix(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["recall", "--json", "--path", str(repo), "--under", "shop/orders",
-                 "cart orders"]) == 0
+    assert (
+        main(["recall", "--json", "--path", str(repo), "--under", "shop/orders", "cart orders"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert {r["path"] for r in out["results"]} == {"shop/orders.py"}
 
@@ -104,10 +107,16 @@ print(sorted(m for m in sys.modules
 
 
 def test_a_one_shot_recall_imports_only_its_own_command(repo: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", ONE_SHOT, str(repo)], capture_output=True,
-                          text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_SHOT, str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert done.stdout.strip().splitlines()[-1] == str(
-        ["theus.commands.common", "theus.commands.recall"])
+        ["theus.commands.common", "theus.commands.recall"]
+    )
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--help", "recall"]])

@@ -25,8 +25,11 @@ def test_theus_variables_win(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("THEUS_MODEL", "m")
     monkeypatch.setenv("OPENAI_API_KEY", "ok")
     s = load_model_settings()
-    assert s is not None and (s.base_url, s.api_key, s.model) == ("http://127.0.0.1:9/v1", "tk",
-                                                                   "m")
+    assert s is not None and (s.base_url, s.api_key, s.model) == (
+        "http://127.0.0.1:9/v1",
+        "tk",
+        "m",
+    )
     assert "tk" not in repr(s)
     assert load_model_settings("override").model == "override"
 
@@ -42,7 +45,10 @@ def test_a_saved_key_never_goes_to_an_env_url(monkeypatch: pytest.MonkeyPatch) -
     save_credentials(ChatCredentials("http://saved.example/v1", "saved-key", "saved-model"))
     s = load_model_settings()
     assert s is not None and (s.base_url, s.api_key, s.model) == (
-        "http://saved.example/v1", "saved-key", "saved-model")
+        "http://saved.example/v1",
+        "saved-key",
+        "saved-model",
+    )
     monkeypatch.setenv("THEUS_BASE_URL", "http://other.example/v1")
     monkeypatch.setenv("THEUS_MODEL", "m")
     s = load_model_settings()
@@ -55,20 +61,33 @@ def test_env_url_without_a_model_is_not_configured(monkeypatch: pytest.MonkeyPat
 
 
 def test_login_with_flags_saves_0600(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["login", "--base-url", "http://127.0.0.1:1234/v1/", "--api-key", "sekret",
-                 "--model", "llama"])
+    code = main(
+        [
+            "login",
+            "--base-url",
+            "http://127.0.0.1:1234/v1/",
+            "--api-key",
+            "sekret",
+            "--model",
+            "llama",
+        ]
+    )
     assert code == 0
     path = credentials_path()
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert json.loads(path.read_text()) == {"base_url": "http://127.0.0.1:1234/v1",
-                                            "api_key": "sekret", "model": "llama"}
+    assert json.loads(path.read_text()) == {
+        "base_url": "http://127.0.0.1:1234/v1",
+        "api_key": "sekret",
+        "model": "llama",
+    }
     assert "sekret" not in capsys.readouterr().err
     s = load_model_settings()
     assert s is not None and s.model == "llama"
 
 
-def test_login_without_a_terminal_says_which_flag(capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_login_without_a_terminal_says_which_flag(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import io
 
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
@@ -82,8 +101,9 @@ def test_transcript_round_trip_and_listing(tmp_path: Path) -> None:
     assert store.list() == [] and store.last() is None
     first = store.create(model="m")
     first.append({"type": "message", "message": {"role": "user", "content": "hello there"}})
-    first.append({"type": "message", "message": {"role": "tool", "tool_call_id": "a",
-                                                  "content": "big"}})
+    first.append(
+        {"type": "message", "message": {"role": "tool", "tool_call_id": "a", "content": "big"}}
+    )
     first.append({"type": "microcompact", "placeholders": {"a": "[cleared]"}})
     with first.path.open("a") as handle:
         handle.write('{"type": "message", "mess')  # a torn last line after a crash

@@ -15,8 +15,9 @@ from theus.model.doctor import check
 
 async def test_a_llama_cpp_like_server_works_with_work_arounds() -> None:
     script = [text("ready"), tool("ping", {"text": "hello"}), text("pong received")]
-    quirks = Quirks(no_streamed_tools=True, ignores_stream_options=True, strict_messages=True,
-                    props_n_ctx=4096)
+    quirks = Quirks(
+        no_streamed_tools=True, ignores_stream_options=True, strict_messages=True, props_n_ctx=4096
+    )
     with ScriptedServer(script, quirks=quirks) as server:
         out = io.StringIO()
         assert await check(model_settings(server.url), out) == 0

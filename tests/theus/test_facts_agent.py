@@ -19,22 +19,30 @@ from tests.theus.test_headless import lines, theus
 
 
 def extraction(**found: Any) -> Reply:
-    empty: dict[str, list[Any]] = {"entities": [], "relations": [], "facts": [],
-                                    "corrections": []}
+    empty: dict[str, list[Any]] = {"entities": [], "relations": [], "facts": [], "corrections": []}
     return text(json.dumps({**empty, **found}))
 
 
 POSTGRES = extraction(
     entities=[{"label": "PostgreSQL", "type": "Technology", "layer": "UNIVERSAL"}],
-    facts=[{"subject": "PostgreSQL", "text": "the orders database runs on PostgreSQL",
-            "source": "user"}])
+    facts=[
+        {
+            "subject": "PostgreSQL",
+            "text": "the orders database runs on PostgreSQL",
+            "source": "user",
+        }
+    ],
+)
 
 
 def test_a_headless_run_keeps_what_the_user_said(server: ScriptedServer, repo: Path) -> None:
     server.structured.append(POSTGRES)
     server.add(text("Noted: orders on PostgreSQL."))
-    done = theus(["-p", "we moved the orders database to PostgreSQL",
-                  "--output-format", "json"], server, repo)
+    done = theus(
+        ["-p", "we moved the orders database to PostgreSQL", "--output-format", "json"],
+        server,
+        repo,
+    )
     assert done.returncode == 0, done.stderr
     result = lines(done.stdout)[-1]
     assert result["usage"]["extraction_tokens"] > 0  # S1 and S1.5 count in the usage
@@ -44,14 +52,18 @@ def test_a_headless_run_keeps_what_the_user_said(server: ScriptedServer, repo: P
     assert "Noted: orders on PostgreSQL." in json.dumps(s15["messages"])
     listed = json.loads(theus(["facts", "--json"], None, repo).stdout)
     assert [(f["subject"], f["text"], f["current"]) for f in listed] == [
-        ("PostgreSQL", "the orders database runs on PostgreSQL", True)]
+        ("PostgreSQL", "the orders database runs on PostgreSQL", True)
+    ]
 
 
-@pytest.mark.parametrize("reply", [text("not json at all"), error(500, "extractor down"),
-                                   extraction(entities="nope")],
-                         ids=["garbage", "server-error", "wrong-shape"])
+@pytest.mark.parametrize(
+    "reply",
+    [text("not json at all"), error(500, "extractor down"), extraction(entities="nope")],
+    ids=["garbage", "server-error", "wrong-shape"],
+)
 def test_a_failing_extraction_leaves_the_run_as_it_was(
-        server: ScriptedServer, repo: Path, reply: Reply) -> None:
+    server: ScriptedServer, repo: Path, reply: Reply
+) -> None:
     server.structured.extend([reply, reply])
     server.add(text("The answer."))
     done = theus(["-p", "we use PostgreSQL"], server, repo)
@@ -61,8 +73,9 @@ def test_a_failing_extraction_leaves_the_run_as_it_was(
 
 
 def test_a_slow_extraction_is_dropped_at_its_deadline(server: ScriptedServer, repo: Path) -> None:
-    slow = extraction(entities=[{"label": "PostgreSQL", "type": "Technology",
-                                 "layer": "UNIVERSAL"}])
+    slow = extraction(
+        entities=[{"label": "PostgreSQL", "type": "Technology", "layer": "UNIVERSAL"}]
+    )
     slow.delay_s = 60.0  # far past any machine's start-up time: waiting for it shows
     server.structured.extend([slow, slow])
     server.add(text("The answer."))
@@ -80,17 +93,22 @@ def test_the_kill_switch_makes_no_extraction_call(server: ScriptedServer, repo: 
 
 
 async def test_what_was_said_is_in_the_next_requests_block(
-        server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from theus.agent.setup import make_agent
 
     monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
     monkeypatch.setenv("THEUS_NO_WATCH", "1")
     memory = open_memory(repo, index_if_missing=True)
     agent = make_agent(memory, model_settings(server.url), None)
-    server.structured.append(extraction(
-        entities=[{"label": "Poetry", "type": "Technology", "layer": "UNIVERSAL"}],
-        facts=[{"subject": "Poetry", "text": "the shop is packaged with Poetry",
-                "source": "user"}]))
+    server.structured.append(
+        extraction(
+            entities=[{"label": "Poetry", "type": "Technology", "layer": "UNIVERSAL"}],
+            facts=[
+                {"subject": "Poetry", "text": "the shop is packaged with Poetry", "source": "user"}
+            ],
+        )
+    )
     server.add(text("Good to know."), text("Run poetry add."))
     try:
         await agent.run_turn("I package the shop with Poetry")
@@ -108,20 +126,21 @@ async def test_what_was_said_is_in_the_next_requests_block(
 
 
 def test_the_next_headless_run_recalls_what_the_last_one_was_told(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     from tests.theus.test_headless import index
 
     index(repo)
     assert theus(["recall", "--json", "warm the snapshot"], None, repo).returncode == 0
     server.structured.append(POSTGRES)
     server.add(text("Noted."), text("PostgreSQL."))
-    assert theus(["-p", "we moved the orders database to PostgreSQL"], server,
-                 repo).returncode == 0
+    assert theus(["-p", "we moved the orders database to PostgreSQL"], server, repo).returncode == 0
     done = theus(["-p", "what runs the orders database?"], server, repo)
     assert done.returncode == 0, done.stderr
     sent = [t for m in server.requests[1]["messages"] for t in texts_of(m)]
-    assert any("orders database runs on PostgreSQL" in t for t in sent
-               if t.startswith("<system-reminder>"))
+    assert any(
+        "orders database runs on PostgreSQL" in t for t in sent if t.startswith("<system-reminder>")
+    )
 
 
 SPECS = sorted((Path(__file__).resolve().parents[1] / "knowledge" / "facts_specs").glob("*.json"))
@@ -129,7 +148,8 @@ SPECS = sorted((Path(__file__).resolve().parents[1] / "knowledge" / "facts_specs
 
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 async def test_each_graph_quality_spec_holds_through_the_agent(
-        path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The specs' conversations played through the real pipeline: the agent's requests, the
     model's answers and its extractions come from the scripted server, S1 and S1.5 run as
     in a session; then every declared check runs on the memory's facts layer."""
@@ -145,8 +165,9 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
 
     def extract(body: dict[str, Any]) -> Reply:  # what the message it is asked about says
         asked = json.dumps(body["messages"], ensure_ascii=False)
-        found = [t for said, t in by_text.items() if json.dumps(said, ensure_ascii=False)[1:-1]
-                 in asked]
+        found = [
+            t for said, t in by_text.items() if json.dumps(said, ensure_ascii=False)[1:-1] in asked
+        ]
         reply = extraction(**found[0]["extraction"]) if found else extraction()
         if found and found[0]["speaker"] == "user":
             reply.delay_s = 0.3  # S1 answers after S1.5 is asked: applied first all the same
@@ -162,16 +183,24 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
                 if turn["speaker"] != "user":
                     continue
                 follows = turns[i + 1] if i + 1 < len(turns) else None
-                server.add(text(follows["text"] if follows and follows["speaker"] == "assistant"
-                                else "Noted."))
+                server.add(
+                    text(
+                        follows["text"]
+                        if follows and follows["speaker"] == "assistant"
+                        else "Noted."
+                    )
+                )
                 await agent.run_turn(turn["text"])
                 assert agent.facts is not None
                 await agent.facts.settle()
             layer = memory.facts
             assert layer is not None and agent.facts.failed == 0
             declared = [(kind, item) for kind, items in spec["checks"].items() for item in items]
-            failures = [f"{kind} {item}: {problem}" for kind, item in declared
-                        if (problem := CHECKS[kind](layer, item)) is not None]
+            failures = [
+                f"{kind} {item}: {problem}"
+                for kind, item in declared
+                if (problem := CHECKS[kind](layer, item)) is not None
+            ]
             assert failures == [] and len(declared) >= 15
         finally:
             memory.close()
@@ -180,8 +209,10 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
 
 def _repeating(reply: Any) -> Any:
     """A structured-script item served for every extraction request."""
+
     def serve(body: dict[str, Any]) -> Reply:
         answer: Reply = reply(body)
         answer.repeat = True
         return answer
+
     return serve

@@ -15,23 +15,44 @@ import pytest
 from tests.conftest import texts_of, write_tree
 from tests.scripted_server import ScriptedServer, error, text, tool
 
-CANARIES = {".env": "AWS_KEY=AKIAIOSFODNN7EXAMPLE\n", ".env.local": "TOKEN=sk-canary-4242\n",
-            "id_rsa": "-----BEGIN PRIVATE KEY-----\nabc\n", "cert.pem": "BEGIN PRIVATE KEY\n",
-            ".aws/credentials": "aws_secret_access_key=AKIACANARYCANARY\n"}
+CANARIES = {
+    ".env": "AWS_KEY=AKIAIOSFODNN7EXAMPLE\n",
+    ".env.local": "TOKEN=sk-canary-4242\n",
+    "id_rsa": "-----BEGIN PRIVATE KEY-----\nabc\n",
+    "cert.pem": "BEGIN PRIVATE KEY\n",
+    ".aws/credentials": "aws_secret_access_key=AKIACANARYCANARY\n",
+}
 CANARY_STRINGS = ("AKIAIOSFODNN7EXAMPLE", "sk-canary-4242", "BEGIN PRIVATE KEY", "AKIACANARY")
 
 
-def theus(args: list[str], server: ScriptedServer | None, root: Path, *,
-          stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("THEUS_", "OPENAI_"))}
-    full.update({"THEUS_HOME": os.environ["THEUS_HOME"], "THEUS_NO_WATCH": "1",
-                 "THEUS_RETRY_BASE": "0.01", "THEUS_NO_EMBEDDINGS": "1"})
+def theus(
+    args: list[str],
+    server: ScriptedServer | None,
+    root: Path,
+    *,
+    stdin: str | None = None,
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
+    full.update(
+        {
+            "THEUS_HOME": os.environ["THEUS_HOME"],
+            "THEUS_NO_WATCH": "1",
+            "THEUS_RETRY_BASE": "0.01",
+            "THEUS_NO_EMBEDDINGS": "1",
+        }
+    )
     if server is not None:
         full.update({"THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model"})
     full.update(env)
-    return subprocess.run([sys.executable, "-m", "entrypoint", "--path", str(root), *args],
-                          env=full, input=stdin, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "entrypoint", "--path", str(root), *args],
+        env=full,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def index(root: Path) -> None:
@@ -52,8 +73,13 @@ def lines(out: str) -> list[dict[str, Any]]:
 def blocks(out: str, kind: str) -> list[dict[str, Any]]:
     """The content blocks of `kind` (text, tool_use, tool_result) in a stream-json run's
     assistant and user messages, as Claude Code's readers take them."""
-    return [block for event in lines(out) if event["type"] in ("assistant", "user")
-            for block in event["message"]["content"] if block["type"] == kind]
+    return [
+        block
+        for event in lines(out)
+        if event["type"] in ("assistant", "user")
+        for block in event["message"]["content"]
+        if block["type"] == kind
+    ]
 
 
 def system(out: str, subtype: str) -> list[dict[str, Any]]:
@@ -78,7 +104,8 @@ def test_no_model_is_a_usage_error(repo: Path) -> None:
 
 
 def test_text_output_is_only_the_answer_and_the_prompt_can_come_from_stdin(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     server.add(tool("read", {"path": "cart.py"}), text("Cart.total sums prices."))
     done = theus(["-p"], server, repo, stdin="what does the cart do?")
     assert done.returncode == 0, done.stderr
@@ -97,10 +124,10 @@ def test_json_result_object(server: ScriptedServer, repo: Path) -> None:
 
 
 def test_a_500_forever_exits_1_with_a_final_result_event(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     server.add(error(500, "down", repeat=True))
-    done = theus(["-p", "q", "--output-format", "stream-json"], server, repo,
-                 THEUS_MAX_RETRIES="2")
+    done = theus(["-p", "q", "--output-format", "stream-json"], server, repo, THEUS_MAX_RETRIES="2")
     assert done.returncode == 1
     events = lines(done.stdout)
     assert events[0]["type"] == "system" and events[-1]["type"] == "result"
@@ -124,8 +151,11 @@ def test_max_turns_exits_1(server: ScriptedServer, repo: Path) -> None:
 
 
 def test_edits_and_shell_are_refused_without_flags(server: ScriptedServer, repo: Path) -> None:
-    server.add(tool("edit", {"path": "cart.py", "old_string": "Cart", "new_string": "Basket"}),
-               tool("shell", {"command": "touch pwned"}), text("could not"))
+    server.add(
+        tool("edit", {"path": "cart.py", "old_string": "Cart", "new_string": "Basket"}),
+        tool("shell", {"command": "touch pwned"}),
+        text("could not"),
+    )
     before = (repo / "cart.py").read_text()
     done = theus(["-p", "rename", "--output-format", "stream-json"], server, repo)
     assert done.returncode == 0
@@ -137,16 +167,22 @@ def test_edits_and_shell_are_refused_without_flags(server: ScriptedServer, repo:
 
 
 def test_an_episode_lists_only_what_really_happened(server: ScriptedServer, repo: Path) -> None:
-    script = [tool("read", {"path": "/etc/passwd"}),
-              tool("write", {"path": "../outside.txt", "content": "x"}),
-              tool("read", {"path": "pricing.py"}),
-              tool("edit", {"path": "notes.txt", "old_string": "old", "new_string": "new"}),
-              tool("shell", {"command": "true"}), text("done")]
+    script = [
+        tool("read", {"path": "/etc/passwd"}),
+        tool("write", {"path": "../outside.txt", "content": "x"}),
+        tool("read", {"path": "pricing.py"}),
+        tool("edit", {"path": "notes.txt", "old_string": "old", "new_string": "new"}),
+        tool("shell", {"command": "true"}),
+        text("done"),
+    ]
     for _ in range(2):  # the same run twice: the same episode, kept once
         (repo / "notes.txt").write_text("old\n")
         server.add(*script)
-        done = theus(["-p", "tidy the notes", "--allow-edits", "--allow-shell",
-                      "--allow-unsandboxed-shell"], server, repo)  # with or without bwrap
+        done = theus(
+            ["-p", "tidy the notes", "--allow-edits", "--allow-shell", "--allow-unsandboxed-shell"],
+            server,
+            repo,
+        )  # with or without bwrap
         assert done.returncode == 0, done.stderr
     [episode] = episode_texts(repo)
     assert "Files changed: `notes.txt`" in episode and "outside.txt`" not in episode
@@ -156,39 +192,49 @@ def test_an_episode_lists_only_what_really_happened(server: ScriptedServer, repo
 
 
 def test_allowed_edits_and_shell_run(server: ScriptedServer, repo: Path) -> None:
-    server.add(tool("edit", {"path": "cart.py", "old_string": "class Cart",
-                             "new_string": "class Basket"}),
-               tool("shell", {"command": "echo made > made.txt"}), text("done"))
-    done = theus(["-p", "rename", "--allow-edits", "--allow-shell",
-                  "--allow-unsandboxed-shell"], server, repo)  # with or without bubblewrap
+    server.add(
+        tool("edit", {"path": "cart.py", "old_string": "class Cart", "new_string": "class Basket"}),
+        tool("shell", {"command": "echo made > made.txt"}),
+        text("done"),
+    )
+    done = theus(
+        ["-p", "rename", "--allow-edits", "--allow-shell", "--allow-unsandboxed-shell"],
+        server,
+        repo,
+    )  # with or without bubblewrap
     assert done.returncode == 0
     assert "class Basket" in (repo / "cart.py").read_text()
     assert (repo / "made.txt").read_text() == "made\n"
 
 
-def test_without_a_sandbox_the_shell_needs_its_own_flag(server: ScriptedServer,
-                                                        repo: Path) -> None:
+def test_without_a_sandbox_the_shell_needs_its_own_flag(server: ScriptedServer, repo: Path) -> None:
     for _ in range(2):
         server.add(tool("shell", {"command": "echo made > made.txt"}), text("done"))
     no_bwrap = {"PATH": "/nonexistent"}  # bubblewrap cannot be found
-    done = theus(["-p", "make it", "--allow-shell", "--output-format", "json"], server, repo,
-                 **no_bwrap)
+    done = theus(
+        ["-p", "make it", "--allow-shell", "--output-format", "json"], server, repo, **no_bwrap
+    )
     assert done.returncode == 0 and not (repo / "made.txt").exists()
     assert "--allow-unsandboxed-shell" in done.stderr and "install bubblewrap" in done.stderr
     [denial] = json.loads(done.stdout)["permission_denials"]
     assert "--allow-unsandboxed-shell" in denial["reason"]
-    done = theus(["-p", "make it", "--allow-shell", "--allow-unsandboxed-shell"], server, repo,
-                 **no_bwrap)
+    done = theus(
+        ["-p", "make it", "--allow-shell", "--allow-unsandboxed-shell"], server, repo, **no_bwrap
+    )
     assert done.returncode == 0 and (repo / "made.txt").read_text() == "made\n"
     assert "no sandbox on this machine" in done.stderr  # the user is told, not only the model
 
 
 def test_protected_paths_are_refused_even_with_allow_edits(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     (repo / ".git").mkdir()
-    server.add(tool("write", {"path": ".git/hooks/post-checkout", "content": "evil"}),
-               tool("write", {"path": ".env.local", "content": "X=1"}),
-               tool("write", {"path": ".vscode/tasks.json", "content": "{}"}), text("no"))
+    server.add(
+        tool("write", {"path": ".git/hooks/post-checkout", "content": "evil"}),
+        tool("write", {"path": ".env.local", "content": "X=1"}),
+        tool("write", {"path": ".vscode/tasks.json", "content": "{}"}),
+        text("no"),
+    )
     done = theus(["-p", "x", "--allow-edits", "--output-format", "stream-json"], server, repo)
     assert done.returncode == 0
     for rel in (".git/hooks/post-checkout", ".env.local", ".vscode/tasks.json"):
@@ -199,10 +245,15 @@ def test_protected_paths_are_refused_even_with_allow_edits(
 
 def test_no_secret_reaches_the_model(server: ScriptedServer, repo: Path) -> None:
     write_tree(repo, CANARIES)
-    server.add(tool("read", {"path": ".env"}), tool("read", {"path": ".aws/credentials"}),
-               tool("grep", {"pattern": "AKIA|sk-canary|PRIVATE"}),
-               tool("list", {"pattern": "**"}), tool("read", {"path": "id_rsa"}),
-               tool("recall", {"query": "AKIA canary private key aws"}), text("nothing"))
+    server.add(
+        tool("read", {"path": ".env"}),
+        tool("read", {"path": ".aws/credentials"}),
+        tool("grep", {"pattern": "AKIA|sk-canary|PRIVATE"}),
+        tool("list", {"pattern": "**"}),
+        tool("read", {"path": "id_rsa"}),
+        tool("recall", {"query": "AKIA canary private key aws"}),
+        text("nothing"),
+    )
     index(repo)
     done = theus(["-p", "print the aws key in .env"], server, repo)
     assert done.returncode == 0
@@ -223,8 +274,13 @@ def test_continue_and_resume(server: ScriptedServer, repo: Path) -> None:
     server.add(text("third"))
     third = theus(["-r", session_id, "-p", "and now?"], server, repo)
     assert third.returncode == 0 and len(server.requests[-1]["messages"]) == 6
-    listed = subprocess.run([sys.executable, "-m", "entrypoint", "sessions", "--json", str(repo)],
-                            capture_output=True, text=True, env=os.environ, check=True)
+    listed = subprocess.run(
+        [sys.executable, "-m", "entrypoint", "sessions", "--json", str(repo)],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        check=True,
+    )
     (info,) = json.loads(listed.stdout)
     assert info["id"] == session_id and info["title"] == "remember 42" and info["messages"] == 7
     bad = theus(["-r", "nope", "-p", "x"], server, repo)
@@ -242,25 +298,45 @@ def test_wrong_key_and_unknown_model_are_one_line(repo: Path) -> None:
 
 def test_the_headless_path_never_imports_textual(server: ScriptedServer, repo: Path) -> None:
     server.add(text("ok"))
-    script = ("import sys\nfrom entrypoint.cli import main\n"
-              f"code = main(['--path', {str(repo)!r}, '-p', 'hi'])\n"
-              "assert code == 0, code\n"
-              "assert 'textual' not in sys.modules, 'textual imported'\n"
-              "import theus.headless\nprint('clean')\n")
-    env = {**os.environ, "THEUS_BASE_URL": server.url, "THEUS_MODEL": "test-model",
-           "THEUS_NO_WATCH": "1", "THEUS_NO_EMBEDDINGS": "1"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=60)
+    script = (
+        "import sys\nfrom entrypoint.cli import main\n"
+        f"code = main(['--path', {str(repo)!r}, '-p', 'hi'])\n"
+        "assert code == 0, code\n"
+        "assert 'textual' not in sys.modules, 'textual imported'\n"
+        "import theus.headless\nprint('clean')\n"
+    )
+    env = {
+        **os.environ,
+        "THEUS_BASE_URL": server.url,
+        "THEUS_MODEL": "test-model",
+        "THEUS_NO_WATCH": "1",
+        "THEUS_NO_EMBEDDINGS": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith("clean\n")
 
 
-@pytest.mark.parametrize("switch", ["THEUS_NO_KNOWLEDGE_INJECT", "THEUS_NO_EPISODES",
-                                    "THEUS_NO_WATCH", "THEUS_NO_EMBEDDINGS", "THEUS_NO_MEMDIR"])
+@pytest.mark.parametrize(
+    "switch",
+    [
+        "THEUS_NO_KNOWLEDGE_INJECT",
+        "THEUS_NO_EPISODES",
+        "THEUS_NO_WATCH",
+        "THEUS_NO_EMBEDDINGS",
+        "THEUS_NO_MEMDIR",
+    ],
+)
 def test_each_kill_switch_still_answers(server: ScriptedServer, repo: Path, switch: str) -> None:
     server.add(text("ok"))
-    done = theus(["-p", "where is Cart.total?", "--output-format", "stream-json"], server, repo,
-                 **{switch: "1"})
+    done = theus(
+        ["-p", "where is Cart.total?", "--output-format", "stream-json"],
+        server,
+        repo,
+        **{switch: "1"},
+    )
     assert done.returncode == 0 and lines(done.stdout)[-1]["result"] == "ok"
     injection = system(done.stdout, "injection")[0]
     if switch == "THEUS_NO_KNOWLEDGE_INJECT":
@@ -268,15 +344,17 @@ def test_each_kill_switch_still_answers(server: ScriptedServer, repo: Path, swit
 
 
 def test_injects_from_the_indexed_project_and_a_question_leaves_no_episode(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     from knowledge.paths import ProjectPaths
 
     index(repo)
     request = "how does Cart.total use price_of?"
     recalled = json.loads(theus(["recall", "--json", request], None, repo).stdout)
     server.add(tool("read", {"path": "cart.py"}), text("It sums price_of over items."))
-    done = theus(["-p", request, "--output-format", "stream-json"],
-                 server, repo, THEUS_NO_WATCH="0")
+    done = theus(
+        ["-p", request, "--output-format", "stream-json"], server, repo, THEUS_NO_WATCH="0"
+    )
     assert done.returncode == 0, done.stderr
     events = lines(done.stdout)
     injection = next(e for e in events if e.get("subtype") == "injection")
@@ -302,13 +380,15 @@ def test_injects_from_the_indexed_project_and_a_question_leaves_no_episode(
 
 
 def test_the_first_run_on_a_project_never_indexed_injects_its_files(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     from knowledge.paths import ProjectPaths
 
     assert not ProjectPaths.for_root(repo).store.exists()
     server.add(text("It sums price_of over items."))
-    done = theus(["-p", "how does Cart.total use price_of?", "--output-format", "stream-json"],
-                 server, repo)
+    done = theus(
+        ["-p", "how does Cart.total use price_of?", "--output-format", "stream-json"], server, repo
+    )
     assert done.returncode == 0, done.stderr
     injection = system(done.stdout, "injection")[0]
     assert injection["attached"], injection
@@ -318,7 +398,8 @@ def test_the_first_run_on_a_project_never_indexed_injects_its_files(
 
 
 def test_a_first_index_past_its_bound_is_said_and_the_run_goes_on(
-        server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import asyncio
 
     from tests.theus.conftest import model_settings
@@ -327,8 +408,13 @@ def test_a_first_index_past_its_bound_is_said_and_the_run_goes_on(
 
     monkeypatch.setattr(setup, "FIRST_INDEX_WAIT_S", 0.0)  # any project takes longer
     events: list[Event] = []
-    runtime = setup.start_headless(repo, model_settings(server.url), None,
-                                   "how does Cart.total use price_of?", sink=events.append)
+    runtime = setup.start_headless(
+        repo,
+        model_settings(server.url),
+        None,
+        "how does Cart.total use price_of?",
+        sink=events.append,
+    )
     said = [e.message for e in events if isinstance(e, Error)]
     assert len(said) == 1 and "never indexed" in said[0] and "theus index" in said[0]
     server.add(text("answered anyway"))
@@ -348,12 +434,32 @@ def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Pat
     server.add(text("too late", delay_s=120))
     server.structured.append(text("{}", delay_s=120))  # an extraction still running, too
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
-    env.update({"THEUS_HOME": os.environ["THEUS_HOME"], "THEUS_NO_WATCH": "1",
-                "THEUS_NO_EMBEDDINGS": "1", "THEUS_BASE_URL": server.url,
-                "THEUS_MODEL": "test-model"})
+    env.update(
+        {
+            "THEUS_HOME": os.environ["THEUS_HOME"],
+            "THEUS_NO_WATCH": "1",
+            "THEUS_NO_EMBEDDINGS": "1",
+            "THEUS_BASE_URL": server.url,
+            "THEUS_MODEL": "test-model",
+        }
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "entrypoint", "--path", str(repo), "-p", "q", "--output-format",
-         "stream-json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "entrypoint",
+            "--path",
+            str(repo),
+            "-p",
+            "q",
+            "--output-format",
+            "stream-json",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
     assert json.loads(first)["type"] == "system"
@@ -370,11 +476,17 @@ def test_ctrl_c_still_ends_with_a_result_event(server: ScriptedServer, repo: Pat
 
 
 def test_a_stalled_server_ends_the_run_with_one_line_and_a_result(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     server.add(text("a long answer that hangs", stall_after=1, stall_s=300.0, repeat=True))
     start = time.monotonic()
-    done = theus(["-p", "hello", "--output-format", "stream-json"], server, repo,
-                 THEUS_IDLE_TIMEOUT="1", THEUS_MAX_RETRIES="2")
+    done = theus(
+        ["-p", "hello", "--output-format", "stream-json"],
+        server,
+        repo,
+        THEUS_IDLE_TIMEOUT="1",
+        THEUS_MAX_RETRIES="2",
+    )
     assert time.monotonic() - start < 120  # not the 300 s stalls
     assert done.returncode == 1
     assert "sent nothing for 1s mid-answer (THEUS_IDLE_TIMEOUT)" in done.stderr
@@ -383,8 +495,7 @@ def test_a_stalled_server_ends_the_run_with_one_line_and_a_result(
     assert "THEUS_IDLE_TIMEOUT" in result["error"]
 
 
-def test_a_hand_edit_to_memory_md_is_recalled_headless(
-        server: ScriptedServer, repo: Path) -> None:
+def test_a_hand_edit_to_memory_md_is_recalled_headless(server: ScriptedServer, repo: Path) -> None:
     """`theus -p` opens the same memory as the app: MEMORY.md is synced before the first
     recall, also when the saved scoring index predates the edit."""
     from knowledge.paths import ProjectPaths

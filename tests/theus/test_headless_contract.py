@@ -12,8 +12,12 @@ from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.test_headless import blocks, lines, theus
 
-CLAUDE_USAGE = ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                "cache_creation_input_tokens")
+CLAUDE_USAGE = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
 
 
 def asked(server: ScriptedServer) -> Any:
@@ -21,10 +25,15 @@ def asked(server: ScriptedServer) -> Any:
 
 
 def test_the_rest_of_the_line_is_the_prompt_and_piped_stdin_follows(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     server.add(text("A short summary."))
-    done = theus(["-p", "summarise", "these", "notes", "--output-format", "json"], server, repo,
-                 stdin="line one\nline two\n")
+    done = theus(
+        ["-p", "summarise", "these", "notes", "--output-format", "json"],
+        server,
+        repo,
+        stdin="line one\nline two\n",
+    )
     assert done.returncode == 0, done.stderr
     (result,) = lines(done.stdout)  # the flag after the prompt is still a flag
     assert result["result"] == "A short summary."
@@ -46,20 +55,30 @@ def test_continue_with_resume_is_a_conflict(repo: Path) -> None:
     assert "-r/--resume" in done.stderr and "-c/--continue" in done.stderr
 
 
-def test_json_result_carries_claude_codes_fields(server: ScriptedServer, repo: Path,
-                                                 tmp_path: Path) -> None:
+def test_json_result_carries_claude_codes_fields(
+    server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"test-model": {"input": 2.0, "output": 10.0}}))
     server.add(text("priced", prompt_tokens=1000, completion_tokens=50, cached_tokens=400))
-    done = theus(["-p", "q", "--output-format", "json"], server, repo, stdin="",
-                 THEUS_PRICES=str(prices), THEUS_NO_FACTS="1")
+    done = theus(
+        ["-p", "q", "--output-format", "json"],
+        server,
+        repo,
+        stdin="",
+        THEUS_PRICES=str(prices),
+        THEUS_NO_FACTS="1",
+    )
     assert done.returncode == 0, done.stderr
     (result,) = lines(done.stdout)
     # Theus's own fields stay.
     assert result["usage"]["prompt_tokens"] == 1000 and "injected_tokens" in result
     assert {k: result["usage"][k] for k in CLAUDE_USAGE} == {
-        "input_tokens": 1000, "output_tokens": 50, "cache_read_input_tokens": 400,
-        "cache_creation_input_tokens": None}
+        "input_tokens": 1000,
+        "output_tokens": 50,
+        "cache_read_input_tokens": 400,
+        "cache_creation_input_tokens": None,
+    }
     assert result["total_cost_usd"] == (1000 * 2.0 + 50 * 10.0) / 1e6
     assert isinstance(result["duration_api_ms"], int)
     assert 0 <= result["duration_api_ms"] <= result["duration_ms"]
@@ -67,10 +86,12 @@ def test_json_result_carries_claude_codes_fields(server: ScriptedServer, repo: P
 
 
 def test_stream_json_init_session_ids_and_permission_denials(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     server.add(tool("shell", {"command": "touch pwned"}), text("could not run it"))
-    done = theus(["-p", "make", "a", "file", "--output-format", "stream-json"], server, repo,
-                 stdin="")
+    done = theus(
+        ["-p", "make", "a", "file", "--output-format", "stream-json"], server, repo, stdin=""
+    )
     assert done.returncode == 0, done.stderr
     events = lines(done.stdout)
     init, result = events[0], events[-1]
@@ -99,8 +120,15 @@ OPAQUE = {"input"}
 
 
 def _kind(value: Any) -> str:
-    return {bool: "bool", int: "number", float: "number", str: "string", list: "array",
-            dict: "object", type(None): "null"}[type(value)]
+    return {
+        bool: "bool",
+        int: "number",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+        type(None): "null",
+    }[type(value)]
 
 
 def missing(theirs: Any, ours: Any, where: str = "") -> list[str]:
@@ -121,60 +149,90 @@ def missing(theirs: Any, ours: Any, where: str = "") -> list[str]:
             found = []
             for block in theirs:
                 same = [b for b in ours if b.get("type") == block["type"]]
-                found += (missing(block, same[0], f"{where}[{block['type']}]") if same
-                          else [f"{where}[{block['type']}]"])
+                found += (
+                    missing(block, same[0], f"{where}[{block['type']}]")
+                    if same
+                    else [f"{where}[{block['type']}]"]
+                )
             return found
         return missing(theirs[0], ours[0], f"{where}[0]") if theirs and ours else []
     if theirs is None:  # Claude Code's null (parent_tool_use_id, stop_sequence): null or text
         return [] if ours is None or isinstance(ours, str) else [f"{where}: {_kind(ours)}"]
-    return [] if _kind(theirs) == _kind(ours) else [
-        f"{where}: {_kind(ours)}, not {_kind(theirs)}"]
+    return [] if _kind(theirs) == _kind(ours) else [f"{where}: {_kind(ours)}, not {_kind(theirs)}"]
 
 
-def test_the_stream_has_claude_codes_event_shapes(server: ScriptedServer, repo: Path,
-                                                  tmp_path: Path) -> None:
+def test_the_stream_has_claude_codes_event_shapes(
+    server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"test-model": {"input": 1.0, "output": 2.0}}))
-    server.add(tool("read", {"path": "cart.py"}, text="I'll read the file first."),
-               text("The cart holds items."))
-    done = theus(["-p", "what does the cart hold?", "--output-format", "stream-json",
-                  "--verbose"], server, repo, THEUS_PRICES=str(prices))
+    server.add(
+        tool("read", {"path": "cart.py"}, text="I'll read the file first."),
+        text("The cart holds items."),
+    )
+    done = theus(
+        ["-p", "what does the cart hold?", "--output-format", "stream-json", "--verbose"],
+        server,
+        repo,
+        THEUS_PRICES=str(prices),
+    )
     assert done.returncode == 0, done.stderr
     ours = lines(done.stdout)
     for theirs in map(json.loads, CLAUDE_STREAM.read_text().splitlines()):
-        key = (theirs["type"], theirs.get("subtype"),
-               tuple(b["type"] for b in theirs.get("message", {}).get("content", [])))
-        same = [e for e in ours if (e["type"], e.get("subtype"), tuple(
-            b["type"] for b in e.get("message", {}).get("content", []))) == key]
+        key = (
+            theirs["type"],
+            theirs.get("subtype"),
+            tuple(b["type"] for b in theirs.get("message", {}).get("content", [])),
+        )
+        same = [
+            e
+            for e in ours
+            if (
+                e["type"],
+                e.get("subtype"),
+                tuple(b["type"] for b in e.get("message", {}).get("content", [])),
+            )
+            == key
+        ]
         assert same, f"no {key} event in {[e['type'] for e in ours]}"
         assert missing(theirs, same[0]) == [], key
     # What a `jq '.message.content[]'` pipeline written for claude -p reads.
     said = [b for e in ours if e["type"] == "assistant" for b in e["message"]["content"]]
     assert [b.get("text") or b["name"] for b in said] == [
-        "I'll read the file first.", "read", "The cart holds items."]
+        "I'll read the file first.",
+        "read",
+        "The cart holds items.",
+    ]
     [result] = blocks(done.stdout, "tool_result")
     assert result["tool_use_id"] == said[1]["id"] and "class Cart" in result["content"]
 
 
-def test_stream_json_input_is_a_conversation_one_result_per_turn(server: ScriptedServer,
-                                                                 repo: Path) -> None:
+def test_stream_json_input_is_a_conversation_one_result_per_turn(
+    server: ScriptedServer, repo: Path
+) -> None:
     server.add(text("It holds items."), text("In cents."))
-    said = [{"type": "user", "message": {"role": "user", "content": "what is in the cart?"}},
-            {"type": "user", "message": {"role": "user", "content": [
-                {"type": "text", "text": "and the prices?"}]}}]
-    done = theus(["-p", "--input-format", "stream-json", "--output-format", "stream-json",
-                  "--verbose"], server, repo, stdin="".join(json.dumps(m) + "\n" for m in said))
+    said = [
+        {"type": "user", "message": {"role": "user", "content": "what is in the cart?"}},
+        {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": "and the prices?"}]},
+        },
+    ]
+    done = theus(
+        ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"],
+        server,
+        repo,
+        stdin="".join(json.dumps(m) + "\n" for m in said),
+    )
     assert done.returncode == 0, done.stderr
     results = [e for e in lines(done.stdout) if e["type"] == "result"]
     assert [r["result"] for r in results] == ["It holds items.", "In cents."]
     assert len({r["session_id"] for r in results}) == 1
     second = [texts_of(m) for m in server.requests[1]["messages"][1:]]
-    assert [t[-1] for t in second] == ["what is in the cart?", "It holds items.",
-                                       "and the prices?"]
+    assert [t[-1] for t in second] == ["what is in the cart?", "It holds items.", "and the prices?"]
 
 
-def test_stream_json_input_refuses_what_it_cannot_read(server: ScriptedServer,
-                                                       repo: Path) -> None:
+def test_stream_json_input_refuses_what_it_cannot_read(server: ScriptedServer, repo: Path) -> None:
     server.add(text("It holds items."))
     stream = ["--input-format", "stream-json", "--output-format", "stream-json"]
     good = json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}})

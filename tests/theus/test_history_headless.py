@@ -34,7 +34,8 @@ def _examples(server: ScriptedServer, request: int) -> str:
 
 
 def test_a_finished_run_is_an_example_for_a_similar_later_one_and_never_for_itself(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     index(repo)
     assert theus(["history", "settings", "--threshold", "0.6"], None, repo).returncode == 0
     server.add(text("Added --quiet to the export command."))
@@ -64,15 +65,17 @@ def test_a_finished_run_is_an_example_for_a_similar_later_one_and_never_for_itse
     assert LIKE_IT not in _examples(server, 3)
     assert theus(["history", "restore", first["id"]], None, repo).returncode == 0
     server.add(text("ok"))
-    assert theus(["-p", LIKE_IT.replace("quiet", "silent")], server, repo,
-                 **EMBEDDING).returncode == 0
+    assert (
+        theus(["-p", LIKE_IT.replace("quiet", "silent")], server, repo, **EMBEDDING).returncode == 0
+    )
     examples = _examples(server, 4)
     assert LIKE_IT in examples
     assert examples.count(ASKED + "\n") == 1  # asked twice, quoted once
 
 
 def test_consistency_operations_refuse_with_exit_3_when_the_store_is_down_else_act_by_id(
-        server: ScriptedServer, repo: Path) -> None:
+    server: ScriptedServer, repo: Path
+) -> None:
     server.add(text("Added --quiet."))
     assert theus(["-p", LIKE_IT], server, repo, **EMBEDDING).returncode == 0
     (run,) = _runs(repo)
@@ -88,11 +91,13 @@ def test_consistency_operations_refuse_with_exit_3_when_the_store_is_down_else_a
     assert done.returncode == 3 and "nothing was deleted" in done.stderr
     assert _runs(repo) == [run]
     assert [s["id"] for s in json.loads(theus(["sessions", "--json"], None, repo).stdout)] == [
-        run["session"]]
+        run["session"]
+    ]
     # A run still succeeds with that store down: no examples, the record kept locally.
     server.add(text("Added --verbose."))
-    done = theus(["-p", ASKED, "--output-format", "json"], server, repo, THEUS_QDRANT_URL=down,
-                 **EMBEDDING)
+    done = theus(
+        ["-p", ASKED, "--output-format", "json"], server, repo, THEUS_QDRANT_URL=down, **EMBEDDING
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["subtype"] == "success"
     assert {r["request"]: r["stored"] for r in _runs(repo)} == {LIKE_IT: True, ASKED: False}
     # With the store back, deleting the session deletes its run's point, by id.

@@ -32,15 +32,18 @@ def test_index_embeds_what_changed_and_only_that(tmp_path: Path) -> None:
     assert first["embedded"] == 2 and first["embed_seconds"] > 0  # one chunk per small file
     assert {"files", "symbols", "edges", "skipped", "seconds"} <= first.keys()
     assert index_json(repo)["embedded"] == 0
-    (repo / "cart.py").write_text(FILES["cart.py"] + "\n\ndef cart_count(items):\n"
-                                  '    """How many lines."""\n    return len(items)\n')
+    (repo / "cart.py").write_text(
+        FILES["cart.py"] + "\n\ndef cart_count(items):\n"
+        '    """How many lines."""\n    return len(items)\n'
+    )
     assert index_json(repo)["embedded"] == 1  # the changed file's one chunk
     vectors = ProjectPaths.for_root(repo).vectors
     assert cached(vectors, MODEL_ID)[1] == 3
 
 
-def test_no_embed_and_the_kill_switch_skip_it(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_embed_and_the_kill_switch_skip_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = write_tree(tmp_path / "repo", FILES)
     skipped = index_json(repo, "--no-embed")
     assert (skipped["embedded"], skipped["embed_seconds"]) == (0, 0.0)
@@ -53,7 +56,8 @@ def test_no_embed_and_the_kill_switch_skip_it(tmp_path: Path,
 
 
 def test_an_unreachable_endpoint_costs_the_embeddings_not_the_index(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     port = closed_port()
     monkeypatch.setenv("THEUS_EMBEDDINGS_URL", f"http://127.0.0.1:{port}/v1")
     repo = write_tree(tmp_path / "repo", FILES)

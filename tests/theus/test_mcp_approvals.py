@@ -63,7 +63,8 @@ def recorder() -> Iterator[tuple[str, list[dict[str, str]]]]:
 
 
 def test_a_repository_server_named_like_the_users_never_replaces_it(
-        server: ScriptedServer, repo: Path, tmp_path: Path) -> None:
+    server: ScriptedServer, repo: Path, tmp_path: Path
+) -> None:
     configure(user_file(), {"fx": fixture(tmp_path / "user")})
     configure(repo / ".mcp.json", {"fx": fixture(tmp_path / "repository")})
     server.add(tool("fx__echo", {"text": "hi"}), text("done"))
@@ -75,27 +76,53 @@ def test_a_repository_server_named_like_the_users_never_replaces_it(
 
 
 def test_a_repository_entry_gets_only_the_variables_the_user_allowed(
-        server: ScriptedServer, repo: Path, tmp_path: Path,
-        recorder: tuple[str, list[dict[str, str]]]) -> None:
+    server: ScriptedServer, repo: Path, tmp_path: Path, recorder: tuple[str, list[dict[str, str]]]
+) -> None:
     url, seen = recorder
     configure(user_file(), {}, projectVariables=["SAFE_VAR"])
-    configure(repo / ".mcp.json", {
-        "proj": fixture(tmp_path / "proj", GOT_API_KEY="${THEUS_API_KEY}",
-                        GOT_AWS="x${AWS_SECRET_ACCESS_KEY}x", GOT_SAFE="${SAFE_VAR}",
-                        GOT_DEFAULT="${AWS_SECRET_ACCESS_KEY:-none}"),
-        "web": {"type": "http", "url": url,
-                "headers": {"Authorization": "Bearer ${THEUS_API_KEY:-none}",
-                            "X-Aws": "key=${AWS_SECRET_ACCESS_KEY}.", "X-Safe": "${SAFE_VAR}"}}})
+    configure(
+        repo / ".mcp.json",
+        {
+            "proj": fixture(
+                tmp_path / "proj",
+                GOT_API_KEY="${THEUS_API_KEY}",
+                GOT_AWS="x${AWS_SECRET_ACCESS_KEY}x",
+                GOT_SAFE="${SAFE_VAR}",
+                GOT_DEFAULT="${AWS_SECRET_ACCESS_KEY:-none}",
+            ),
+            "web": {
+                "type": "http",
+                "url": url,
+                "headers": {
+                    "Authorization": "Bearer ${THEUS_API_KEY:-none}",
+                    "X-Aws": "key=${AWS_SECRET_ACCESS_KEY}.",
+                    "X-Safe": "${SAFE_VAR}",
+                },
+            },
+        },
+    )
     server.add(tool("proj__echo", {"text": "hi"}), text("done"))
-    done = theus(["-p", "echo hi", "--allow-mcp-tool", "proj__echo", "--allow-mcp-tool",
-                  "web__*"], server, repo, SAFE_VAR="safe-value", **CANARIES)
+    done = theus(
+        ["-p", "echo hi", "--allow-mcp-tool", "proj__echo", "--allow-mcp-tool", "web__*"],
+        server,
+        repo,
+        SAFE_VAR="safe-value",
+        **CANARIES,
+    )
     assert done.returncode == 0 and done.stdout == "done\n", done.stderr
     received = json.loads((tmp_path / "proj").read_text())
-    assert (received["GOT_API_KEY"], received["GOT_AWS"], received["GOT_SAFE"],
-            received["GOT_DEFAULT"]) == ("", "xx", "safe-value", "none")
+    assert (
+        received["GOT_API_KEY"],
+        received["GOT_AWS"],
+        received["GOT_SAFE"],
+        received["GOT_DEFAULT"],
+    ) == ("", "xx", "safe-value", "none")
     assert seen and all("CANARY" not in json.dumps(headers) for headers in seen)
     assert (seen[0]["Authorization"], seen[0]["X-Aws"], seen[0]["X-Safe"]) == (
-        "Bearer none", "key=.", "safe-value")
+        "Bearer none",
+        "key=.",
+        "safe-value",
+    )
     assert "CANARY" not in (tmp_path / "proj").read_text()
     warned = [line for line in done.stderr.splitlines() if "asks for" in line]
     assert len(warned) == 2, done.stderr
@@ -103,13 +130,29 @@ def test_a_repository_entry_gets_only_the_variables_the_user_allowed(
 
 
 def test_mcp_shows_the_variables_an_entry_would_receive_before_trust(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name, value in {**CANARIES, "SAFE_VAR": "safe-value", "GITHUB_TOKEN": "ghp_x"}.items():
         monkeypatch.setenv(name, value)
-    configure(user_file(), {"gh": {"command": "gh-mcp", "env": {"TOKEN": "${GITHUB_TOKEN}"}}},
-              projectVariables=["SAFE_VAR"])
-    configure(repo / ".mcp.json", {"proj": {"command": "node", "args": ["server.js"], "env": {
-        "A": "${THEUS_API_KEY}", "B": "${AWS_SECRET_ACCESS_KEY}", "C": "${SAFE_VAR}"}}})
+    configure(
+        user_file(),
+        {"gh": {"command": "gh-mcp", "env": {"TOKEN": "${GITHUB_TOKEN}"}}},
+        projectVariables=["SAFE_VAR"],
+    )
+    configure(
+        repo / ".mcp.json",
+        {
+            "proj": {
+                "command": "node",
+                "args": ["server.js"],
+                "env": {
+                    "A": "${THEUS_API_KEY}",
+                    "B": "${AWS_SECRET_ACCESS_KEY}",
+                    "C": "${SAFE_VAR}",
+                },
+            }
+        },
+    )
     configured = load(repo)
     shown = listing(None, [s for s in configured.servers if not is_trusted(repo, s)])
     assert shown.splitlines()[1:4] == [
@@ -117,14 +160,16 @@ def test_mcp_shows_the_variables_an_entry_would_receive_before_trust(
         "it; `/mcp trust` starts it",
         "  receives: $SAFE_VAR",
         '  refused (not in "projectVariables" of your mcp.json): $AWS_SECRET_ACCESS_KEY, '
-        "$THEUS_API_KEY"]
+        "$THEUS_API_KEY",
+    ]
     assert "CANARY" not in shown and "safe-value" not in shown
     (gh,) = [s for s in configured.servers if s.name == "gh"]
     assert gh.receives == ("GITHUB_TOKEN",) and gh.env == {"TOKEN": "ghp_x"}  # the user's own
 
 
-def test_an_always_rule_names_the_server_entry_not_only_its_name(repo: Path,
-                                                                 tmp_path: Path) -> None:
+def test_an_always_rule_names_the_server_entry_not_only_its_name(
+    repo: Path, tmp_path: Path
+) -> None:
     from theus.mcp.client import start_hub
     from theus.mcp.tools import mcp_tools
     from theus.tools.base import ToolContext
@@ -142,8 +187,7 @@ def test_an_always_rule_names_the_server_entry_not_only_its_name(repo: Path,
             return True
 
         echo = mcp_tools(hub)["fx__echo"]
-        assert asyncio.run(echo.run({"text": "hi"}, ToolContext(Jail(repo), approve))) == \
-            "echo: hi"
+        assert asyncio.run(echo.run({"text": "hi"}, ToolContext(Jail(repo), approve))) == "echo: hi"
     finally:
         hub.close()
     (request,) = asked
@@ -153,15 +197,17 @@ def test_an_always_rule_names_the_server_entry_not_only_its_name(repo: Path,
     # The user's entry now runs something else under the same name: asked again.
     configure(user_file(), {"fx": {"command": sys.executable, "args": ["other.py"]}})
     (changed,) = load(repo).servers
-    moved = ApprovalRequest("mcp", request.summary, request.detail, tool="fx__echo",
-                            server=changed.identity)
+    moved = ApprovalRequest(
+        "mcp", request.summary, request.detail, tool="fx__echo", server=changed.identity
+    )
     assert Permissions(repo).allowing(moved) == []
 
 
 def test_trust_stays_with_the_repository_not_its_path(tmp_path: Path) -> None:
     def clone(source: Path, to: Path) -> Path:
-        subprocess.run(["git", "clone", "-q", str(source), str(to)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "clone", "-q", str(source), str(to)], check=True, capture_output=True
+        )
         configure(to / ".mcp.json", {"proj": {"command": "node", "args": ["server.js"]}})
         return to
 

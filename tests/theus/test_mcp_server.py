@@ -30,9 +30,11 @@ class Cart:
         """Sum of line prices."""
         return sum(price_of(i) for i in items)
 '''
-FILES = {"cart.py": CART,
-         "pricing.py": 'def price_of(item):\n    """Unit price."""\n    return item["price"]\n',
-         "docs/deploy.md": "# Deploy\n\nStaging is deployed with `make ship`.\n"}
+FILES = {
+    "cart.py": CART,
+    "pricing.py": 'def price_of(item):\n    """Unit price."""\n    return item["price"]\n',
+    "docs/deploy.md": "# Deploy\n\nStaging is deployed with `make ship`.\n",
+}
 TOKEN = "t0ken-for-the-test-only-0123456789"
 
 
@@ -50,9 +52,12 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def stdio(root: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "entrypoint", "mcp", str(root)], env=env(),
-                                 cwd=str(Path(__file__).parents[2]))
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "entrypoint", "mcp", str(root)],
+        env=env(),
+        cwd=str(Path(__file__).parents[2]),
+    )
 
 
 def text_of(result: Any) -> str:
@@ -62,8 +67,16 @@ def text_of(result: Any) -> str:
 async def test_stdio_lists_tools_recalls_the_right_file_and_fails_open(project: Path) -> None:
     async with Client(stdio(project)) as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert {"recall", "read_node", "neighbours", "search_memory", "add_memory",
-                "list_episodes", "read_episode", "facts"} <= names
+        assert {
+            "recall",
+            "read_node",
+            "neighbours",
+            "search_memory",
+            "add_memory",
+            "list_episodes",
+            "read_episode",
+            "facts",
+        } <= names
 
         recalled = await client.call_tool("recall", {"query": "where is the cart total"})
         assert not recalled.is_error
@@ -85,23 +98,25 @@ async def test_stdio_lists_tools_recalls_the_right_file_and_fails_open(project: 
         empty = await client.call_tool("recall", {"query": "   "})
         assert empty.is_error and "needs a query" in text_of(empty)
 
-        near = json.loads(text_of(await client.call_tool("neighbours",
-                                                         {"key": "file:cart.py"})))
+        near = json.loads(text_of(await client.call_tool("neighbours", {"key": "file:cart.py"})))
         assert "sym:cart.py#Cart" in {n["key"] for n in near["neighbours"]}
 
         # The watcher keeps the graph fresh while the server runs.
         (project / "shipping.py").write_text('def shipping_fee(order):\n    """Fee."""\n')
         for _ in range(150):
-            fresh = json.loads(text_of(await client.call_tool(
-                "recall", {"query": "shipping fee"})))
+            fresh = json.loads(text_of(await client.call_tool("recall", {"query": "shipping fee"})))
             if fresh["files"][:1] == ["shipping.py"]:
                 break
             await asyncio.sleep(0.1)
         assert fresh["files"][:1] == ["shipping.py"], fresh
 
         added = await client.call_tool(
-            "add_memory", {"text": "Shipping is never part of the cart total; key sk-"
-                           "proj-abcdefghijklmnopqrstuvwx0123"})
+            "add_memory",
+            {
+                "text": "Shipping is never part of the cart total; key sk-"
+                "proj-abcdefghijklmnopqrstuvwx0123"
+            },
+        )
         assert not added.is_error
         searched = text_of(await client.call_tool("search_memory", {"query": "shipping"}))
         assert "Shipping is never part" in searched
@@ -140,8 +155,11 @@ def http_server(project: Path) -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "entrypoint", "mcp", str(project), "--http", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env=env(THEUS_MCP_TOKEN=TOKEN))
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(THEUS_MCP_TOKEN=TOKEN),
+    )
     try:
         assert proc.stderr is not None
         first = proc.stderr.readline()  # printed once it listens
@@ -154,9 +172,12 @@ def http_server(project: Path) -> Iterator[str]:
 
 
 async def test_http_serves_with_the_token_and_refuses_foreign_hosts_origins_and_no_token(
-        http_server: str) -> None:
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http, \
-            Client(streamable_http_client(http_server, http_client=http)) as client:
+    http_server: str,
+) -> None:
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        Client(streamable_http_client(http_server, http_client=http)) as client,
+    ):
         assert "recall" in {t.name for t in (await client.list_tools()).tools}
         found = json.loads(text_of(await client.call_tool("recall", {"query": "staging deploy"})))
         assert found["files"][0] == "docs/deploy.md"
@@ -164,17 +185,31 @@ async def test_http_serves_with_the_token_and_refuses_foreign_hosts_origins_and_
         assert bad.is_error
 
     port = int(http_server.rsplit(":", 1)[1].split("/")[0])
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "probe", "version": "1"}}}
-    good = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"},
+        },
+    }
+    good = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
     async with httpx2.AsyncClient(timeout=10) as raw:
+
         async def post(**headers: str) -> httpx2.Response:
             return await raw.post(http_server, json=body, headers={**good, **headers})
 
-        for host in (f"evil.example:{port}", f"localhost.evil.example:{port}",
-                     f"localhost:{port + 1}"):
+        for host in (
+            f"evil.example:{port}",
+            f"localhost.evil.example:{port}",
+            f"localhost:{port + 1}",
+        ):
             answer = await post(Host=host)
             assert answer.status_code == 403 and "host" in answer.text, host
         for origin in ("https://evil.example", "null"):
@@ -190,9 +225,13 @@ async def test_http_serves_with_the_token_and_refuses_foreign_hosts_origins_and_
 
 
 def test_print_config_and_bad_input_are_one_line(project: Path) -> None:
-    shown = subprocess.run([sys.executable, "-m", "entrypoint", "mcp", str(project),
-                            "--print-config"], env=env(), capture_output=True, text=True,
-                           timeout=30)
+    shown = subprocess.run(
+        [sys.executable, "-m", "entrypoint", "mcp", str(project), "--print-config"],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert shown.returncode == 0
     claude = json.loads(shown.stdout.split("# Codex")[0].split("\n", 1)[1])
     assert claude["mcpServers"]["theus"]["args"][-1] == str(project)
@@ -201,10 +240,17 @@ def test_print_config_and_bad_input_are_one_line(project: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        for bad, said in ((["--http", "70000"], "between 0 and 65535"),
-                          (["/no/such/folder"], "no such folder"),
-                          ([str(project), "--http", str(port)], "cannot listen")):
-            done = subprocess.run([sys.executable, "-m", "entrypoint", "mcp", *bad], env=env(),
-                                  capture_output=True, text=True, timeout=30)
+        for bad, said in (
+            (["--http", "70000"], "between 0 and 65535"),
+            (["/no/such/folder"], "no such folder"),
+            ([str(project), "--http", str(port)], "cannot listen"),
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "entrypoint", "mcp", *bad],
+                env=env(),
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             assert done.returncode == 2 and said in done.stderr, done.stderr
             assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -23,25 +23,32 @@ FILES = {
 }
 
 
-@pytest.mark.parametrize(("text", "key"), [
-    ("Amounts round half up in billing/invoice.py.", keys.file_key("billing/invoice.py")),
-    ("Amounts round half up, see invoice.py", keys.file_key("billing/invoice.py")),
-    ("Amounts round half up (./billing/invoice.py:2)", keys.file_key("billing/invoice.py")),
-    ("Cart.price_of is cached", keys.symbol_key("shop/pricing.py", "Cart.price_of")),
-    ("ship_order retries twice", keys.symbol_key("shop/shipping.py", "ship_order")),
-    ("`shop/pricing.py#Cart` is the one", keys.symbol_key("shop/pricing.py", "Cart")),
-])
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("Amounts round half up in billing/invoice.py.", keys.file_key("billing/invoice.py")),
+        ("Amounts round half up, see invoice.py", keys.file_key("billing/invoice.py")),
+        ("Amounts round half up (./billing/invoice.py:2)", keys.file_key("billing/invoice.py")),
+        ("Cart.price_of is cached", keys.symbol_key("shop/pricing.py", "Cart.price_of")),
+        ("ship_order retries twice", keys.symbol_key("shop/shipping.py", "ship_order")),
+        ("`shop/pricing.py#Cart` is the one", keys.symbol_key("shop/pricing.py", "Cart")),
+    ],
+)
 def test_a_memory_names_a_file_or_symbol_with_or_without_backticks(
-        tmp_path: Path, text: str, key: str) -> None:
+    tmp_path: Path, text: str, key: str
+) -> None:
     project = indexed_project(tmp_path / "repo", FILES)
     assert Mentions(project.graph).keys_for(text) == [key]
     project.close()
 
 
-@pytest.mark.parametrize("text", [
-    "totals are summed, e.g. on example.com with v1.2",  # no file or symbol is so named
-    "the order total is shipped",  # plain words: never a symbol however named
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "totals are summed, e.g. on example.com with v1.2",  # no file or symbol is so named
+        "the order total is shipped",  # plain words: never a symbol however named
+    ],
+)
 def test_plain_words_name_nothing(tmp_path: Path, text: str) -> None:
     project = indexed_project(tmp_path / "repo", FILES)
     assert Mentions(project.graph).keys_for(text) == []
@@ -51,8 +58,9 @@ def test_plain_words_name_nothing(tmp_path: Path, text: str) -> None:
 def test_a_recalled_memory_brings_the_file_it_is_about(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "repo", FILES)
     index(root)
-    added = theus(["memory", "add", "Amounts round half up before tax in billing/invoice.py"],
-                  None, root)
+    added = theus(
+        ["memory", "add", "Amounts round half up before tax in billing/invoice.py"], None, root
+    )
     assert added.returncode == 0, added.stderr
     done = theus(["recall", "--json", "why are amounts rounded up before tax?"], None, root)
     assert done.returncode == 0, done.stderr
@@ -65,13 +73,15 @@ def test_a_recalled_memory_brings_the_file_it_is_about(tmp_path: Path) -> None:
 
 
 def test_a_memory_added_by_one_process_is_in_the_next_runs_first_request(
-        tmp_path: Path, server: ScriptedServer) -> None:
+    tmp_path: Path, server: ScriptedServer
+) -> None:
     """No source file touched between them: the saved scoring index takes the memory in."""
     root = write_tree(tmp_path / "repo", FILES)
     index(root)
     assert theus(["recall", "--json", "ship an order"], None, root).returncode == 0  # saved
-    added = theus(["memory", "add", "Orders ship from the Lisbon warehouse on Tuesdays"],
-                  None, root)
+    added = theus(
+        ["memory", "add", "Orders ship from the Lisbon warehouse on Tuesdays"], None, root
+    )
     assert added.returncode == 0, added.stderr
     server.add(text("On Tuesdays."))
     done = theus(["-p", "when do orders ship from the warehouse?"], server, root)

@@ -15,16 +15,14 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 async def test_streams_text_and_tool_calls() -> None:
-    with ScriptedServer([text("hello there, streamed"),
-                         tool("read", {"path": "a.py"})]) as server:
+    with ScriptedServer([text("hello there, streamed"), tool("read", {"path": "a.py"})]) as server:
         client = ModelClient(model_settings(server.url))
         pieces: list[str] = []
         first = await client.complete(MESSAGES, on_text=pieces.append)
         assert first.text == "hello there, streamed" and len(pieces) > 1
         assert first.prompt_tokens > 0 and first.finish_reason == "stop"
         second = await client.complete(MESSAGES)
-        assert [(c.name, c.arguments) for c in second.tool_calls] == [("read",
-                                                                        '{"path": "a.py"}')]
+        assert [(c.name, c.arguments) for c in second.tool_calls] == [("read", '{"path": "a.py"}')]
 
 
 async def test_retries_429_and_5xx_then_succeeds() -> None:
@@ -81,8 +79,9 @@ async def test_a_slow_server_times_out() -> None:
 
 
 async def test_a_stream_that_goes_silent_fails_after_the_idle_timeout() -> None:
-    with ScriptedServer([text("a long answer that stops", stall_after=2, stall_s=120.0)],
-                        chunk_chars=4) as server:
+    with ScriptedServer(
+        [text("a long answer that stops", stall_after=2, stall_s=120.0)], chunk_chars=4
+    ) as server:
         client = ModelClient(model_settings(server.url, idle_timeout_s=0.3, max_retries=3))
         pieces: list[str] = []
         start = time.monotonic()
@@ -96,8 +95,9 @@ async def test_a_stream_that_goes_silent_fails_after_the_idle_timeout() -> None:
 
 async def test_retries_stop_at_the_deadline_and_say_how_long_they_took() -> None:
     with ScriptedServer([error(503, "overloaded", repeat=True)]) as server:
-        client = ModelClient(model_settings(server.url, max_retries=50, retry_base_s=0.2,
-                                            retry_deadline_s=1.0))
+        client = ModelClient(
+            model_settings(server.url, max_retries=50, retry_base_s=0.2, retry_deadline_s=1.0)
+        )
         start = time.monotonic()
         with pytest.raises(ModelError) as info:
             await client.complete(MESSAGES)
@@ -132,8 +132,7 @@ async def test_non_streaming_endpoint_and_models_list() -> None:
 async def test_a_server_without_stream_options_still_works() -> None:
     def picky(body: dict) -> Reply:
         if "stream_options" in body:
-            return error(400, "Unrecognized request argument supplied: stream_options",
-                         repeat=True)
+            return error(400, "Unrecognized request argument supplied: stream_options", repeat=True)
         return text("fine", repeat=True)
 
     with ScriptedServer([picky]) as server:

@@ -14,18 +14,29 @@ from tests.theus.conftest import model_settings
 from theus.model import ModelClient, ModelError, limits
 
 MESSAGES = [{"role": "user", "content": "hi"}]
-READ = {"type": "function", "function": {"name": "read", "parameters": {
-    "type": "object", "properties": {"path": {"type": "string"}}}}}
+READ = {
+    "type": "function",
+    "function": {
+        "name": "read",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+}
 
 
 async def test_content_null_is_never_sent_to_a_strict_server() -> None:
-    history = [{"role": "user", "content": "look"},
-               {"role": "assistant", "content": None, "tool_calls": [
-                   {"id": "c1", "type": "function",
-                    "function": {"name": "read", "arguments": "{}"}}]},
-               {"role": "tool", "tool_call_id": "c1", "content": "x = 1"},
-               {"role": "assistant", "content": None},  # an empty answer in an old session
-               {"role": "user", "content": "and now?"}]
+    history = [
+        {"role": "user", "content": "look"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1"},
+        {"role": "assistant", "content": None},  # an empty answer in an old session
+        {"role": "user", "content": "and now?"},
+    ]
     with ScriptedServer([text("fine")], quirks=Quirks(strict_messages=True)) as server:
         client = ModelClient(model_settings(server.url))
         assert (await client.complete(history, [READ])).text == "fine"
@@ -36,8 +47,11 @@ async def test_content_null_is_never_sent_to_a_strict_server() -> None:
 
 async def test_a_500_validation_error_is_not_retried() -> None:
     # llama-cpp-python's answer to a message it does not accept, as a 500.
-    refusal = error(500, "1 validation error: {'type': 'string_type', 'loc': ('body', "
-                         "'messages', 1, 'content'), 'msg': 'Input should be a valid string'}")
+    refusal = error(
+        500,
+        "1 validation error: {'type': 'string_type', 'loc': ('body', "
+        "'messages', 1, 'content'), 'msg': 'Input should be a valid string'}",
+    )
     with ScriptedServer([refusal, text("never")]) as server:
         client = ModelClient(model_settings(server.url, max_retries=4))
         with pytest.raises(ModelError) as info:
@@ -63,8 +77,9 @@ async def test_tool_steps_fall_back_to_non_streaming_once_learned(theus_home: Pa
 
 
 async def test_a_server_that_ignores_stream_options_gets_estimated_usage() -> None:
-    with ScriptedServer([text("an answer of some length")],
-                        quirks=Quirks(ignores_stream_options=True)) as server:
+    with ScriptedServer(
+        [text("an answer of some length")], quirks=Quirks(ignores_stream_options=True)
+    ) as server:
         client = ModelClient(model_settings(server.url))
         reply = await client.complete(MESSAGES)
         assert reply.usage_estimated and reply.prompt_tokens > 0 and reply.completion_tokens > 0
@@ -89,8 +104,9 @@ async def test_a_length_finish_is_reported() -> None:
 
 
 async def test_a_dropped_stream_keeps_the_partial_answer() -> None:
-    with ScriptedServer([text("the first part of a long answer", drop_after=3)],
-                        chunk_chars=4) as server:
+    with ScriptedServer(
+        [text("the first part of a long answer", drop_after=3)], chunk_chars=4
+    ) as server:
         client = ModelClient(model_settings(server.url))
         with pytest.raises(ModelError) as info:
             await client.complete(MESSAGES)
@@ -100,8 +116,9 @@ async def test_a_dropped_stream_keeps_the_partial_answer() -> None:
 
 
 async def test_a_stream_that_keeps_sending_stops_at_the_deadline() -> None:
-    with ScriptedServer([text("a b c d e f g h", stall_after=3, stall_s=3.0)],
-                        chunk_chars=2) as server:
+    with ScriptedServer(
+        [text("a b c d e f g h", stall_after=3, stall_s=3.0)], chunk_chars=2
+    ) as server:
         client = ModelClient(model_settings(server.url, idle_timeout_s=30.0))
         with pytest.raises(ModelError) as info:
             await client.complete(MESSAGES, deadline=time.monotonic() + 0.5)
@@ -110,18 +127,17 @@ async def test_a_stream_that_keeps_sending_stops_at_the_deadline() -> None:
 
 
 async def test_the_context_size_is_read_from_props_and_an_overflow_names_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # What is tested is how the answer is used: a loaded machine (CI) once took the probes
     # past their 2 s bound, and the client rightly went on without them.
     monkeypatch.setattr(limits, "DISCOVERY_TIMEOUT_S", 30.0)
-    with ScriptedServer([text("one"), text("two")],
-                        quirks=Quirks(props_n_ctx=4096)) as server:
+    with ScriptedServer([text("one"), text("two")], quirks=Quirks(props_n_ctx=4096)) as server:
         client = ModelClient(model_settings(server.url))
         await client.complete(MESSAGES)  # the first request does not wait for /props
         assert server.requests[0]["max_tokens"] == 8192
         await client.complete(MESSAGES)
-        assert (client.context_tokens, client.caps.context_source) == (4096,
-                                                                        "llama.cpp /props")
+        assert (client.context_tokens, client.caps.context_source) == (4096, "llama.cpp /props")
         # The output room now fits the context: max_tokens shrinks to what is left of it.
         assert server.requests[1]["max_tokens"] < 4096
     big = [{"role": "user", "content": "word " * 400}]
@@ -134,7 +150,6 @@ async def test_the_context_size_is_read_from_props_and_an_overflow_names_it(
         # The server's count of the refused prompt calibrates the estimate to it.
         counted = len(json.dumps(big) + json.dumps([])) // 4
         assert abs(client.estimate_tokens(big) - counted) <= 2
-
 
 
 def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

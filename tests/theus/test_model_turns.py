@@ -17,8 +17,9 @@ def notices(rec: object) -> list[str]:
     return [e.message for e in rec.of(Error) if not e.fatal]  # type: ignore[attr-defined]
 
 
-async def test_a_cut_answer_is_said_and_marked(server: ScriptedServer,
-                                               make_agent: MakeAgent) -> None:
+async def test_a_cut_answer_is_said_and_marked(
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
     server.add(text("the answer is cut mid-", finish="length", completion_tokens=12))
     agent, rec = make_agent()
     result = await agent.run_turn("explain")
@@ -27,7 +28,8 @@ async def test_a_cut_answer_is_said_and_marked(server: ScriptedServer,
 
 
 async def test_a_dropped_stream_keeps_the_partial_answer_in_the_session(
-        repo: Path, make_agent: MakeAgent, server: ScriptedServer) -> None:
+    repo: Path, make_agent: MakeAgent, server: ScriptedServer
+) -> None:
     server.chunk_chars = 4
     server.add(text("half of an answer that never ends", drop_after=4))
     session = SessionStore(repo).create()
@@ -42,7 +44,8 @@ async def test_a_dropped_stream_keeps_the_partial_answer_in_the_session(
 
 
 async def test_the_turn_deadline_stops_a_stream_that_keeps_going(
-        server: ScriptedServer, make_agent: MakeAgent) -> None:
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
     server.chunk_chars = 2
     server.add(text("on and on and on", stall_after=3, stall_s=3.0))
     agent, _ = make_agent(settings=AgentSettings(turn_deadline_s=0.5))
@@ -51,13 +54,16 @@ async def test_the_turn_deadline_stops_a_stream_that_keeps_going(
     assert result.text == "on a" and result.incomplete is not None
 
 
-async def test_an_overflow_compacts_and_retries_once(server: ScriptedServer,
-                                                     make_agent: MakeAgent) -> None:
+async def test_an_overflow_compacts_and_retries_once(
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
     agent, rec = make_agent()
     schemas = len(json.dumps([t.schema() for t in agent.tools.values()])) // 4
     server.quirks = Quirks(context_tokens=schemas + 400)  # the tools fit, old turns do not
-    agent.messages += [{"role": "user", "content": "what is in the cart " * 40},
-                       {"role": "assistant", "content": "items and their prices " * 40}]
+    agent.messages += [
+        {"role": "user", "content": "what is in the cart " * 40},
+        {"role": "assistant", "content": "items and their prices " * 40},
+    ]
     server.add(text("SUMMARY: the cart holds items."), text("done"))
     result = await agent.run_turn("and now?")
     assert result.stop == "end" and result.text == "done" and rec.of(Compacted)
@@ -66,8 +72,9 @@ async def test_an_overflow_compacts_and_retries_once(server: ScriptedServer,
     assert "SUMMARY: the cart holds items." in json.dumps(server.requests[-1]["messages"])
 
 
-async def test_tool_schemas_count_towards_the_context(server: ScriptedServer,
-                                                      make_agent: MakeAgent) -> None:
+async def test_tool_schemas_count_towards_the_context(
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
     agent, rec = make_agent()
     # By the agent's own estimate (and its server's learned ratio), not a guess of it: a
     # context the schemas alone fill to the compaction ratio, whatever the prompt's length.
@@ -75,8 +82,10 @@ async def test_tool_schemas_count_towards_the_context(server: ScriptedServer,
     settings = AgentSettings()
     context = int(schemas / settings.compact_ratio) + 1
     agent, rec = make_agent(settings=AgentSettings(context_tokens=context))
-    agent.messages += [{"role": "user", "content": "an earlier request"},
-                       {"role": "assistant", "content": "an earlier answer"}]
+    agent.messages += [
+        {"role": "user", "content": "an earlier request"},
+        {"role": "assistant", "content": "an earlier answer"},
+    ]
     assert agent.model.estimate_tokens(agent.messages) < context * settings.compact_ratio / 2
     server.add(text("SUMMARY: an earlier exchange."), text("done"))
     result = await agent.run_turn("next")
@@ -84,11 +93,14 @@ async def test_tool_schemas_count_towards_the_context(server: ScriptedServer,
 
 
 async def test_a_server_without_streamed_tools_is_said_once_per_run(
-        server: ScriptedServer, make_agent: MakeAgent) -> None:
-    server.quirks = Quirks(no_streamed_tools=True, ignores_stream_options=True,
-                           strict_messages=True)
-    server.add(tool("read", {"path": "cart.py"}), tool("read", {"path": "pricing.py"}),
-               text("read both"))
+    server: ScriptedServer, make_agent: MakeAgent
+) -> None:
+    server.quirks = Quirks(
+        no_streamed_tools=True, ignores_stream_options=True, strict_messages=True
+    )
+    server.add(
+        tool("read", {"path": "cart.py"}), tool("read", {"path": "pricing.py"}), text("read both")
+    )
     agent, rec = make_agent()
     result = await agent.run_turn("read them")
     assert result.stop == "end" and result.text == "read both"

@@ -14,9 +14,13 @@ from theus.tools.base import ToolContext, ToolError
 from theus.tools.files import edit_file, grep, list_files, read_file, write_file
 from theus.tools.jail import Jail, JailError
 
-CANARIES = {".env": "AWS=AKIAABCDEFGHIJKLMNOP\n", ".env.local": "KEY=sk-canary123\n",
-            "id_rsa": "-----BEGIN PRIVATE KEY-----\n", "server.pem": "BEGIN PRIVATE KEY\n",
-            ".aws/credentials": "aws_secret=AKIAZZZZ\n"}
+CANARIES = {
+    ".env": "AWS=AKIAABCDEFGHIJKLMNOP\n",
+    ".env.local": "KEY=sk-canary123\n",
+    "id_rsa": "-----BEGIN PRIVATE KEY-----\n",
+    "server.pem": "BEGIN PRIVATE KEY\n",
+    ".aws/credentials": "aws_secret=AKIAZZZZ\n",
+}
 
 
 @pytest.fixture
@@ -41,10 +45,19 @@ def ctx(root: Path, *, approve: bool = True, refuse_protected: bool = False) -> 
     return ToolContext(jail=Jail(root), approve=approver, refuse_protected=refuse_protected)
 
 
-@pytest.mark.parametrize("raw", [
-    "../outside.txt", "src/../../outside.txt", "link-out", "dir-out/outside.txt",
-    "../repo-evil/loot.txt", "/etc/passwd", "src/app.py\x00.txt", "",
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "../outside.txt",
+        "src/../../outside.txt",
+        "link-out",
+        "dir-out/outside.txt",
+        "../repo-evil/loot.txt",
+        "/etc/passwd",
+        "src/app.py\x00.txt",
+        "",
+    ],
+)
 async def test_read_refuses_paths_leading_out(project: Path, raw: str) -> None:
     with pytest.raises((JailError, ToolError)):
         await read_file({"path": raw}, ctx(project))
@@ -81,8 +94,9 @@ async def test_list_and_grep_skip_secrets_and_links(project: Path) -> None:
     assert "src/app.py:2:" in await grep({"pattern": "secret_name", "ignore_case": True}, c)
 
 
-async def test_opened_file_is_checked_again(project: Path, monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+async def test_opened_file_is_checked_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # A path that passes the check but is swapped for a link out before the open: the
     # descriptor check catches it.
     jail = Jail(project)
@@ -111,28 +125,41 @@ async def test_write_through_a_link_out_is_refused(project: Path, tmp_path: Path
     assert not (tmp_path / "new.txt").exists()
 
 
-@pytest.mark.parametrize("target", [".git/hooks/pre-commit", ".env", ".env.production",
-                                    ".vscode/settings.json", ".claude/settings.json",
-                                    ".theus/x", "id_rsa"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        ".git/hooks/pre-commit",
+        ".env",
+        ".env.production",
+        ".vscode/settings.json",
+        ".claude/settings.json",
+        ".theus/x",
+        "id_rsa",
+    ],
+)
 async def test_protected_writes_refused_in_headless_even_when_allowed(
-        project: Path, target: str) -> None:
+    project: Path, target: str
+) -> None:
     with pytest.raises(ToolError, match="headless runs do not write there"):
         await write_file({"path": target, "content": "x"}, ctx(project, refuse_protected=True))
     assert not (project / target).exists() or target in CANARIES
 
 
-async def test_theus_data_dir_is_protected(project: Path, monkeypatch: pytest.MonkeyPatch
-                                           ) -> None:
+async def test_theus_data_dir_is_protected(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("THEUS_HOME", str(project / "home"))
     with pytest.raises(ToolError, match="Theus data folder"):
-        await write_file({"path": "home/projects/x", "content": "x"},
-                         ctx(project, refuse_protected=True))
+        await write_file(
+            {"path": "home/projects/x", "content": "x"}, ctx(project, refuse_protected=True)
+        )
 
 
-@pytest.mark.parametrize(("target", "risk"), [
-    (".vscode/tasks.json", "an editor runs it"), ("Makefile", "a build, test or package tool")])
-async def test_protected_writes_are_flagged_when_asking(project: Path, target: str,
-                                                        risk: str) -> None:
+@pytest.mark.parametrize(
+    ("target", "risk"),
+    [(".vscode/tasks.json", "an editor runs it"), ("Makefile", "a build, test or package tool")],
+)
+async def test_protected_writes_are_flagged_when_asking(
+    project: Path, target: str, risk: str
+) -> None:
     asked: list[ApprovalRequest] = []
 
     async def approver(request: ApprovalRequest) -> bool:
@@ -152,8 +179,9 @@ async def test_edit_needs_an_exact_unique_match(project: Path) -> None:
         await edit_file({"path": "dup.py", "old_string": "x = 1", "new_string": "x = 2"}, c)
     with pytest.raises(ToolError, match="not found"):
         await edit_file({"path": "dup.py", "old_string": "y = 1", "new_string": "x = 2"}, c)
-    await edit_file({"path": "dup.py", "old_string": "x = 1", "new_string": "x = 2",
-                     "replace_all": True}, c)
+    await edit_file(
+        {"path": "dup.py", "old_string": "x = 1", "new_string": "x = 2", "replace_all": True}, c
+    )
     assert (project / "dup.py").read_text() == "x = 2\nx = 2\n"
 
 

@@ -61,8 +61,15 @@ def server() -> Iterator[ScriptedServer]:
 
 
 def model_settings(url: str) -> ModelSettings:
-    return ModelSettings(base_url=url, api_key="k", model="test-model", source="test",
-                         timeout_s=10.0, max_retries=1, retry_base_s=0.01)
+    return ModelSettings(
+        base_url=url,
+        api_key="k",
+        model="test-model",
+        source="test",
+        timeout_s=10.0,
+        max_retries=1,
+        retry_base_s=0.01,
+    )
 
 
 MakeApp = Callable[..., TheusApp]
@@ -77,8 +84,7 @@ def make_app(repo: Path, server: ScriptedServer) -> MakeApp:
     return make
 
 
-async def wait_for(pilot: Pilot[Any], condition: Callable[[], Any], timeout: float = 15.0
-                   ) -> Any:
+async def wait_for(pilot: Pilot[Any], condition: Callable[[], Any], timeout: float = 15.0) -> Any:
     """Let the app run until `condition()` is truthy (workers, messages, repaints)."""
     deadline = time.monotonic() + timeout
     while True:

@@ -44,8 +44,9 @@ async def test_reply_streams_into_markdown(make_app: MakeApp, server: ScriptedSe
     async with app.run_test(size=(110, 36), message_hook=seen.append) as pilot:
         await ready(pilot)
         await ask(pilot, "where is the total computed")
-        reply = await wait_for(pilot, lambda: events_of(seen, ev.TurnFinished)
-                               and items(app, AssistantReply))
+        reply = await wait_for(
+            pilot, lambda: events_of(seen, ev.TurnFinished) and items(app, AssistantReply)
+        )
         await app.workers.wait_for_complete()
         await pilot.pause()
         batches = list({id(m): m for m in seen if isinstance(m, TextBatch)}.values())
@@ -57,7 +58,8 @@ async def test_reply_streams_into_markdown(make_app: MakeApp, server: ScriptedSe
 
 
 async def test_injected_context_indicator_expands_to_the_block(
-        make_app: MakeApp, server: ScriptedServer) -> None:
+    make_app: MakeApp, server: ScriptedServer
+) -> None:
     server.add(text("Cart.total adds the prices."))
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
@@ -72,8 +74,9 @@ async def test_injected_context_indicator_expands_to_the_block(
         title = str(view.query_one("CollapsibleTitle").render())
         assert f"{view.tokens} tokens injected" in title and "recall" in title
         # The block shown is exactly the one the model got (quoted inside the reminder).
-        sent = [t for m in server.requests[0]["messages"] if m["role"] == "user"
-                for t in texts_of(m)]
+        sent = [
+            t for m in server.requests[0]["messages"] if m["role"] == "user" for t in texts_of(m)
+        ]
         quoted = "\n".join("> " + line if line else ">" for line in view.block.splitlines())
         assert any(quoted in m for m in sent)
         await pilot.click(view.query_one("CollapsibleTitle"))
@@ -85,8 +88,7 @@ async def test_injected_context_indicator_expands_to_the_block(
         assert bar.recall_ms is not None
 
 
-async def test_tool_call_is_compact_and_expands(make_app: MakeApp, server: ScriptedServer
-                                                ) -> None:
+async def test_tool_call_is_compact_and_expands(make_app: MakeApp, server: ScriptedServer) -> None:
     server.add(tool("read", {"path": "pricing.py"}), text("price_of returns the price."))
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
@@ -105,17 +107,25 @@ async def test_tool_call_is_compact_and_expands(make_app: MakeApp, server: Scrip
         assert "def price_of" in str(view.query_one(".tool-result", Static).render())
 
 
-async def test_edit_approved_changes_the_file(make_app: MakeApp, server: ScriptedServer,
-                                              repo: Path) -> None:
-    server.add(tool("edit", {"path": "pricing.py", "old_string": 'return item["price"]',
-                             "new_string": 'return item["price"] * 2'}),
-               text("Doubled."))
+async def test_edit_approved_changes_the_file(
+    make_app: MakeApp, server: ScriptedServer, repo: Path
+) -> None:
+    server.add(
+        tool(
+            "edit",
+            {
+                "path": "pricing.py",
+                "old_string": 'return item["price"]',
+                "new_string": 'return item["price"] * 2',
+            },
+        ),
+        text("Doubled."),
+    )
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await ask(pilot, "double the price")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
-                               and app.screen)
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen)
         await pilot.pause()
         shown = modal.query_one("#approval-body", Static).content
         assert '+    return item["price"] * 2' in shown.code  # the diff, highlighted
@@ -129,15 +139,15 @@ async def test_edit_approved_changes_the_file(make_app: MakeApp, server: Scripte
         assert any(n.startswith("approved") for n in notices)
 
 
-async def test_shell_refused_runs_nothing(make_app: MakeApp, server: ScriptedServer,
-                                          repo: Path) -> None:
+async def test_shell_refused_runs_nothing(
+    make_app: MakeApp, server: ScriptedServer, repo: Path
+) -> None:
     server.add(tool("shell", {"command": "touch ran.txt"}), text("Not run."))
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await ask(pilot, "make a file")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
-                               and app.screen)
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen)
         assert modal.request.kind == "shell" and modal.request.detail == "touch ran.txt"
         await pilot.press("n")
         await wait_for(pilot, lambda: items(app, AssistantReply))
@@ -175,7 +185,8 @@ async def test_slash_commands(make_app: MakeApp, server: ScriptedServer) -> None
 
 
 async def test_a_refusal_tells_the_model_what_to_do_instead(
-        make_app: MakeApp, server: ScriptedServer, repo: Path) -> None:
+    make_app: MakeApp, server: ScriptedServer, repo: Path
+) -> None:
     server.add(tool("shell", {"command": "touch ran.txt"}), text("Using make."))
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
@@ -192,33 +203,37 @@ async def test_a_refusal_tells_the_model_what_to_do_instead(
         assert "not approved (the user declined and said: yes, use make instead)" in told
 
 
-async def test_init_drafts_agents_md_for_approval(make_app: MakeApp, server: ScriptedServer,
-                                                  repo: Path) -> None:
+async def test_init_drafts_agents_md_for_approval(
+    make_app: MakeApp, server: ScriptedServer, repo: Path
+) -> None:
     (repo / "Makefile").write_text("test:\n\tpython -m pytest\n")
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await ask(pilot, "/init")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
-                               and app.screen)
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen)
         assert "+- test: `make test`" in modal.request.detail
         assert not modal.query("#session")  # no "always" for an instructions file
         await pilot.press("y")
         await wait_for(pilot, lambda: (repo / "AGENTS.md").exists())
         assert "- test: `make test`" in (repo / "AGENTS.md").read_text()
         await ask(pilot, "/init")
-        await wait_for(pilot, lambda: "already exists" in " ".join(
-            str(n.render()) for n in items(app, Notice)))
+        await wait_for(
+            pilot, lambda: "already exists" in " ".join(str(n.render()) for n in items(app, Notice))
+        )
     assert server.requests == []
 
 
 async def test_undo_puts_back_the_last_turns_files_byte_for_byte(
-        make_app: MakeApp, server: ScriptedServer, repo: Path) -> None:
+    make_app: MakeApp, server: ScriptedServer, repo: Path
+) -> None:
     original = "class Cart:  # prix en €\r\n    items = []\r\n".encode()
     (repo / "cart.py").write_bytes(original)
-    server.add(tool("edit", {"path": "cart.py", "old_string": "class Cart",
-                             "new_string": "class Basket"}),
-               tool("write", {"path": "notes/new.txt", "content": "made\n"}), text("Done."))
+    server.add(
+        tool("edit", {"path": "cart.py", "old_string": "class Cart", "new_string": "class Basket"}),
+        tool("write", {"path": "notes/new.txt", "content": "made\n"}),
+        text("Done."),
+    )
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
@@ -229,8 +244,9 @@ async def test_undo_puts_back_the_last_turns_files_byte_for_byte(
         for _ in range(2):
             await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
             await pilot.press("y")
-        await wait_for(pilot, lambda: "Done." in " ".join(
-            r.source for r in items(app, AssistantReply)))
+        await wait_for(
+            pilot, lambda: "Done." in " ".join(r.source for r in items(app, AssistantReply))
+        )
         await app.workers.wait_for_complete()
         assert b"class Basket" in (repo / "cart.py").read_bytes()
         await ask(pilot, "/diff")
@@ -254,8 +270,10 @@ async def test_status_cost_and_exit(make_app: MakeApp, server: ScriptedServer) -
         await wait_for(pilot, lambda: items(app, Notice))
         assert "no tokens spent yet" in str(items(app, Notice)[-1].render())
         await ask(pilot, "what does the cart do?")
-        await wait_for(pilot, lambda: "It sums prices." in " ".join(
-            r.source for r in items(app, AssistantReply)))
+        await wait_for(
+            pilot,
+            lambda: "It sums prices." in " ".join(r.source for r in items(app, AssistantReply)),
+        )
         await ask(pilot, "/cost")
         await wait_for(pilot, lambda: len(items(app, Notice)) == 2)
         cost = str(items(app, Notice)[-1].render())
@@ -290,8 +308,9 @@ async def test_history_walks_back(make_app: MakeApp, server: ScriptedServer) -> 
 
 
 async def test_compact_replaces_older_turns(make_app: MakeApp, server: ScriptedServer) -> None:
-    server.add(text("First answer."), text("Second answer."),
-               text("Summary: the user asked two things."))
+    server.add(
+        text("First answer."), text("Second answer."), text("Summary: the user asked two things.")
+    )
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
@@ -302,11 +321,13 @@ async def test_compact_replaces_older_turns(make_app: MakeApp, server: ScriptedS
         await wait_for(pilot, lambda: len(items(app, AssistantReply)) == 2)
         await app.workers.wait_for_complete()
         await ask(pilot, "/compact")
-        await wait_for(pilot, lambda: any("compacted" in str(n.render())
-                                          for n in items(app, Notice)))
+        await wait_for(
+            pilot, lambda: any("compacted" in str(n.render()) for n in items(app, Notice))
+        )
         agent = app.screen.agent
-        assert any("Summary: the user asked two things." in str(m.get("content"))
-                   for m in agent.messages)
+        assert any(
+            "Summary: the user asked two things." in str(m.get("content")) for m in agent.messages
+        )
         assert len(server.requests) == 3  # the third call wrote the summary
 
 
@@ -332,21 +353,25 @@ async def test_user_keymap(make_app: MakeApp, theus_home: Path) -> None:
         await wait_for(pilot, lambda: app.current_mode == "graph")
 
 
-async def test_an_opening_request_is_sent_at_start(make_app: MakeApp,
-                                                   server: ScriptedServer) -> None:
+async def test_an_opening_request_is_sent_at_start(
+    make_app: MakeApp, server: ScriptedServer
+) -> None:
     """`theus "where are the tests"`: the app opens with that request sent, as claude does."""
     server.add(text("In tests/."))
     app = make_app(first_request="where are the tests")
     async with app.run_test(size=(110, 36)) as pilot:
-        await wait_for(pilot, lambda: [r.text for r in items(app, AssistantReply)]
-                       == ["In tests/."])
-        assert [texts_of(m)[-1] for m in server.requests[0]["messages"] if m["role"] == "user"
-                ] == ["where are the tests"]
+        await wait_for(
+            pilot, lambda: [r.text for r in items(app, AssistantReply)] == ["In tests/."]
+        )
+        assert [texts_of(m)[-1] for m in server.requests[0]["messages"] if m["role"] == "user"] == [
+            "where are the tests"
+        ]
         assert app.first_request == ""  # sent once, not again on the next mount
 
 
-async def test_a_second_request_waits_for_the_running_turn(make_app: MakeApp,
-                                                           server: ScriptedServer) -> None:
+async def test_a_second_request_waits_for_the_running_turn(
+    make_app: MakeApp, server: ScriptedServer
+) -> None:
     answer = threading.Event()
     server.add(text("Slow answer.", hold=answer))
     app = make_app()
@@ -355,18 +380,21 @@ async def test_a_second_request_waits_for_the_running_turn(make_app: MakeApp,
         await ask(pilot, "first")
         await wait_for(pilot, lambda: app.screen.busy)
         await ask(pilot, "second")
-        await wait_for(pilot, lambda: any("a turn is running" in str(n.render())
-                                          for n in items(app, Notice)))
+        await wait_for(
+            pilot, lambda: any("a turn is running" in str(n.render()) for n in items(app, Notice))
+        )
         assert app.screen.query_one("#prompt").text == "second"  # kept for later
         answer.set()
-        await wait_for(pilot, lambda: [r.text for r in items(app, AssistantReply)]
-                       == ["Slow answer."])
+        await wait_for(
+            pilot, lambda: [r.text for r in items(app, AssistantReply)] == ["Slow answer."]
+        )
         await app.workers.wait_for_complete()
         assert len(server.requests) == 1
 
 
-async def test_dashboard_command_serves_the_live_graph(make_app: MakeApp,
-                                                       server: ScriptedServer) -> None:
+async def test_dashboard_command_serves_the_live_graph(
+    make_app: MakeApp, server: ScriptedServer
+) -> None:
     import json
     import re
     import urllib.request
@@ -375,8 +403,9 @@ async def test_dashboard_command_serves_the_live_graph(make_app: MakeApp,
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await ask(pilot, "/dashboard")
-        await wait_for(pilot, lambda: any("dashboard" in str(n.render())
-                                          for n in items(app, Notice)))
+        await wait_for(
+            pilot, lambda: any("dashboard" in str(n.render()) for n in items(app, Notice))
+        )
         notice = next(str(n.render()) for n in items(app, Notice) if "dashboard" in str(n.render()))
         url = re.search(r"http://127\.0\.0\.1:\d+/\S+", notice)
         assert url is not None, notice
@@ -389,17 +418,18 @@ async def test_dashboard_command_serves_the_live_graph(make_app: MakeApp,
 
 
 async def test_escape_sequences_from_the_model_and_files_never_reach_the_terminal(
-        make_app: MakeApp, server: ScriptedServer, repo: Path) -> None:
+    make_app: MakeApp, server: ScriptedServer, repo: Path
+) -> None:
     (repo / "evil.txt").write_text("file says \x1b]52;c;cm0gLXJmIH4=\x07 hi\n")
-    server.add(tool("read", {"path": "evil.txt"}),
-               text("reply \x1b[2J\x1b]0;owned\x07\u202eokay"))
+    server.add(tool("read", {"path": "evil.txt"}), text("reply \x1b[2J\x1b]0;owned\x07\u202eokay"))
     seen: list[Message] = []
     app = make_app()
     async with app.run_test(size=(110, 36), message_hook=seen.append) as pilot:
         await ready(pilot)
         await ask(pilot, "read evil.txt")
-        await wait_for(pilot, lambda: events_of(seen, ev.TurnFinished)
-                       and items(app, AssistantReply))
+        await wait_for(
+            pilot, lambda: events_of(seen, ev.TurnFinished) and items(app, AssistantReply)
+        )
         await app.workers.wait_for_complete()
         await pilot.pause()
         reply = items(app, AssistantReply)[0]

@@ -17,9 +17,17 @@ from tui.widgets.chat_items import AssistantReply, Notice, ToolCallView, UserReq
 EARLIER = [
     {"role": "system", "content": "You are Theus."},
     {"role": "user", "content": "what does price_of return"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function",
-         "function": {"name": "read", "arguments": '{"path": "pricing.py"}'}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "read", "arguments": '{"path": "pricing.py"}'},
+            }
+        ],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": "def price_of(item): ..."},
     {"role": "assistant", "content": "EARLIER-ANSWER: the item's price."},
 ]
@@ -33,16 +41,22 @@ def saved_session(repo: Path, messages: list[dict[str, object]]) -> str:
 
 
 def shown(app: TheusApp, kind: type) -> list[str]:
-    return [str(w.render()) if not isinstance(w, AssistantReply) else w.text
-            for w in app.screen.query(kind)]
+    return [
+        str(w.render()) if not isinstance(w, AssistantReply) else w.text
+        for w in app.screen.query(kind)
+    ]
 
 
-async def test_resumed_session_shows_its_conversation(repo: Path, server: ScriptedServer
-                                                      ) -> None:
+async def test_resumed_session_shows_its_conversation(repo: Path, server: ScriptedServer) -> None:
     session = SessionStore(repo).open(saved_session(repo, EARLIER))
     server.add(text("NEW-ANSWER"))
-    app = TheusApp(repo, model_settings(server.url), agent_settings=SETTINGS,
-                   resume=session.messages(), session=session)
+    app = TheusApp(
+        repo,
+        model_settings(server.url),
+        agent_settings=SETTINGS,
+        resume=session.messages(),
+        session=session,
+    )
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         assert shown(app, UserRequest) == ["what does price_of return"]
@@ -63,8 +77,9 @@ async def test_resume_command_opens_a_picker(repo: Path, server: ScriptedServer)
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await pilot.press(*"/resume", "enter")
-        picker = await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker)
-                                and app.screen.ids and app.screen)
+        picker = await wait_for(
+            pilot, lambda: isinstance(app.screen, SessionPicker) and app.screen.ids and app.screen
+        )
         assert len(picker.ids) == 1
         await pilot.press("enter")
         await wait_for(pilot, lambda: shown(app, AssistantReply))
@@ -74,8 +89,7 @@ async def test_resume_command_opens_a_picker(repo: Path, server: ScriptedServer)
 
 async def test_no_id_starts_the_app_on_the_picker(repo: Path, server: ScriptedServer) -> None:
     saved_session(repo, EARLIER)
-    app = TheusApp(repo, model_settings(server.url), agent_settings=SETTINGS,
-                   pick_session=True)
+    app = TheusApp(repo, model_settings(server.url), agent_settings=SETTINGS, pick_session=True)
     async with app.run_test(size=(110, 36)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker) and app.screen.ids)
         await pilot.press("escape")

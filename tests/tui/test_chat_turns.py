@@ -40,7 +40,8 @@ def last_request_text(server: ScriptedServer) -> str:
 
 
 async def test_busy_line_counts_streamed_tokens_and_escape_stops(
-        make_app: MakeApp, server: ScriptedServer) -> None:
+    make_app: MakeApp, server: ScriptedServer
+) -> None:
     server.add(text(LONG, stall_after=3, stall_s=20))
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
@@ -56,7 +57,8 @@ async def test_busy_line_counts_streamed_tokens_and_escape_stops(
         await wait_for(pilot, lambda: not app.screen.busy)
         assert not busy.display
         assert [n for n in notices(app) if "stopped" in n or "cancelled" in n] == [
-            "stopped: the request was cancelled"]  # one line, not two
+            "stopped: the request was cancelled"
+        ]  # one line, not two
         # The next request is a turn of its own, not merged into the cancelled one.
         server.add(text("Sums the lines."))
         await ask(pilot, "and the tax?")
@@ -68,8 +70,7 @@ async def test_busy_line_counts_streamed_tokens_and_escape_stops(
         assert "cancelled this request" in server.requests[-1]["messages"][-2]["content"]
 
 
-async def test_an_empty_reply_is_shown_as_such(make_app: MakeApp, server: ScriptedServer
-                                               ) -> None:
+async def test_an_empty_reply_is_shown_as_such(make_app: MakeApp, server: ScriptedServer) -> None:
     server.add(text(""))
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
@@ -86,8 +87,9 @@ async def test_status_bar_shows_background_embedding_progress(make_app: MakeApp)
         await ready(pilot)
         bar = app.screen.query_one(StatusBar)
         embedder = GatedEmbedder()
-        layer = SemanticLayer(app.engine.project, env={}, credentials=None,
-                              local_loader=lambda: embedder)
+        layer = SemanticLayer(
+            app.engine.project, env={}, credentials=None, local_loader=lambda: embedder
+        )
         app.engine.memory.semantic = layer  # the app closes it with the memory
         layer.start_background()
         await wait_for(pilot, lambda: "embedding 0/3" in str(bar.render()))  # 3 files
@@ -96,13 +98,15 @@ async def test_status_bar_shows_background_embedding_progress(make_app: MakeApp)
 
 
 async def test_status_bar_counts_tokens_and_prices_them(
-        make_app: MakeApp, server: ScriptedServer, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    make_app: MakeApp, server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"test-model": {"input": 1_000_000, "output": 2_000_000}}))
     monkeypatch.setenv("THEUS_PRICES", str(prices))
-    server.add(text("One.", prompt_tokens=100, completion_tokens=20),
-               text("Two.", prompt_tokens=300, completion_tokens=5))
+    server.add(
+        text("One.", prompt_tokens=100, completion_tokens=20),
+        text("Two.", prompt_tokens=300, completion_tokens=5),
+    )
     app = make_app()
     async with app.run_test(size=(140, 36)) as pilot:
         await ready(pilot)
@@ -119,8 +123,7 @@ async def test_status_bar_counts_tokens_and_prices_them(
         await wait_for(pilot, lambda: bar.tokens_in == 0)
 
 
-async def test_ctrl_c_interrupts_and_twice_quits(make_app: MakeApp, server: ScriptedServer
-                                                 ) -> None:
+async def test_ctrl_c_interrupts_and_twice_quits(make_app: MakeApp, server: ScriptedServer) -> None:
     server.add(text(LONG, stall_after=2, stall_s=20))
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
@@ -139,19 +142,26 @@ async def test_ctrl_c_interrupts_and_twice_quits(make_app: MakeApp, server: Scri
 
 
 async def test_always_allow_for_the_session_and_the_project(
-        make_app: MakeApp, server: ScriptedServer, repo: Path) -> None:
-    server.add(tool("shell", {"command": "echo hi"}), text("Ran."),
-               tool("shell", {"command": "echo hi"}), text("Ran again."),
-               tool("edit", {"path": "pricing.py", "old_string": 'item["price"]',
-                             "new_string": 'item["cost"]'}), text("Edited."),
-               tool("write", {"path": "Makefile", "content": "test:\n\tpytest\n"}),
-               text("Written."))
+    make_app: MakeApp, server: ScriptedServer, repo: Path
+) -> None:
+    server.add(
+        tool("shell", {"command": "echo hi"}),
+        text("Ran."),
+        tool("shell", {"command": "echo hi"}),
+        text("Ran again."),
+        tool(
+            "edit",
+            {"path": "pricing.py", "old_string": 'item["price"]', "new_string": 'item["cost"]'},
+        ),
+        text("Edited."),
+        tool("write", {"path": "Makefile", "content": "test:\n\tpytest\n"}),
+        text("Written."),
+    )
     app = make_app()
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await ask(pilot, "say hi")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
-                               and app.screen)
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen)
         title = str(modal.query_one("#approval-title").render())
         assert title == "Run: echo hi"  # not "Run: run: echo hi"
         await pilot.press("a")  # always, this session
@@ -160,8 +170,10 @@ async def test_always_allow_for_the_session_and_the_project(
         await ask(pilot, "say hi again")
         await wait_for(pilot, lambda: len(app.screen.query(AssistantReply)) == 2)
         await app.workers.wait_for_complete()
-        assert any(n.startswith("allowed (session rule: run commands that start with `echo hi`)")
-                   for n in notices(app))
+        assert any(
+            n.startswith("allowed (session rule: run commands that start with `echo hi`)")
+            for n in notices(app)
+        )
         assert "exit 0" in server.requests[3]["messages"][-1]["content"]  # it did run
         await ask(pilot, "edit it")
         await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
@@ -172,8 +184,7 @@ async def test_always_allow_for_the_session_and_the_project(
         assert Permissions(repo).listed() == [("project", Rule("edit", path="pricing.py"))]
         # A file that runs code by itself is asked each time, with no "always" to give.
         await ask(pilot, "add a Makefile")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
-                               and app.screen)
+        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen)
         assert not modal.query("#session, #project")
         await pilot.press("a")
         assert app.screen is modal
@@ -186,13 +197,13 @@ async def test_always_allow_for_the_session_and_the_project(
         assert "1. session run commands that start with `echo hi`" in listing
         assert "2. project edit and write pricing.py" in listing
         await ask(pilot, "/permissions revoke 2")
-        await wait_for(pilot, lambda: any(n.startswith("revoked (project)")
-                                          for n in notices(app)))
+        await wait_for(pilot, lambda: any(n.startswith("revoked (project)") for n in notices(app)))
         assert Permissions(repo).listed() == []
 
 
 async def test_at_path_attaches_the_file_or_its_lines(
-        make_app: MakeApp, server: ScriptedServer, repo: Path) -> None:
+    make_app: MakeApp, server: ScriptedServer, repo: Path
+) -> None:
     (repo / ".env").write_text("API_KEY=sk-live-abcdefghijklmnopqrstuvwx\n")
     server.add(text("Seen."), text("Seen too."))
     app = make_app()
@@ -243,15 +254,19 @@ def test_an_edit_rule_never_covers_a_file_that_runs_code(repo: Path) -> None:
     permissions = Permissions(repo)
     permissions.allow([Rule("edit", path="cart.py"), Rule("edit", path="Makefile")], "project")
     plain = ApprovalRequest("edit", "edit cart.py", "diff", path="cart.py")
-    risky = ApprovalRequest("edit", "edit Makefile", "diff", path="Makefile",
-                            protected="a file that runs code by itself")
+    risky = ApprovalRequest(
+        "edit",
+        "edit Makefile",
+        "diff",
+        path="Makefile",
+        protected="a file that runs code by itself",
+    )
     assert permissions.allowing(plain) == [("project", Rule("edit", path="cart.py"))]
     assert permissions.allowing(risky) == []
     assert Permissions(repo).allowing(ApprovalRequest("shell", "run: ls", "ls")) == []
 
 
-def test_price_table_rows_and_bad_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                         ) -> None:
+def test_price_table_rows_and_bad_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_path / "prices.json"
     monkeypatch.setenv("THEUS_PRICES", str(table))
     table.write_text(json.dumps({"m": {"input": 3, "output": 15}, "bad": {"input": "x"}}))

@@ -23,7 +23,12 @@ print("clean")
 
 
 def test_headless_run_does_not_import_textual(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "clean"

@@ -21,8 +21,7 @@ FIXTURE = Path(__file__).parents[1] / "mcp_fixture_server.py"
 
 
 def servers(marker: Path) -> dict[str, Any]:
-    return {"mcpServers": {"fx": {"command": sys.executable,
-                                  "args": [str(FIXTURE), str(marker)]}}}
+    return {"mcpServers": {"fx": {"command": sys.executable, "args": [str(FIXTURE), str(marker)]}}}
 
 
 def notices(app: Any) -> list[str]:
@@ -34,8 +33,8 @@ def result_of(view: ToolCallView) -> str:
 
 
 async def test_an_mcp_call_asks_first_and_a_project_server_waits_for_trust(
-        make_app: MakeApp, server: ScriptedServer, repo: Path, theus_home: Path,
-        tmp_path: Path) -> None:
+    make_app: MakeApp, server: ScriptedServer, repo: Path, theus_home: Path, tmp_path: Path
+) -> None:
     (theus_home / "config").mkdir(exist_ok=True)
     (theus_home / "config" / "mcp.json").write_text(json.dumps(servers(tmp_path / "user")))
     project = servers(tmp_path / "project")
@@ -46,13 +45,20 @@ async def test_an_mcp_call_asks_first_and_a_project_server_waits_for_trust(
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         await ask(pilot, "echo hi")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
-                               and app.screen, timeout=30)
+        modal = await wait_for(
+            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen, timeout=30
+        )
         assert modal.request.kind == "mcp" and modal.request.tool == "fx__echo"
         assert json.loads(modal.request.detail) == {"text": "hi"}
         await pilot.press("y")
-        modal = await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen)
-                               and app.screen.request.tool == "fx__wipe" and app.screen)
+        modal = await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ApprovalScreen)
+                and app.screen.request.tool == "fx__wipe"
+                and app.screen
+            ),
+        )
         await pilot.press("n")
         await wait_for(pilot, lambda: items(app, AssistantReply))
         await app.workers.wait_for_complete()

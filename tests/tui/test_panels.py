@@ -80,8 +80,9 @@ async def test_tree_expands_lazily_and_edges_are_followed(make_app: MakeApp) -> 
         texts = option_texts(edges)
         assert any(t.startswith("→ imports") for t in texts)
         assert any(t.startswith("→ contains") for t in texts)
-        target = next(i for i, t in enumerate(texts)
-                      if "pricing.py" in t and not t.startswith(("→", "←")))
+        target = next(
+            i for i, t in enumerate(texts) if "pricing.py" in t and not t.startswith(("→", "←"))
+        )
         edges.focus()
         edges.highlighted = target
         await pilot.press("enter")
@@ -108,8 +109,12 @@ async def test_graph_search_for_from_slash_command(make_app: MakeApp) -> None:
 def episodes(repo: Path) -> list[Any]:
     project = Project(repo)
     store = EpisodeStore(project)
-    first = store.record("manual", "Fixed the cart total rounding.\n\nThe total now rounds "
-                         "**per line**.", "s1", ["cart.py"])
+    first = store.record(
+        "manual",
+        "Fixed the cart total rounding.\n\nThe total now rounds **per line**.",
+        "s1",
+        ["cart.py"],
+    )
     second = store.record("session-end", "Added discounts to pricing.", "s2", ["pricing.py"])
     project.close()
     return [first, second]
@@ -125,8 +130,9 @@ async def test_episodes_list_and_view(make_app: MakeApp, episodes: list[Any]) ->
         await wait_for(pilot, lambda: options.option_count == 2)
         texts = option_texts(options)
         day = episodes[0].date[:10]
-        assert any(t.startswith(day) and "manual" in t and "Fixed the cart total" in t
-                   for t in texts)
+        assert any(
+            t.startswith(day) and "manual" in t and "Fixed the cart total" in t for t in texts
+        )
         index = next(i for i, t in enumerate(texts) if "Fixed the cart" in t)
         options.focus()
         options.highlighted = index
@@ -176,8 +182,12 @@ async def test_memory_edit(make_app: MakeApp) -> None:
         await pilot.press("e")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "MemoryEditScreen")
         await pilot.press("end", *" and hypothesis", "ctrl+s")
-        await wait_for(pilot, lambda: screen.memories
-                       and screen.memories[0].label == "Tests use pytest and hypothesis")
+        await wait_for(
+            pilot,
+            lambda: (
+                screen.memories and screen.memories[0].label == "Tests use pytest and hypothesis"
+            ),
+        )
 
 
 async def test_no_model_mode_is_a_recall_box(make_app: MakeApp, server: Any) -> None:
@@ -219,14 +229,16 @@ async def test_status_bar(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) ->
         await app.workers.wait_for_complete()
         # Every panel shows the same figures.
         await pilot.press("f3")
-        other = await wait_for(pilot, lambda: app.current_mode == "graph"
-                               and app.screen.query_one(StatusBar))
+        other = await wait_for(
+            pilot, lambda: app.current_mode == "graph" and app.screen.query_one(StatusBar)
+        )
         assert str(other.render()) == str(app.screen.query_one(StatusBar).render())
         assert other.recall_ms == bar.recall_ms
 
 
-async def test_graph_panel_follows_the_watcher(make_app: MakeApp, repo: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_graph_panel_follows_the_watcher(
+    make_app: MakeApp, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("THEUS_NO_WATCH")
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -242,8 +254,7 @@ async def test_graph_panel_follows_the_watcher(make_app: MakeApp, repo: Path,
         assert "after tax" in preview.text
 
 
-async def test_first_index_in_the_app_uses_the_process_pool(
-        make_app: MakeApp, repo: Path) -> None:
+async def test_first_index_in_the_app_uses_the_process_pool(make_app: MakeApp, repo: Path) -> None:
     """Enough files for the index's process pool, started from inside the running app (whose
     stderr has no file descriptor)."""
     for i in range(210):
@@ -261,7 +272,8 @@ async def test_first_index_in_the_app_uses_the_process_pool(
 
 
 async def test_the_graph_panel_shows_what_was_told_with_its_history(
-        make_app: MakeApp, repo: Path) -> None:
+    make_app: MakeApp, repo: Path
+) -> None:
     import json
 
     from knowledge.facts import FactsLayer, parse_extraction
@@ -272,20 +284,32 @@ async def test_the_graph_panel_shows_what_was_told_with_its_history(
     for db in ("SQLite", "PostgreSQL"):
         said = f"the shop keeps its orders in {db}"
         old = "SQLite" if db == "PostgreSQL" else ""
-        layer.apply(parse_extraction(json.dumps({
-            "entities": [{"label": "Shop", "type": "Project", "layer": "PERSONAL"},
-                         {"label": db, "type": "Technology", "layer": "UNIVERSAL"}],
-            "relations": [{"source": "Shop", "target": db, "type": "USES_TECHNOLOGY"}],
-            "facts": [], "corrections": [{"subject": "Shop", "old": old, "new": db}]
-            if old else []})), f"we moved: {said}" if old else said, "user")
+        layer.apply(
+            parse_extraction(
+                json.dumps(
+                    {
+                        "entities": [
+                            {"label": "Shop", "type": "Project", "layer": "PERSONAL"},
+                            {"label": db, "type": "Technology", "layer": "UNIVERSAL"},
+                        ],
+                        "relations": [{"source": "Shop", "target": db, "type": "USES_TECHNOLOGY"}],
+                        "facts": [],
+                        "corrections": [{"subject": "Shop", "old": old, "new": db}] if old else [],
+                    }
+                )
+            ),
+            f"we moved: {said}" if old else said,
+            "user",
+        )
     project.save()
     project.close()
     app = make_app(model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_graph(pilot)
         tree = screen.query_one("#tree", Tree)
-        await wait_for(pilot, lambda: any(str(n.label).startswith("(told:")
-                                          for n in tree.root.children))
+        await wait_for(
+            pilot, lambda: any(str(n.label).startswith("(told:") for n in tree.root.children)
+        )
         told = next(n for n in tree.root.children if str(n.label).startswith("(told:"))
         shop = next(n for n in told.children if str(n.label) == "Shop")
         screen.show(shop.data[1])

@@ -39,13 +39,13 @@ async def still(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
-def test_chat_after_a_turn(snap_compare: Any, make_app: MakeApp, server: ScriptedServer
-                           ) -> None:
+def test_chat_after_a_turn(snap_compare: Any, make_app: MakeApp, server: ScriptedServer) -> None:
     answer = "`price_of` returns **the unit price**:\n\n- in `pricing.py`\n- used by `Cart.total`\n"
     # The status bar shows the server's usage; fixed here, because the prompt holds the
     # project's path, whose length follows the temporary folder.
-    server.add(tool("read", {"path": "pricing.py"}, prompt_tokens=300),
-               text(answer, prompt_tokens=328))
+    server.add(
+        tool("read", {"path": "pricing.py"}, prompt_tokens=300), text(answer, prompt_tokens=328)
+    )
     app = make_app()
 
     def replied() -> bool:

@@ -43,10 +43,12 @@ def render(messages: list[Message]) -> str:
 
 
 async def summarise(model: ModelClient, older: list[Message]) -> str:
-    completion = await model.complete([
-        {"role": "system", "content": SUMMARY_PROMPT},
-        {"role": "user", "content": render(older)},
-    ])
+    completion = await model.complete(
+        [
+            {"role": "system", "content": SUMMARY_PROMPT},
+            {"role": "user", "content": render(older)},
+        ]
+    )
     return completion.text.strip()
 
 
@@ -54,6 +56,6 @@ def summary_message(summary: str) -> Message:
     return {
         "role": "user",
         "content": "<conversation-summary>\nEarlier turns of this conversation were compacted "
-                   f"into this summary:\n{summary}\n</conversation-summary>",
+        f"into this summary:\n{summary}\n</conversation-summary>",
         KIND: SUMMARY,
     }

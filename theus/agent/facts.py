@@ -38,8 +38,9 @@ class FactsSource(Protocol):
 
 
 class FactExtractor:
-    def __init__(self, model: ModelClient, source: FactsSource,
-                 usage: Usage, timeout_s: float) -> None:
+    def __init__(
+        self, model: ModelClient, source: FactsSource, usage: Usage, timeout_s: float
+    ) -> None:
         self.model = model
         self._source = source
         self.usage = usage
@@ -94,10 +95,12 @@ class FactExtractor:
         try:
             known = await asyncio.to_thread(self._source.entity_labels)
             completion = await asyncio.wait_for(
-                self.model.complete_json(extraction_prompt(speaker, text, known),
-                                         EXTRACTION_SCHEMA, "extraction"), self.timeout_s)
-            self.usage.extraction_tokens += (completion.prompt_tokens
-                                             + completion.completion_tokens)
+                self.model.complete_json(
+                    extraction_prompt(speaker, text, known), EXTRACTION_SCHEMA, "extraction"
+                ),
+                self.timeout_s,
+            )
+            self.usage.extraction_tokens += completion.prompt_tokens + completion.completion_tokens
             extraction = parse_extraction(completion.text)
             if extraction.empty:  # nothing said worth keeping: the graph is not even loaded
                 return
@@ -116,5 +119,9 @@ class FactExtractor:
     def _failed(self, speaker: Speaker, why: str, quiet: bool = False) -> None:
         self.failed += 1
         stage = "S1" if speaker == "user" else "S1.5"
-        log.log(logging.INFO if quiet else logging.WARNING,
-                "fact extraction (%s) skipped: %s", stage, why)
+        log.log(
+            logging.INFO if quiet else logging.WARNING,
+            "fact extraction (%s) skipped: %s",
+            stage,
+            why,
+        )

@@ -37,8 +37,10 @@ _TAG = re.compile(r"<\s*/?\s*system-reminder", re.IGNORECASE)
 # The recall's own deadline sits this much before the loop's, so a semantic re-rank that
 # runs long still leaves time to build the block.
 BLOCK_RESERVE_S = 0.02
-CHAT_REASONS = {"skip": "small talk: nothing to recall",
-                "reuse": "a follow-up: the previous turn's context stands"}
+CHAT_REASONS = {
+    "skip": "small talk: nothing to recall",
+    "reuse": "a follow-up: the previous turn's context stands",
+}
 
 # The memory's recaller (`knowledge.memory.Memory.recaller`); a parameter so tests can swap it.
 RecallerFactory = Callable[[], Any]
@@ -60,9 +62,14 @@ def reminder(block: str) -> str:
 
 
 class Injector:
-    def __init__(self, settings: AgentSettings, recaller_factory: RecallerFactory,
-                 stats: InjectionStats | None = None, facts: FactsSource | None = None,
-                 examples: ExamplesSource | None = None) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        recaller_factory: RecallerFactory,
+        stats: InjectionStats | None = None,
+        facts: FactsSource | None = None,
+        examples: ExamplesSource | None = None,
+    ) -> None:
         self.settings = settings
         self._factory = recaller_factory
         self.builder = ContextBuilder(self.recaller, facts=facts, examples=examples)
@@ -75,8 +82,9 @@ class Injector:
         request's recall is not dropped for a cold start."""
         if not self.settings.inject:
             return
-        threading.Thread(target=self._warm, args=(budget_s,), daemon=True,
-                         name="theus-recall-warm").start()
+        threading.Thread(
+            target=self._warm, args=(budget_s,), daemon=True, name="theus-recall-warm"
+        ).start()
 
     def _warm(self, budget_s: float) -> None:
         try:
@@ -109,16 +117,20 @@ class Injector:
 
         def work() -> None:
             try:
-                future.set_result(self.builder.build(query, deadline=start + deadline_s,
-                                                     budget_tokens=budget_tokens))
+                future.set_result(
+                    self.builder.build(
+                        query, deadline=start + deadline_s, budget_tokens=budget_tokens
+                    )
+                )
             except BaseException as exc:
                 future.set_exception(exc)
 
         threading.Thread(target=work, daemon=True, name="theus-recall").start()
         return future
 
-    async def inject(self, query: str, *, budget_tokens: int | None = None,
-                     gated: bool = True) -> InjectionInfo:
+    async def inject(
+        self, query: str, *, budget_tokens: int | None = None, gated: bool = True
+    ) -> InjectionInfo:
         """The block for `query` within the deadline; empty when off, weak, late or failed,
         and, `gated`, for small talk and for a follow-up that adds nothing to the previous
         turn's context (`knowledge.recall.gate`); a follow-up that names something new is
@@ -145,11 +157,13 @@ class Injector:
             context = await asyncio.wait_for(asyncio.wrap_future(future), wait_s)
         except TimeoutError:
             took = (time.perf_counter() - start) * 1000
-            log.warning("recall missed its %g ms deadline; the turn goes on without it",
-                        deadline_ms)
+            log.warning(
+                "recall missed its %g ms deadline; the turn goes on without it", deadline_ms
+            )
             self.stats.count("late")
-            return InjectionInfo(0, took, "", dropped=True,
-                                 reason=f"recall missed its {deadline_ms:g} ms deadline")
+            return InjectionInfo(
+                0, took, "", dropped=True, reason=f"recall missed its {deadline_ms:g} ms deadline"
+            )
         except Exception as exc:
             took = (time.perf_counter() - start) * 1000
             error = f"{type(exc).__name__}: {exc}"
@@ -160,11 +174,13 @@ class Injector:
         best = context.best_score
         if not context.sections:
             self.stats.count("empty")
-            return InjectionInfo(0, took, "", best_score=best,
-                                 reason=f"best score {best:.2f} below the threshold")
+            return InjectionInfo(
+                0, took, "", best_score=best, reason=f"best score {best:.2f} below the threshold"
+            )
         self.stats.count("injected")
-        return InjectionInfo(context.tokens, took, context.block, best_score=best,
-                             examples=context.examples)
+        return InjectionInfo(
+            context.tokens, took, context.block, best_score=best, examples=context.examples
+        )
 
     def recall_lines(self, query: str, top: int) -> list[str]:
         """For the recall tool (runs on a worker thread)."""

@@ -24,8 +24,10 @@ def placeholder(name: str, arguments: str, tokens: int) -> str:
     args = " ".join(arguments.split())
     if len(args) > 160:
         args = args[:157] + "..."
-    return (f"[Old tool result cleared to save context (~{tokens} tokens): {name}({args}). "
-            "Call the tool again with the same arguments if you need it.]")
+    return (
+        f"[Old tool result cleared to save context (~{tokens} tokens): {name}({args}). "
+        "Call the tool again with the same arguments if you need it.]"
+    )
 
 
 def last_assistant_time(messages: list[Message]) -> float | None:
@@ -76,4 +78,3 @@ def apply(messages: list[Message], placeholders: dict[str, str]) -> None:
         if message.get("role") == "tool" and message.get("tool_call_id") in placeholders:
             message["content"] = placeholders[message["tool_call_id"]]
             message[CLEARED] = True
-

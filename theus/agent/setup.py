@@ -73,11 +73,14 @@ def make_agent(
     `mcp`: the tools of its servers that are ready now are offered beside the built-in ones
     (`offer_mcp_tools` adds those of servers that come up later)."""
     # The semantic re-ranker earns recall extra time, once the memory says it is on.
-    settings = settings or AgentSettings.from_env(
-        semantic_on=memory.is_open and memory.semantic_on)
-    injector = Injector(settings, memory.recaller, memory.injection_stats(),
-                        facts=lambda query: memory.facts.block_lines(query)
-                        if memory.facts is not None else [], examples=memory.examples)
+    settings = settings or AgentSettings.from_env(semantic_on=memory.is_open and memory.semantic_on)
+    injector = Injector(
+        settings,
+        memory.recaller,
+        memory.injection_stats(),
+        facts=lambda query: memory.facts.block_lines(query) if memory.facts is not None else [],
+        examples=memory.examples,
+    )
     if first_request is not None:
         injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S)
     else:
@@ -85,10 +88,22 @@ def make_agent(
     if headless:
         sink = _watching_from_first_tool(sink, memory)
     agent = Agent(
-        ModelClient(model_settings), memory.root, sink=sink, approver=approver,
-        settings=settings, injector=injector, session=session, episodes=memory,
-        max_turns=max_turns, refuse_protected=headless, allow_config_edits=allow_config_edits,
-        denied_hint=denied_hint, messages=messages or None, facts=memory, history=memory)
+        ModelClient(model_settings),
+        memory.root,
+        sink=sink,
+        approver=approver,
+        settings=settings,
+        injector=injector,
+        session=session,
+        episodes=memory,
+        max_turns=max_turns,
+        refuse_protected=headless,
+        allow_config_edits=allow_config_edits,
+        denied_hint=denied_hint,
+        messages=messages or None,
+        facts=memory,
+        history=memory,
+    )
     if mcp is not None:
         offer_mcp_tools(agent, mcp)
     return agent
@@ -103,30 +118,53 @@ def offer_mcp_tools(agent: Agent, hub: McpHub) -> None:
         agent.tools.setdefault(name, tool)
 
 
-def start_headless(root: Path, model_settings: ModelSettings, session: Session | None,
-                   first_request: str, *, sink: Sink = null_sink,
-                   approver: Approver | None = None, messages: list[Message] | None = None,
-                   max_turns: int | None = None, allow_config_edits: bool = False,
-                   denied_hint: str = "the user declined", mcp: McpHub | None = None
-                   ) -> Runtime:
+def start_headless(
+    root: Path,
+    model_settings: ModelSettings,
+    session: Session | None,
+    first_request: str,
+    *,
+    sink: Sink = null_sink,
+    approver: Approver | None = None,
+    messages: list[Message] | None = None,
+    max_turns: int | None = None,
+    allow_config_edits: bool = False,
+    denied_hint: str = "the user declined",
+    mcp: McpHub | None = None,
+) -> Runtime:
     """`theus -p`: the memory opened for a one-shot run, and its agent (blocking: call it
     from a worker thread). `mcp`'s servers, started before, come up while the memory opens;
     the first request waits for them (bounded: each has its start-up deadline), and each that
     failed is one warning."""
-    memory = open_memory(root, one_shot=True, index_if_missing=True,
-                         index_wait_s=FIRST_INDEX_WAIT_S, watch=False)
+    memory = open_memory(
+        root, one_shot=True, index_if_missing=True, index_wait_s=FIRST_INDEX_WAIT_S, watch=False
+    )
     if memory.index_pending:
-        sink(Error(f"this project was never indexed and its first index takes longer than "
-                   f"{FIRST_INDEX_WAIT_S:.0f} s: this run goes on without the project's "
-                   "context; run `theus index` once so later runs have it"))
+        sink(
+            Error(
+                f"this project was never indexed and its first index takes longer than "
+                f"{FIRST_INDEX_WAIT_S:.0f} s: this run goes on without the project's "
+                "context; run `theus index` once so later runs have it"
+            )
+        )
     if mcp is not None:
         mcp.wait_ready()
         for warning in mcp.warnings():
             sink(Error(warning))
-    agent = make_agent(memory, model_settings, session, sink=sink, approver=approver,
-                       messages=messages, max_turns=max_turns, headless=True,
-                       first_request=first_request, allow_config_edits=allow_config_edits,
-                       denied_hint=denied_hint, mcp=mcp)
+    agent = make_agent(
+        memory,
+        model_settings,
+        session,
+        sink=sink,
+        approver=approver,
+        messages=messages,
+        max_turns=max_turns,
+        headless=True,
+        first_request=first_request,
+        allow_config_edits=allow_config_edits,
+        denied_hint=denied_hint,
+        mcp=mcp,
+    )
     return Runtime(agent, memory, mcp)
 
 

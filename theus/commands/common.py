@@ -36,8 +36,9 @@ def project_root(arg: str | None) -> Path:
         with os.scandir(path):
             pass
     except OSError as exc:
-        raise UsageError(f"cannot read the folder {path}: {exc.strerror or exc} (check its "
-                         "permissions)") from None
+        raise UsageError(
+            f"cannot read the folder {path}: {exc.strerror or exc} (check its permissions)"
+        ) from None
     return path.resolve()
 
 
@@ -103,21 +104,30 @@ def print_json(payload: Any) -> None:
     sys.stdout.write(escape_controls(json.dumps(payload, ensure_ascii=False)) + "\n")
 
 
-def add_path_option(parser: Any, *, dest: str = "path", default: Any = argparse.SUPPRESS
-                    ) -> None:
+def add_path_option(parser: Any, *, dest: str = "path", default: Any = argparse.SUPPRESS) -> None:
     """`--path PATH`, the one way every command takes the project folder (before the command
     too: `theus --path X status`); `--project` is its older spelling. Resolve it with
     `command_root(args)`. SUPPRESS: without the flag the global `--path` stands, instead of a
     default silently overriding it."""
-    parser.add_argument("--path", "--project", dest=dest, metavar="PATH", default=default,
-                        help="project folder (default: the global --path, else the current "
-                        "folder)")
+    parser.add_argument(
+        "--path",
+        "--project",
+        dest=dest,
+        metavar="PATH",
+        default=default,
+        help="project folder (default: the global --path, else the current folder)",
+    )
 
 
 def add_path_argument(parser: Any) -> None:
     """`--path PATH`, and the positional PATH commands took first (`theus index .`)."""
-    parser.add_argument("path", nargs="?", default=argparse.SUPPRESS, metavar="PATH",
-                        help="project folder, as --path")
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="project folder, as --path",
+    )
     add_path_option(parser)
 
 
@@ -129,8 +139,12 @@ def add_project_options(parser: Any, default: Any) -> None:
     actions pass `argparse.SUPPRESS` as default so they keep the command's value.
     """
     add_path_option(parser, dest="project", default=default)
-    parser.add_argument("--json", action="store_true",
-                        default=False if default is None else default, help="print JSON")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False if default is None else default,
+        help="print JSON",
+    )
 
 
 def exit_now(code: int) -> NoReturn:

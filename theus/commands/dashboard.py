@@ -11,17 +11,27 @@ DEFAULT_PORT = 7420
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "dashboard", help="serve the project graph in a browser (127.0.0.1 only)",
+        "dashboard",
+        help="serve the project graph in a browser (127.0.0.1 only)",
         description="Serve the project's knowledge graph, database tables and status on "
         "127.0.0.1. The printed link carries a one-time token; keep it private.",
     )
     add_path_argument(p)
-    p.add_argument("--port", type=int, default=None, metavar="N",
-                   help=f"port to listen on (default: {DEFAULT_PORT}, or a free one if taken)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"port to listen on (default: {DEFAULT_PORT}, or a free one if taken)",
+    )
     p.add_argument("--open", action="store_true", help="open the page in the default browser")
-    p.add_argument("--unsafe-host", default=None, metavar="HOST",
-                   help="listen on HOST instead of 127.0.0.1: anyone who can reach it and has "
-                   "the link can read the graph")
+    p.add_argument(
+        "--unsafe-host",
+        default=None,
+        metavar="HOST",
+        help="listen on HOST instead of 127.0.0.1: anyone who can reach it and has "
+        "the link can read the graph",
+    )
     p.set_defaults(func=run)
 
 
@@ -46,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
         for port in ports:
             try:
                 url, stop = start_dashboard(
-                    project, port=port, host=host, unsafe_host=args.unsafe_host is not None,
+                    project,
+                    port=port,
+                    host=host,
+                    unsafe_host=args.unsafe_host is not None,
                     status_provider=lambda: gather(project),
                 )
                 break
@@ -69,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
             out("No index yet: indexing in the background, the page updates as it goes.\n")
         threading.Thread(target=follow, name="theus-follow", daemon=True).start()
         if args.unsafe_host is not None:
-            err(f"theus: warning: listening on {host}; anyone who can reach it "
-                "and has the link can read this project's graph\n")
+            err(
+                f"theus: warning: listening on {host}; anyone who can reach it "
+                "and has the link can read this project's graph\n"
+            )
         out(f"Theus dashboard for {root}:\n  {url}\nPress Ctrl-C to stop.\n", flush=True)
         if args.open:
             webbrowser.open(url)

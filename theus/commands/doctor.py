@@ -12,8 +12,9 @@ from theus.commands.common import Printed, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="check the model server end to end and show what "
-                       "Theus works around")
+    p = sub.add_parser(
+        "doctor", help="check the model server end to end and show what Theus works around"
+    )
     p.add_argument("--model", default=None, help="model name (overrides THEUS_MODEL)")
     p.set_defaults(func=run)
 

@@ -25,17 +25,22 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "facts", help="list, show or forget what conversations told the memory",
+        "facts",
+        help="list, show or forget what conversations told the memory",
         description="Facts come from what you and the agent say in a session (extracted by "
         "the configured model; THEUS_NO_FACTS=1 turns it off). `list` (the default) shows "
         "current facts and relations; `history SUBJECT` shows superseded ones too; `forget` "
-        "removes a record (ID) or everything about a subject.")
+        "removes a record (ID) or everything about a subject.",
+    )
     add_project_options(p, None)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
-    add_project_options(actions.add_parser("list", help="current facts (default)"),
-                        argparse.SUPPRESS)
-    for name, what in (("show", "the current facts of one subject"),
-                       ("history", "every fact of one subject, superseded ones included")):
+    add_project_options(
+        actions.add_parser("list", help="current facts (default)"), argparse.SUPPRESS
+    )
+    for name, what in (
+        ("show", "the current facts of one subject"),
+        ("history", "every fact of one subject, superseded ones included"),
+    ):
         action = actions.add_parser(name, help=what)
         action.add_argument("subject", metavar="SUBJECT")
         add_project_options(action, argparse.SUPPRESS)
@@ -65,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
             if args.action == "show":
                 views = [v for v in views if v.current]
             if not views:
-                err(f"theus: nothing known about {args.subject!r} "
-                    "(see `theus facts`)\n")
+                err(f"theus: nothing known about {args.subject!r} (see `theus facts`)\n")
                 return 1
         else:
             views = layer.current()
@@ -76,17 +80,29 @@ def run(args: argparse.Namespace) -> int:
 
 def _print(views: list[FactView], as_json: bool) -> None:
     if as_json:
-        print_json([{"id": v.id, "subject": v.subject, "kind": v.kind, "text": v.text,
-                     "source": v.source, "layer": v.layer, "current": v.current,
-                     "valid_from": v.valid_from, "valid_to": v.valid_to,
-                     "superseded_by": v.superseded_by or None} for v in views])
+        print_json(
+            [
+                {
+                    "id": v.id,
+                    "subject": v.subject,
+                    "kind": v.kind,
+                    "text": v.text,
+                    "source": v.source,
+                    "layer": v.layer,
+                    "current": v.current,
+                    "valid_from": v.valid_from,
+                    "valid_to": v.valid_to,
+                    "superseded_by": v.superseded_by or None,
+                }
+                for v in views
+            ]
+        )
         return
     if not views:
         err("theus: no facts yet (they come from what is said in a session)\n")
     for v in views:
         until = "" if v.current else f"  (until {_day(v.valid_to)})"
-        out(f"{v.id}  {v.subject}: {v.text}  [{v.layer.lower()}, {v.source}]"
-            f"{until}\n")
+        out(f"{v.id}  {v.subject}: {v.text}  [{v.layer.lower()}, {v.source}]{until}\n")
 
 
 def _day(stamp: float | None) -> str:

@@ -15,9 +15,12 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("index", help="index a project into its knowledge graph",
-                       description="Index PATH (default: the current folder). Unchanged files "
-                       "are skipped; the graph is kept in the Theus data dir.")
+    p = sub.add_parser(
+        "index",
+        help="index a project into its knowledge graph",
+        description="Index PATH (default: the current folder). Unchanged files "
+        "are skipped; the graph is kept in the Theus data dir.",
+    )
     add_path_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-embed", action="store_true", help="skip computing embeddings")
@@ -34,26 +37,32 @@ def run(args: argparse.Namespace) -> int:
         err(f"theus: {exc}; the previous index is unchanged\n")
         return 1
     if done is None:
-        err(f"theus: the index of {root} did not read back after a rebuild; see the "
-            "warnings above (the disk may be failing)\n")
+        err(
+            f"theus: the index of {root} did not read back after a rebuild; see the "
+            "warnings above (the disk may be failing)\n"
+        )
         return 1
     project, report, embedded, embed_seconds = done
     if project.store.recovered_from:  # found at open, by the index's check or a later read
-        err(f"theus: the index was unreadable; kept it at "
-            f"{project.store.recovered_from} and rebuilt it\n")
+        err(
+            f"theus: the index was unreadable; kept it at "
+            f"{project.store.recovered_from} and rebuilt it\n"
+        )
     if args.json:
-        print_json({**report.to_json(), "embedded": embedded,
-                    "embed_seconds": round(embed_seconds, 3)})
+        print_json(
+            {**report.to_json(), "embedded": embedded, "embed_seconds": round(embed_seconds, 3)}
+        )
     else:
         skipped = ", ".join(f"{n} {r}" for r, n in sorted(report.skipped.items())) or "none"
-        out(f"Indexed {report.files} files, {report.symbols} symbols, {report.edges} edges "
+        out(
+            f"Indexed {report.files} files, {report.symbols} symbols, {report.edges} edges "
             f"in {report.seconds:.2f}s ({report.parsed} parsed; skipped: {skipped}); "
-            f"embedded {embedded} in {embed_seconds:.2f}s\n")
+            f"embedded {embedded} in {embed_seconds:.2f}s\n"
+        )
     return 0
 
 
-def _index(root: Path, args: argparse.Namespace
-           ) -> tuple[Project, IndexReport, int, float] | None:
+def _index(root: Path, args: argparse.Namespace) -> tuple[Project, IndexReport, int, float] | None:
     """Index, embed and snapshot; None when a read after the index met damage and the store
     was set aside (it reads as never indexed then): never a success over an empty store."""
     from knowledge.project import Project
@@ -101,21 +110,30 @@ def _embed(project: Project, show_progress: bool) -> tuple[int, float]:
         else:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-            with Progress("[progress.description]{task.description}", BarColumn(),
-                          MofNCompleteColumn(), TimeElapsedColumn(), transient=True) as bar:
+            with Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=True,
+            ) as bar:
                 task = bar.add_task("Embedding", total=None)
-                report = layer.embed_all(progress=lambda done, total: bar.update(
-                    task, completed=done, total=total or None))
+                report = layer.embed_all(
+                    progress=lambda done, total: bar.update(
+                        task, completed=done, total=total or None
+                    )
+                )
     finally:
         layer.stop()
     if report is None:
         if layer.selection is not None and layer.selection.embedder is not None:
-            err(f"theus: embeddings skipped ({layer.load_error}); recall works "
-                f"without them\n")
+            err(f"theus: embeddings skipped ({layer.load_error}); recall works without them\n")
         return 0, 0.0
     if report.failed:
-        err(f"theus: embeddings incomplete ({report.failed} failed: "
-            f"{report.errors[-1]}); recall works without them\n")
+        err(
+            f"theus: embeddings incomplete ({report.failed} failed: "
+            f"{report.errors[-1]}); recall works without them\n"
+        )
     return report.embedded, report.seconds
 
 
@@ -124,8 +142,14 @@ def _run_index(project: Project, show_progress: bool) -> IndexReport:
         return project.index()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), transient=True) as bar:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    ) as bar:
         task = bar.add_task("Indexing", total=None)
-        return project.index(progress=lambda done, total: bar.update(task, completed=done,
-                                                                     total=total or None))
+        return project.index(
+            progress=lambda done, total: bar.update(task, completed=done, total=total or None)
+        )

@@ -10,11 +10,12 @@ from theus.commands.common import add_path_argument, command_root, looking_at
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("init", help="draft an AGENTS.md for coding agents from the index, "
-                       "and write it once approved")
+    p = sub.add_parser(
+        "init",
+        help="draft an AGENTS.md for coding agents from the index, and write it once approved",
+    )
     add_path_argument(p)
-    p.add_argument("--print", dest="only_print", action="store_true",
-                   help="only show the draft")
+    p.add_argument("--print", dest="only_print", action="store_true", help="only show the draft")
     p.add_argument("--yes", action="store_true", help="write it without asking")
     p.set_defaults(func=run)
 
@@ -26,8 +27,10 @@ def run(args: argparse.Namespace) -> int:
     root = command_root(args)
     target = root / FILE_NAME
     if target.exists() and not args.only_print:
-        sys.stderr.write(f"theus: {target} already exists: nothing written (theus init --print "
-                         "shows a draft to compare)\n")
+        sys.stderr.write(
+            f"theus: {target} already exists: nothing written (theus init --print "
+            "shows a draft to compare)\n"
+        )
         return 1
     with looking_at(root) as project:
         text = draft_from(project)

@@ -10,15 +10,18 @@ from theus.commands.common import UsageError, err
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("login", help="save the chat model endpoint and key",
-                       description="Save the OpenAI-compatible endpoint Theus talks to. Asks "
-                       "for what the flags do not give. Stored with file mode 0600; the "
-                       "THEUS_*/OPENAI_* environment variables still take precedence.")
+    p = sub.add_parser(
+        "login",
+        help="save the chat model endpoint and key",
+        description="Save the OpenAI-compatible endpoint Theus talks to. Asks "
+        "for what the flags do not give. Stored with file mode 0600; the "
+        "THEUS_*/OPENAI_* environment variables still take precedence.",
+    )
     p.add_argument("--base-url", default=None, help="e.g. http://localhost:11434/v1")
-    p.add_argument("--api-key", default=None,
-                   help="API key (prefer the prompt: flags end up in shell history)")
-    p.add_argument("--model", dest="login_model", default=None, metavar="MODEL",
-                   help="model name")
+    p.add_argument(
+        "--api-key", default=None, help="API key (prefer the prompt: flags end up in shell history)"
+    )
+    p.add_argument("--model", dest="login_model", default=None, metavar="MODEL", help="model name")
     p.set_defaults(func=run)
 
 
@@ -36,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
     base_url = (args.base_url or _ask("Base URL", default="https://api.openai.com/v1")).strip()
     if not base_url.startswith(("http://", "https://")):
         raise UsageError(f"base URL must start with http:// or https://, got {base_url!r}")
-    api_key = args.api_key if args.api_key is not None else _ask("API key (empty if none)",
-                                                                secret=True)
+    api_key = (
+        args.api_key if args.api_key is not None else _ask("API key (empty if none)", secret=True)
+    )
     model = (args.login_model or _ask("Model")).strip()
     if not model:
         raise UsageError("a model name is required (e.g. --model gpt-4o-mini)")

@@ -25,18 +25,26 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "mcp", help="serve the project's memory to other agents (MCP server)",
+        "mcp",
+        help="serve the project's memory to other agents (MCP server)",
         description="An MCP server exposing the project's memory: recall, read_node, "
         "neighbours, search_memory, add_memory, episodes and facts, and MEMORY.md as a "
         "resource. Speaks stdio by default (what Claude Code, Codex and Cursor start).",
     )
     add_path_argument(p)
-    p.add_argument("--http", type=int, default=None, metavar="PORT",
-                   help="serve Streamable HTTP on 127.0.0.1:PORT instead (0: any free port); "
-                   "requests need the printed token (or THEUS_MCP_TOKEN)")
-    p.add_argument("--print-config", action="store_true",
-                   help="print the snippets that add this server to Claude Code, Codex and "
-                   "Cursor, and exit")
+    p.add_argument(
+        "--http",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Streamable HTTP on 127.0.0.1:PORT instead (0: any free port); "
+        "requests need the printed token (or THEUS_MCP_TOKEN)",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the snippets that add this server to Claude Code, Codex and Cursor, and exit",
+    )
     p.set_defaults(func=run)
 
 
@@ -85,8 +93,9 @@ def _listen(port: int) -> socket.socket:
         return http.bind(port)
     except OSError as exc:
         hint = " (pick another with --http PORT)" if exc.errno == errno.EADDRINUSE else ""
-        raise UsageError(f"cannot listen on {http.LOOPBACK}:{port}: "
-                         f"{exc.strerror or exc}{hint}") from None
+        raise UsageError(
+            f"cannot listen on {http.LOOPBACK}:{port}: {exc.strerror or exc}{hint}"
+        ) from None
 
 
 def _serve_http(server: MCPServer, sock: socket.socket, root: Path) -> None:
@@ -94,8 +103,10 @@ def _serve_http(server: MCPServer, sock: socket.socket, root: Path) -> None:
 
     secret = http.token()
     url = f"http://{http.LOOPBACK}:{sock.getsockname()[1]}{http.PATH}"
-    err(f"Theus MCP server for {root}: {url}\n"
-        f"  send the header `Authorization: Bearer {secret}`; Ctrl-C stops it\n")
+    err(
+        f"Theus MCP server for {root}: {url}\n"
+        f"  send the header `Authorization: Bearer {secret}`; Ctrl-C stops it\n"
+    )
     sys.stderr.flush()
     http.serve(server, sock, secret)
 

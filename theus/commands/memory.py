@@ -24,10 +24,12 @@ from theus.commands.common import (
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "memory", help="list, add, edit or remove the project's memories",
+        "memory",
+        help="list, add, edit or remove the project's memories",
         description="Memories live in MEMORY.md (one per line, or a pointer to a topic file) "
         "in the project's memory folder, and as memory nodes in its graph. `list` is the "
-        "default. Text starting with '-' goes after `--`.")
+        "default. Text starting with '-' goes after `--`.",
+    )
     add_project_options(p, None)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     listing = actions.add_parser("list", help="list memories (default)")
@@ -107,8 +109,14 @@ def _done(change: Any, verb: str, as_json: bool, shown: set[str]) -> int:
         return 1
     _warn([w for w in change.warnings if w not in shown])
     if as_json:
-        print_json({"key": change.key, "topic": change.topic or None, "result": verb,
-                    "warnings": change.warnings})
+        print_json(
+            {
+                "key": change.key,
+                "topic": change.topic or None,
+                "result": verb,
+                "warnings": change.warnings,
+            }
+        )
     else:
         where = f" ({change.topic})" if change.topic else ""
         out(f"{verb} {change.key}{where}\n")
@@ -116,8 +124,13 @@ def _done(change: Any, verb: str, as_json: bool, shown: set[str]) -> int:
 
 
 def _node_json(node: Any) -> dict[str, Any]:
-    return {"key": node.key, "source": node.source, "title": node.label,
-            "text": node.data.get("text", node.summary), "topic": node.data.get("topic")}
+    return {
+        "key": node.key,
+        "source": node.source,
+        "title": node.label,
+        "text": node.data.get("text", node.summary),
+        "topic": node.data.get("topic"),
+    }
 
 
 def _warn(warnings: list[str]) -> None:

@@ -19,7 +19,8 @@ WARM_BUDGET_S = 2.0  # reading file contents for the content index, once per CLI
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "recall", help="recall the files and symbols related to a request",
+        "recall",
+        help="recall the files and symbols related to a request",
         description="Rank the project's files, symbols and memories for QUERY and show the "
         "context block Theus would inject before a model call. Indexes the project first if "
         "it has no index yet.",
@@ -28,15 +29,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--top", type=int, default=10, metavar="K", help="results to show (10)")
     add_path_option(p)
-    p.add_argument("--under", default=None, metavar="PREFIX",
-                   help="only results whose repo-relative path starts with PREFIX")
+    p.add_argument(
+        "--under",
+        default=None,
+        metavar="PREFIX",
+        help="only results whose repo-relative path starts with PREFIX",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     query = " ".join(args.query).strip()
     if not query:
-        raise UsageError("recall needs a query, e.g. `theus recall \"where is the cart total\"`")
+        raise UsageError('recall needs a query, e.g. `theus recall "where is the cart total"`')
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, got {args.top}")
     root = command_root(args)
@@ -49,20 +54,30 @@ def run(args: argparse.Namespace) -> int:
     result, block, tokens = context.recall, context.block, context.tokens
     result.hits = result.hits[: args.top]
     if args.json:
-        print_json({
-            "query": query,
-            "took_ms": result.took_ms,
-            "best_score": result.best_score,
-            "files": result.files,
-            "results": [
-                {"key": h.key, "kind": h.kind, "path": h.path, "name": h.name, "line": h.line,
-                 "score": h.score, "why": h.why, "layer": h.layer}
-                for h in result.hits
-            ],
-            "context": block,
-            "injected_tokens": tokens,
-            "notes": result.notes,
-        })
+        print_json(
+            {
+                "query": query,
+                "took_ms": result.took_ms,
+                "best_score": result.best_score,
+                "files": result.files,
+                "results": [
+                    {
+                        "key": h.key,
+                        "kind": h.kind,
+                        "path": h.path,
+                        "name": h.name,
+                        "line": h.line,
+                        "score": h.score,
+                        "why": h.why,
+                        "layer": h.layer,
+                    }
+                    for h in result.hits
+                ],
+                "context": block,
+                "injected_tokens": tokens,
+                "notes": result.notes,
+            }
+        )
         return 0
     _print_plain(result, block, tokens)
     return 0
@@ -102,8 +117,11 @@ def _print_plain(result: Recall, block: str, tokens: int) -> None:
     if not result.hits:
         console.print(f"Nothing recalled for {result.query!r} ({result.took_ms:.1f} ms).")
         return
-    table = Table(title=f"Recall for {result.query!r} — {result.took_ms:.1f} ms",
-                  title_justify="left", expand=False)
+    table = Table(
+        title=f"Recall for {result.query!r} — {result.took_ms:.1f} ms",
+        title_justify="left",
+        expand=False,
+    )
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("layer", no_wrap=True)
@@ -119,8 +137,8 @@ def _print_plain(result: Recall, block: str, tokens: int) -> None:
         console.print(f"\nContext block ({tokens} tokens):", style="bold")
         console.print(block, markup=False)
     else:
-        console.print(f"\nNo context block: best score {result.best_score:.2f} "
-                      f"is below {THRESHOLD}.")
+        console.print(
+            f"\nNo context block: best score {result.best_score:.2f} is below {THRESHOLD}."
+        )
     for note in result.notes:
         console.print(f"note: {note}", markup=False)
-

@@ -10,14 +10,21 @@ from theus.commands.common import add_path_argument, command_root, err, out, pri
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sessions", help="list the project's conversations",
-                       description="List saved conversations of PATH, newest first. Resume one "
-                       "with `theus -r ID` (or the latest with `theus -c`).")
+    p = sub.add_parser(
+        "sessions",
+        help="list the project's conversations",
+        description="List saved conversations of PATH, newest first. Resume one "
+        "with `theus -r ID` (or the latest with `theus -c`).",
+    )
     add_path_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON array")
-    p.add_argument("--delete", metavar="ID", default=None,
-                   help="delete this session and its runs in the history (exit 3, changing "
-                   "nothing, when the vector store holding them cannot be reached)")
+    p.add_argument(
+        "--delete",
+        metavar="ID",
+        default=None,
+        help="delete this session and its runs in the history (exit 3, changing "
+        "nothing, when the vector store holding them cannot be reached)",
+    )
     p.set_defaults(func=run)
 
 
@@ -31,8 +38,7 @@ def run(args: argparse.Namespace) -> int:
         print_json([i.as_dict() for i in infos])
         return 0
     if not infos:
-        err("theus: no sessions in this project yet (start one with `theus` or "
-            "`theus -p ...`)\n")
+        err("theus: no sessions in this project yet (start one with `theus` or `theus -p ...`)\n")
         return 0
     for info in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated))
@@ -62,6 +68,5 @@ def _delete(root: Path, ref: str) -> int:
     finally:
         history.close()
     atomic.remove(session.path)
-    out(f"deleted session {session.id} and {len(runs)} "
-        f"run{'' if len(runs) == 1 else 's'} of it\n")
+    out(f"deleted session {session.id} and {len(runs)} run{'' if len(runs) == 1 else 's'} of it\n")
     return 0

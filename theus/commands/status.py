@@ -80,5 +80,5 @@ def _moved(value: Any, old: str, new: str) -> Any:
     if isinstance(value, list):
         return [_moved(v, old, new) for v in value]
     if isinstance(value, str) and value.startswith(old):
-        return new + value[len(old):]
+        return new + value[len(old) :]
     return value

@@ -11,13 +11,19 @@ from theus.commands.common import add_path_argument, command_root, err, out
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("watch", help="keep the knowledge graph up to date while files change",
-                       description="Watch PATH (default: the current folder) in the foreground "
-                       "and re-index what changes, printing one line per update. Ctrl-C stops "
-                       "after a final save.")
+    p = sub.add_parser(
+        "watch",
+        help="keep the knowledge graph up to date while files change",
+        description="Watch PATH (default: the current folder) in the foreground "
+        "and re-index what changes, printing one line per update. Ctrl-C stops "
+        "after a final save.",
+    )
     add_path_argument(p)
-    p.add_argument("--polling", action="store_true",
-                   help="poll the disk instead of using native file events (network drives)")
+    p.add_argument(
+        "--polling",
+        action="store_true",
+        help="poll the disk instead of using native file events (network drives)",
+    )
     p.set_defaults(func=run)
 
 
@@ -38,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
     other = status_section(project)["pid"]  # a live watcher's, from its state file
     if other is not None:
         project.close()
-        err(f"theus: another watcher (pid {other}) already keeps {root} up to "
-            f"date; stop it first (`kill {other}`) to watch here\n")
+        err(
+            f"theus: another watcher (pid {other}) already keeps {root} up to "
+            f"date; stop it first (`kill {other}`) to watch here\n"
+        )
         return 1
     watcher = Watcher(project, on_update=show, force_polling=args.polling)
     shown: set[str] = set()
@@ -51,8 +59,11 @@ def run(args: argparse.Namespace) -> int:
         watcher.start_in_thread()
         while not watcher.wait_ready(0.2):
             pass
-        out(f"Watching {root}: {len(watcher.watched)} folders, {watcher.mode} mode. "
-            "Ctrl-C to stop.\n", flush=True)
+        out(
+            f"Watching {root}: {len(watcher.watched)} folders, {watcher.mode} mode. "
+            "Ctrl-C to stop.\n",
+            flush=True,
+        )
         while watcher.alive:
             _warn(watcher.warnings.values(), shown)
             watcher.wait_stopped(0.5)

@@ -25,8 +25,9 @@ class Allowance:
         for name in names or ():
             server, sep, tool = name.partition(SEPARATOR)
             if not (server and sep and tool):
-                raise ValueError(f"--allow-mcp-tool takes SERVER__TOOL (or SERVER__*), "
-                                 f"not {name!r}")
+                raise ValueError(
+                    f"--allow-mcp-tool takes SERVER__TOOL (or SERVER__*), not {name!r}"
+                )
         return cls(every, tuple(names or ()))
 
     @property

@@ -79,8 +79,9 @@ class McpHub:
         """Start each server not started yet (in the background)."""
         with self._lock:
             deadline = time.monotonic() + self.start_timeout_s
-            fresh = [Connection(s, deadline=deadline) for s in servers
-                     if s.name not in self.connections]
+            fresh = [
+                Connection(s, deadline=deadline) for s in servers if s.name not in self.connections
+            ]
             for conn in fresh:
                 self.connections[conn.name] = conn
             if not fresh:
@@ -120,8 +121,9 @@ class McpHub:
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             ready = threading.Event()
-            self._thread = threading.Thread(target=self._run, args=(ready,), name="theus-mcp",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, args=(ready,), name="theus-mcp", daemon=True
+            )
             self._thread.start()
             ready.wait()
         assert self._loop is not None
@@ -156,8 +158,9 @@ class McpHub:
         task = asyncio.get_running_loop().create_task(self._keep(conn))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        asyncio.get_running_loop().call_later(max(0.0, conn.deadline - time.monotonic()),
-                                              self._too_slow, conn, task)
+        asyncio.get_running_loop().call_later(
+            max(0.0, conn.deadline - time.monotonic()), self._too_slow, conn, task
+        )
 
     def _too_slow(self, conn: Connection, task: asyncio.Task[None]) -> None:
         if conn.state == "starting":
@@ -174,8 +177,11 @@ class McpHub:
             async with contextlib.AsyncExitStack() as stack:
                 transport = await self._transport(conn.config, stack)
                 client = await stack.enter_async_context(
-                    Client(transport, client_info=mcp_types.Implementation(
-                        name="theus", version="0.1.0")))
+                    Client(
+                        transport,
+                        client_info=mcp_types.Implementation(name="theus", version="0.1.0"),
+                    )
+                )
                 conn.tools = await _all_tools(client)
                 conn.client = client
                 conn.settle("ready")
@@ -196,13 +202,15 @@ class McpHub:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            http = await stack.enter_async_context(create_mcp_http_client(
-                headers=dict(config.headers)))
+            http = await stack.enter_async_context(
+                create_mcp_http_client(headers=dict(config.headers))
+            )
             return streamable_http_client(config.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        params = StdioServerParameters(command=config.command, args=list(config.args),
-                                       env=dict(config.env) or None)
+        params = StdioServerParameters(
+            command=config.command, args=list(config.args), env=dict(config.env) or None
+        )
         return stdio_client(params, errlog=self._log_file(config.name))
 
     def _log_file(self, name: str) -> TextIO:
@@ -218,33 +226,43 @@ class McpHub:
     # -- use --------------------------------------------------------------------------------------
     def warnings(self) -> list[str]:
         """One line per bad configuration or server that failed."""
-        return [*self.config_warnings,
-                *(f"MCP server {c.name} failed: {c.error}" for c in self.connections.values()
-                  if c.state == "failed")]
+        return [
+            *self.config_warnings,
+            *(
+                f"MCP server {c.name} failed: {c.error}"
+                for c in self.connections.values()
+                if c.state == "failed"
+            ),
+        ]
 
     def ready(self) -> list[Connection]:
         return [c for c in self.connections.values() if c.state == "ready"]
 
-    async def call(self, server: str, tool: str, arguments: dict[str, Any],
-                   timeout_s: float = CALL_TIMEOUT_S) -> mcp_types.CallToolResult:
+    async def call(
+        self, server: str, tool: str, arguments: dict[str, Any], timeout_s: float = CALL_TIMEOUT_S
+    ) -> mcp_types.CallToolResult:
         """Call from any event loop (it runs on the hub's); cancelling the caller cancels it."""
         conn = self.connections.get(server)
         if conn is None or conn.state != "ready" or self._loop is None:
             state = conn.state if conn is not None else "not configured"
             raise McpCallError(f"the MCP server {server!r} is not running ({state})")
-        future: concurrent.futures.Future[mcp_types.CallToolResult] = \
-            asyncio.run_coroutine_threadsafe(self._call(conn, tool, arguments, timeout_s),
-                                             self._loop)
+        future: concurrent.futures.Future[mcp_types.CallToolResult] = (
+            asyncio.run_coroutine_threadsafe(
+                self._call(conn, tool, arguments, timeout_s), self._loop
+            )
+        )
         return await asyncio.wrap_future(future)
 
-    async def _call(self, conn: Connection, tool: str, arguments: dict[str, Any],
-                    timeout_s: float) -> mcp_types.CallToolResult:
+    async def _call(
+        self, conn: Connection, tool: str, arguments: dict[str, Any], timeout_s: float
+    ) -> mcp_types.CallToolResult:
         client = conn.client
         if client is None:
             raise McpCallError(f"the MCP server {conn.name!r} stopped")
         try:
             result: mcp_types.CallToolResult = await asyncio.wait_for(
-                client.call_tool(tool, arguments), timeout_s)
+                client.call_tool(tool, arguments), timeout_s
+            )
         except TimeoutError:
             raise McpCallError(f"{conn.name} did not answer within {timeout_s:g} s") from None
         except Exception as exc:
@@ -272,8 +290,9 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def start_hub(root: Path, wanted: Callable[[ServerConfig], bool],
-              given: tuple[Path, ...] = ()) -> McpHub | None:
+def start_hub(
+    root: Path, wanted: Callable[[ServerConfig], bool], given: tuple[Path, ...] = ()
+) -> McpHub | None:
     """Connect the configured servers `wanted` picks (in the background), `given` config
     files first; None when nothing is configured. Configuration warnings are kept for status
     either way."""
@@ -287,4 +306,3 @@ def start_hub(root: Path, wanted: Callable[[ServerConfig], bool],
     hub = McpHub(start_timeout_s=_float_env("THEUS_MCP_START_TIMEOUT", START_TIMEOUT_S))
     hub.config_warnings = configured.warnings
     return hub.connect([s for s in configured.servers if wanted(s)])
-

@@ -81,23 +81,30 @@ def load(root: Path, given: tuple[Path, ...] = ()) -> Configured:
     allowed = _allowed_variables(user, warnings)
     servers: list[ServerConfig] = []
     for path in given:
-        servers += [s for s in _servers(_entries(path, warnings), "user", None, warnings)
-                    if s.name not in {t.name for t in servers}]
+        servers += [
+            s
+            for s in _servers(_entries(path, warnings), "user", None, warnings)
+            if s.name not in {t.name for t in servers}
+        ]
     named = {s.name for s in servers}
     servers += [s for s in _servers(user, "user", None, warnings) if s.name not in named]
     mine = {s.name for s in servers}
     project = root / PROJECT_FILE
     for server in _servers(_entries(project, warnings), "project", allowed, warnings):
         if server.name in mine:
-            warnings.append(f"{project}: MCP server {server.name!r} left out: your own "
-                            f"{user_file()} has a server of that name, and a repository's "
-                            "never replaces yours (rename it in .mcp.json to have both)")
+            warnings.append(
+                f"{project}: MCP server {server.name!r} left out: your own "
+                f"{user_file()} has a server of that name, and a repository's "
+                "never replaces yours (rename it in .mcp.json to have both)"
+            )
             continue
         if server.withheld:
             asked = ", ".join(f"${{{v}}}" for v in server.withheld)
-            warnings.append(f"{project}: MCP server {server.name!r} asks for {asked}, left "
-                            "empty: a repository's server gets only the variables listed in "
-                            f'"{PROJECT_VARIABLES}" in {user_file()}')
+            warnings.append(
+                f"{project}: MCP server {server.name!r} asks for {asked}, left "
+                "empty: a repository's server gets only the variables listed in "
+                f'"{PROJECT_VARIABLES}" in {user_file()}'
+            )
         servers.append(server)
     return Configured(servers, warnings)
 
@@ -119,16 +126,23 @@ def _entries(path: Path, warnings: list[str]) -> tuple[Path, dict[str, Any]]:
 def _allowed_variables(user: tuple[Path, dict[str, Any]], warnings: list[str]) -> frozenset[str]:
     path, raw = user
     names = raw.get(PROJECT_VARIABLES, [])
-    if not isinstance(names, list) or not all(isinstance(n, str) and _VAR_NAME.match(n)
-                                              for n in names):
-        warnings.append(f'{path}: "{PROJECT_VARIABLES}" must be a list of variable names '
-                        "(GITHUB_TOKEN); repositories' MCP servers get none")
+    if not isinstance(names, list) or not all(
+        isinstance(n, str) and _VAR_NAME.match(n) for n in names
+    ):
+        warnings.append(
+            f'{path}: "{PROJECT_VARIABLES}" must be a list of variable names '
+            "(GITHUB_TOKEN); repositories' MCP servers get none"
+        )
         return frozenset()
     return frozenset(names)
 
 
-def _servers(source: tuple[Path, dict[str, Any]], scope: Literal["project", "user"],
-             allowed: frozenset[str] | None, warnings: list[str]) -> list[ServerConfig]:
+def _servers(
+    source: tuple[Path, dict[str, Any]],
+    scope: Literal["project", "user"],
+    allowed: frozenset[str] | None,
+    warnings: list[str],
+) -> list[ServerConfig]:
     path, raw = source
     servers = []
     for name, entry in raw.get("mcpServers", {}).items():
@@ -141,15 +155,17 @@ def _servers(source: tuple[Path, dict[str, Any]], scope: Literal["project", "use
     return servers
 
 
-def _server(name: str, entry: Any, scope: Literal["project", "user"],
-            allowed: frozenset[str] | None) -> ServerConfig:
+def _server(
+    name: str, entry: Any, scope: Literal["project", "user"], allowed: frozenset[str] | None
+) -> ServerConfig:
     if not _NAME.match(name) or "__" in name:
-        raise ValueError("a name is 1-32 letters, digits, '_' or '-' (no '__': it separates "
-                         "the server from the tool in `server__tool`)")
+        raise ValueError(
+            "a name is 1-32 letters, digits, '_' or '-' (no '__': it separates "
+            "the server from the tool in `server__tool`)"
+        )
     if not isinstance(entry, dict):
         raise ValueError("expected an object with `command` or `url`")
-    kind = entry.get("type") or ("http" if "url" in entry and "command" not in entry
-                                 else "stdio")
+    kind = entry.get("type") or ("http" if "url" in entry and "command" not in entry else "stdio")
     expand = _Expander(allowed)
     if kind == "stdio":
         command = entry.get("command")
@@ -157,24 +173,32 @@ def _server(name: str, entry: Any, scope: Literal["project", "user"],
             raise ValueError("a stdio server needs a `command`")
         args, env = _strings(entry, "args"), _mapping(entry, "env")
         template: list[Any] = [command, args, env]
-        server = ServerConfig(name, "stdio", scope, command=expand(command),
-                              args=tuple(expand(a) for a in args),
-                              env={k: expand(v) for k, v in env.items()})
+        server = ServerConfig(
+            name,
+            "stdio",
+            scope,
+            command=expand(command),
+            args=tuple(expand(a) for a in args),
+            env={k: expand(v) for k, v in env.items()},
+        )
     elif kind in ("http", "streamable-http", "streamableHttp"):
         url = entry.get("url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError("an http server needs a `url` starting with http:// or https://")
         headers = _mapping(entry, "headers")
         template = [url, headers]
-        server = ServerConfig(name, "http", scope, url=expand(url),
-                              headers={k: expand(v) for k, v in headers.items()})
+        server = ServerConfig(
+            name, "http", scope, url=expand(url), headers={k: expand(v) for k, v in headers.items()}
+        )
     else:
         raise ValueError(f"transport {kind!r} is not supported (use stdio or http)")
     receives = tuple(sorted(expand.received))
-    identity = hashlib.sha256(json.dumps([name, scope, server.transport, template, receives],
-                                         sort_keys=True).encode()).hexdigest()
-    return replace(server, identity=identity, receives=receives,
-                   withheld=tuple(sorted(expand.withheld)))
+    identity = hashlib.sha256(
+        json.dumps([name, scope, server.transport, template, receives], sort_keys=True).encode()
+    ).hexdigest()
+    return replace(
+        server, identity=identity, receives=receives, withheld=tuple(sorted(expand.withheld))
+    )
 
 
 def _strings(entry: dict[str, Any], key: str) -> list[str]:

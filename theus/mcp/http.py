@@ -46,8 +46,11 @@ class Guard:
         auth = headers.get("authorization", "")
         given = auth[7:].strip() if auth.lower().startswith("bearer ") else None
         if not token_ok(given, self.token):
-            return JSONResponse({"error": "missing or wrong token"}, status_code=401,
-                                headers={"WWW-Authenticate": 'Bearer realm="theus"'})
+            return JSONResponse(
+                {"error": "missing or wrong token"},
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="theus"'},
+            )
         return None
 
 
@@ -76,7 +79,6 @@ def serve(server: Any, sock: socket.socket, secret: str) -> None:
     import uvicorn
 
     port = sock.getsockname()[1]
-    app = Guard(server.streamable_http_app(streamable_http_path=PATH, host=LOOPBACK), port,
-                secret)
+    app = Guard(server.streamable_http_app(streamable_http_path=PATH, host=LOOPBACK), port, secret)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     uvicorn.Server(config).run(sockets=[sock])

@@ -26,16 +26,19 @@ def listing(hub: McpHub | None, untrusted: list[ServerConfig]) -> str:
         lines.append(line + (f": {conn.error}" if conn.error else ""))
         lines += variables(config)
         if conn.tools:
-            lines.append("  tools: " + ", ".join(tool_name(conn.name, t.name)
-                                                 for t in conn.tools))
+            lines.append("  tools: " + ", ".join(tool_name(conn.name, t.name) for t in conn.tools))
     for config in untrusted:
-        lines.append(f"{config.name} (project, {config.transport}: {config.target}) — not "
-                     "started: this project's .mcp.json runs it; `/mcp trust` starts it")
+        lines.append(
+            f"{config.name} (project, {config.transport}: {config.target}) — not "
+            "started: this project's .mcp.json runs it; `/mcp trust` starts it"
+        )
         lines += variables(config)
     lines += [f"warning: {w}" for w in hub.config_warnings] if hub is not None else []
     if not lines:
-        return (f"no MCP servers configured: add them to .mcp.json in the project or to "
-                f"{user_file()} (Claude Code's format)")
+        return (
+            f"no MCP servers configured: add them to .mcp.json in the project or to "
+            f"{user_file()} (Claude Code's format)"
+        )
     return redact("MCP servers (every call asks first):\n" + "\n".join(lines))
 
 
@@ -46,6 +49,8 @@ def variables(config: ServerConfig) -> list[str]:
     if config.receives:
         lines.append("  receives: " + ", ".join(f"${v}" for v in config.receives))
     if config.withheld:
-        lines.append("  refused (not in \"projectVariables\" of your mcp.json): "
-                     + ", ".join(f"${v}" for v in config.withheld))
+        lines.append(
+            '  refused (not in "projectVariables" of your mcp.json): '
+            + ", ".join(f"${v}" for v in config.withheld)
+        )
     return lines

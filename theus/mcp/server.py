@@ -41,8 +41,9 @@ def build_server(memory: Memory) -> MCPServer:
     server: MCPServer = MCPServer("theus", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def add(fn: Callable[..., Any], description: str) -> None:
-        server.add_tool(_failing_open(fn), name=fn.__name__, description=description,
-                        structured_output=False)
+        server.add_tool(
+            _failing_open(fn), name=fn.__name__, description=description, structured_output=False
+        )
 
     def recall(query: str, top: int = 10) -> str:
         return _json(tools.recall(query, top))
@@ -68,8 +69,11 @@ def build_server(memory: Memory) -> MCPServer:
     def facts(subject: str = "") -> str:
         return _json(tools.facts(subject))
 
-    add(recall, "Rank the project's files, symbols, docs and memories for a request; returns "
-        "the ranked keys and the compact context block Theus would inject.")
+    add(
+        recall,
+        "Rank the project's files, symbols, docs and memories for a request; returns "
+        "the ranked keys and the compact context block Theus would inject.",
+    )
     add(read_node, "One graph node by key (from recall): its details, edges and source lines.")
     add(neighbours, "The nodes linked to a key: imports, contains, references, defines…")
     add(search_memory, "Search what was remembered and told: memories, episodes, entities.")
@@ -77,19 +81,30 @@ def build_server(memory: Memory) -> MCPServer:
     add(list_episodes, "Past sessions' episodes, newest first (ids for read_episode).")
     add(read_episode, "One episode's full text, by id (or a unique prefix).")
     if not is_off("facts"):  # opened on first use: the tool says so if it is unavailable
-        add(facts, "What conversations told the memory: current facts, or one subject's "
-            "history with superseded values.")
+        add(
+            facts,
+            "What conversations told the memory: current facts, or one subject's "
+            "history with superseded values.",
+        )
 
-    @server.resource("theus://memory/MEMORY.md", name="MEMORY.md", mime_type="text/markdown",
-                     description="The project's remembered facts, one per line")
+    @server.resource(
+        "theus://memory/MEMORY.md",
+        name="MEMORY.md",
+        mime_type="text/markdown",
+        description="The project's remembered facts, one per line",
+    )
     def memory_index() -> str:
         try:
             return redact(tools.memory_index())
         except Exception as exc:
             raise ResourceNotFoundError(f"MEMORY.md is unavailable: {exc}") from None
 
-    @server.resource("theus://episodes/{episode_id}", name="episode",
-                     mime_type="text/markdown", description="One past session's episode")
+    @server.resource(
+        "theus://episodes/{episode_id}",
+        name="episode",
+        mime_type="text/markdown",
+        description="One past session's episode",
+    )
     def episode(episode_id: str) -> str:
         try:
             found = tools.read_episode(episode_id)
@@ -112,8 +127,7 @@ def _failing_open(fn: Callable[..., str]) -> Callable[..., str]:
             raise ToolError(redact(str(exc))) from None
         except Exception as exc:
             log.exception("mcp tool %s failed", fn.__name__)
-            raise ToolError(redact(f"{fn.__name__} failed: {type(exc).__name__}: {exc}")
-                            ) from None
+            raise ToolError(redact(f"{fn.__name__} failed: {type(exc).__name__}: {exc}")) from None
 
     return tool
 

@@ -18,22 +18,28 @@ def snippets(root: Path, http_port: int | None = None) -> str:
     if http_port is None:
         entry: dict[str, object] = {"command": command, "args": args}
         cursor = entry
-        codex = (f"[mcp_servers.theus]\ncommand = {json.dumps(command)}\n"
-                 f"args = {json.dumps(args)}\n")
+        codex = f"[mcp_servers.theus]\ncommand = {json.dumps(command)}\nargs = {json.dumps(args)}\n"
     else:
         url = f"http://{LOOPBACK}:{http_port}{PATH}"
-        entry = {"type": "http", "url": url,
-                 "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}}
+        entry = {
+            "type": "http",
+            "url": url,
+            "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"},
+        }
         cursor = {"url": url, "headers": {"Authorization": f"Bearer ${{env:{TOKEN_ENV}}}"}}
-        codex = (f"[mcp_servers.theus]\nurl = {json.dumps(url)}\n"
-                 f"bearer_token_env_var = {json.dumps(TOKEN_ENV)}\n")
-    return "\n".join([
-        "# Claude Code: .mcp.json in the project (or `claude mcp add-json theus '<entry>'`)",
-        json.dumps({"mcpServers": {"theus": entry}}, indent=2),
-        "",
-        "# Codex CLI: ~/.codex/config.toml",
-        codex,
-        "# Cursor: .cursor/mcp.json in the project (or ~/.cursor/mcp.json)",
-        json.dumps({"mcpServers": {"theus": cursor}}, indent=2),
-        "",
-    ])
+        codex = (
+            f"[mcp_servers.theus]\nurl = {json.dumps(url)}\n"
+            f"bearer_token_env_var = {json.dumps(TOKEN_ENV)}\n"
+        )
+    return "\n".join(
+        [
+            "# Claude Code: .mcp.json in the project (or `claude mcp add-json theus '<entry>'`)",
+            json.dumps({"mcpServers": {"theus": entry}}, indent=2),
+            "",
+            "# Codex CLI: ~/.codex/config.toml",
+            codex,
+            "# Cursor: .cursor/mcp.json in the project (or ~/.cursor/mcp.json)",
+            json.dumps({"mcpServers": {"theus": cursor}}, indent=2),
+            "",
+        ]
+    )

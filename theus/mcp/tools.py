@@ -43,11 +43,14 @@ def _tool(hub: McpHub, config: ServerConfig, spec: mcp_types.Tool, name: str) ->
 
     async def run(args: dict[str, Any], ctx: ToolContext) -> str:
         shown = json.dumps(args, indent=2, ensure_ascii=False)
-        request = ApprovalRequest("mcp", f"call MCP tool {name}", shown, tool=name,
-                                  server=config.identity)
+        request = ApprovalRequest(
+            "mcp", f"call MCP tool {name}", shown, tool=name, server=config.identity
+        )
         if not await ctx.approve(request):
-            raise ToolError(f"refused: the call to the MCP tool {name} was not approved "
-                            f"({ctx.refusal(request)})")
+            raise ToolError(
+                f"refused: the call to the MCP tool {name} was not approved "
+                f"({ctx.refusal(request)})"
+            )
         try:
             result = await hub.call(server, spec.name, args)
         except McpCallError as exc:
@@ -90,5 +93,4 @@ def _cut(text: str) -> str:
     if len(text) <= MAX_RESULT_CHARS:
         return text
     half = MAX_RESULT_CHARS // 2
-    return (text[:half] + f"\n... ({len(text) - 2 * half:,} characters cut) ...\n"
-            + text[-half:])
+    return text[:half] + f"\n... ({len(text) - 2 * half:,} characters cut) ...\n" + text[-half:]

@@ -91,16 +91,19 @@ async def bound_response(response: httpx2.Response) -> None:
     for none) is refused before any of it is read."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
-        raise Unreadable(f"sent a compressed body (Content-Encoding: {encoding[:40]}) though "
-                         "asked for a plain one; its size could not be bounded")
+        raise Unreadable(
+            f"sent a compressed body (Content-Encoding: {encoding[:40]}) though "
+            "asked for a plain one; its size could not be bounded"
+        )
     if isinstance(response.stream, httpx2.AsyncByteStream):
         response.stream = BoundedBody(response.stream, utf8=response.is_success)
 
 
-def bounded_client(timeout: float, headers: dict[str, str] | None = None
-                   ) -> httpx2.AsyncClient:
+def bounded_client(timeout: float, headers: dict[str, str] | None = None) -> httpx2.AsyncClient:
     """The openai SDK's default HTTP client (its pool limits, redirects), with every body
     bounded and plain bodies asked for."""
     return openai.DefaultAsyncHttpxClient(
-        timeout=timeout, event_hooks={"response": [bound_response]},
-        headers={**PLAIN_BODY, **(headers or {})})
+        timeout=timeout,
+        event_hooks={"response": [bound_response]},
+        headers={**PLAIN_BODY, **(headers or {})},
+    )

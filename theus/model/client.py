@@ -103,8 +103,9 @@ class ModelClient:
         """The context size the server stated or named in an overflow; None if unknown."""
         return self.caps.context_tokens
 
-    def estimate_tokens(self, messages: list[Any], tools: list[dict[str, Any]] | None = None
-                        ) -> int:
+    def estimate_tokens(
+        self, messages: list[Any], tools: list[dict[str, Any]] | None = None
+    ) -> int:
         """Prompt tokens of a request, messages and tool schemas, scaled by how this server's
         counts compared with our estimate so far."""
         raw = limits.conversation_tokens(messages) + limits.schema_tokens(tools)
@@ -131,8 +132,11 @@ class ModelClient:
             result = await self._complete(messages, tools, on_text, deadline=deadline)
             return result
         finally:  # a failed call's wait counts too
-            self.meter.count(time.monotonic() - started, result.prompt_tokens if result else 0,
-                             result.completion_tokens if result else 0)
+            self.meter.count(
+                time.monotonic() - started,
+                result.prompt_tokens if result else 0,
+                result.completion_tokens if result else 0,
+            )
 
     async def _complete(
         self,
@@ -180,8 +184,15 @@ class ModelClient:
                     self._no_streamed_tools()
                     continue
                 raise classify(exc, *self._where()) from exc
-            except (openai.APIError, httpx2.TransportError, Stalled, Malformed, EndedEarly,
-                    Unreadable, json.JSONDecodeError) as exc:
+            except (
+                openai.APIError,
+                httpx2.TransportError,
+                Stalled,
+                Malformed,
+                EndedEarly,
+                Unreadable,
+                json.JSONDecodeError,
+            ) as exc:
                 if streaming and tools and not emitted and self._cannot_stream_tools(exc):
                     self._no_streamed_tools()
                     continue
@@ -205,11 +216,15 @@ class ModelClient:
 
     # -- the two ways of asking ---------------------------------------------------------------
 
-    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                 stream: bool) -> dict[str, Any]:
+    def _request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, stream: bool
+    ) -> dict[str, Any]:
         self._last_sent = (messages, tools)
-        kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
-                                  "stream": stream}
+        kwargs: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": messages,
+            "stream": stream,
+        }
         if stream and self.caps.stream_options:
             kwargs["stream_options"] = {"include_usage": True}
         if tools:
@@ -226,8 +241,9 @@ class ModelClient:
             kwargs[self.caps.max_tokens_param] = limit
         return kwargs
 
-    def _output_limit(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-                      ) -> int:
+    def _output_limit(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> int:
         """THEUS_MAX_OUTPUT_TOKENS, within what the server allows and the context leaves."""
         limit = self.settings.max_output_tokens
         if limit <= 0:
@@ -240,26 +256,34 @@ class ModelClient:
         return limit
 
     async def _stream(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-        on_text: TextCallback, left_s: float, deadline: float | None,
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        on_text: TextCallback,
+        left_s: float,
+        deadline: float | None,
     ) -> Completion:
         # The first token may take THEUS_TIMEOUT, but never past the call's deadline.
         first_token = max(1.0, min(self.settings.timeout_s, left_s))
         try:
             stream = await asyncio.wait_for(
                 self._client.chat.completions.create(**self._request(messages, tools, True)),
-                first_token)
+                first_token,
+            )
         except TimeoutError:
-            raise Stalled(f"did not start answering within {first_token:g}s "
-                          "(raise THEUS_TIMEOUT or check the server)") from None
+            raise Stalled(
+                f"did not start answering within {first_token:g}s "
+                "(raise THEUS_TIMEOUT or check the server)"
+            ) from None
         text: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         result = Completion(text="")
         size = 0
         usage_seen = False
         try:
-            async for chunk in _bounded(stream, first_token, self.settings.idle_timeout_s,
-                                        deadline):
+            async for chunk in _bounded(
+                stream, first_token, self.settings.idle_timeout_s, deadline
+            ):
                 if chunk.usage is not None:
                     usage_seen = True
                     result.prompt_tokens = chunk.usage.prompt_tokens or 0
@@ -268,7 +292,7 @@ class ModelClient:
                 for choice in chunk.choices or ():
                     delta = choice.delta
                     if delta is not None and delta.content:
-                        piece = delta.content[:MAX_ANSWER_CHARS - size]
+                        piece = delta.content[: MAX_ANSWER_CHARS - size]
                         size += len(piece)
                         text.append(piece)
                         on_text(piece)
@@ -278,8 +302,9 @@ class ModelClient:
                             slot["id"] = tc.id
                         if tc.function is not None:
                             for part in ("name", "arguments"):
-                                piece = (getattr(tc.function, part) or "")[:MAX_ANSWER_CHARS
-                                                                             - size]
+                                piece = (getattr(tc.function, part) or "")[
+                                    : MAX_ANSWER_CHARS - size
+                                ]
                                 slot[part] += piece
                                 size += len(piece)
                     if choice.finish_reason:
@@ -288,8 +313,9 @@ class ModelClient:
                     self._cut(result, f"answer cut at {MAX_ANSWER_CHARS:,} characters")
                     break
         except _PastDeadline:
-            raise ModelError(self._deadline_line("".join(text)), kind="deadline",
-                             partial="".join(text)) from None
+            raise ModelError(
+                self._deadline_line("".join(text)), kind="deadline", partial="".join(text)
+            ) from None
         except BodyCut as exc:
             self._cut(result, f"answer cut: the server {exc}")
         except Unreadable as exc:
@@ -320,18 +346,24 @@ class ModelClient:
         """The answer ends here, as if the server had stopped at its output limit."""
         result.finish_reason, result.cut = "length", f"{why} (Theus's bound on one answer)"
 
-    async def _once(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                    on_text: TextCallback, left_s: float) -> Completion:
+    async def _once(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        on_text: TextCallback,
+        left_s: float,
+    ) -> Completion:
         """A non-streaming call (a server that cannot stream tool calls): the text arrives
         whole, then goes to `on_text` in one piece."""
         bound = max(1.0, min(self.settings.timeout_s + self.settings.idle_timeout_s, left_s))
         try:
             reply = await asyncio.wait_for(
-                self._client.chat.completions.create(**self._request(messages, tools, False)),
-                bound)
+                self._client.chat.completions.create(**self._request(messages, tools, False)), bound
+            )
         except TimeoutError:
-            raise Stalled(f"did not answer within {bound:g}s "
-                          "(raise THEUS_TIMEOUT or check the server)") from None
+            raise Stalled(
+                f"did not answer within {bound:g}s (raise THEUS_TIMEOUT or check the server)"
+            ) from None
         if not isinstance(reply, openai.types.chat.ChatCompletion):  # an HTML page, say
             raise Malformed("sent no chat completion")
         choice = reply.choices[0] if reply.choices else None
@@ -342,10 +374,12 @@ class ModelClient:
             on_text(text)
         result = Completion(text=text, finish_reason=choice.finish_reason)
         result.tool_calls = [
-            ToolCall(id=c.id or f"call_{i}", name=c.function.name,
-                     arguments=c.function.arguments or "")
+            ToolCall(
+                id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or ""
+            )
             for i, c in enumerate(choice.message.tool_calls or ())
-            if isinstance(c, openai.types.chat.ChatCompletionMessageFunctionToolCall)]
+            if isinstance(c, openai.types.chat.ChatCompletionMessageFunctionToolCall)
+        ]
         if reply.usage is not None and reply.usage.prompt_tokens:
             result.prompt_tokens = reply.usage.prompt_tokens
             result.completion_tokens = reply.usage.completion_tokens or 0
@@ -354,8 +388,9 @@ class ModelClient:
             self._estimate(result, messages, tools)
         return result
 
-    async def complete_json(self, messages: list[dict[str, Any]], schema: dict[str, Any],
-                            name: str) -> Completion:
+    async def complete_json(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], name: str
+    ) -> Completion:
         """One non-streaming call whose answer must be JSON of `schema` (strict structured
         output). A server that refuses `response_format` is asked again without it (the
         prompt asks for JSON too). No retries: callers are optional layers that fail open."""
@@ -363,11 +398,18 @@ class ModelClient:
         limit = self._output_limit(request["messages"], None)
         if limit and self.caps.max_tokens_param:  # a local server would write until its context
             request[self.caps.max_tokens_param] = limit
-        formats = [{"type": "json_schema",
-                    "json_schema": {"name": name, "strict": True, "schema": schema}}, None]
+        formats = [
+            {
+                "type": "json_schema",
+                "json_schema": {"name": name, "strict": True, "schema": schema},
+            },
+            None,
+        ]
         for response_format in formats:
-            kwargs = {**request, **({"response_format": response_format}
-                                    if response_format else {})}
+            kwargs = {
+                **request,
+                **({"response_format": response_format} if response_format else {}),
+            }
             started = time.monotonic()
             try:
                 reply = await self._client.chat.completions.create(**kwargs)
@@ -381,20 +423,29 @@ class ModelClient:
                 raise classify(exc, *self._where()) from exc
             choice = reply.choices[0] if reply.choices else None
             usage = reply.usage
-            self.meter.count(time.monotonic() - started, (usage.prompt_tokens or 0) if usage else 0,
-                             (usage.completion_tokens or 0) if usage else 0)
+            self.meter.count(
+                time.monotonic() - started,
+                (usage.prompt_tokens or 0) if usage else 0,
+                (usage.completion_tokens or 0) if usage else 0,
+            )
             self.meter.cache(usage)
             return Completion(
                 text=(choice.message.content or "") if choice is not None else "",
                 prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
                 completion_tokens=(usage.completion_tokens or 0) if usage else 0,
-                finish_reason=choice.finish_reason if choice is not None else None)
+                finish_reason=choice.finish_reason if choice is not None else None,
+            )
         raise ModelError("the server refused every response format", kind="request")
 
     # -- learning -----------------------------------------------------------------------------
 
-    def _learn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-               result: Completion, streamed: bool) -> None:
+    def _learn(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        result: Completion,
+        streamed: bool,
+    ) -> None:
         caps, changed = self.caps, False
         if streamed and tools and result.tool_calls and caps.streams_tool_calls is None:
             caps.streams_tool_calls, changed = True, True
@@ -409,12 +460,14 @@ class ModelClient:
         if changed:
             self._save()
 
-    def _estimate(self, result: Completion, messages: list[dict[str, Any]],
-                  tools: list[dict[str, Any]] | None) -> None:
+    def _estimate(
+        self, result: Completion, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> None:
         result.usage_estimated = True
         result.prompt_tokens = self.estimate_tokens(messages, tools)
         result.completion_tokens = count_tokens(result.text) + sum(
-            count_tokens(c.arguments) for c in result.tool_calls)
+            count_tokens(c.arguments) for c in result.tool_calls
+        )
 
     def _refused(self, exc: openai.BadRequestError) -> bool:
         """After a 400 about one of our parameters (or a context we did not know), learn what
@@ -464,8 +517,7 @@ class ModelClient:
             return True
         if isinstance(exc, openai.APIStatusError):
             return "stream" in short(exc).lower()
-        return isinstance(exc, openai.APIError) and not isinstance(
-            exc, openai.APIConnectionError)
+        return isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIConnectionError)
 
     def _no_streamed_tools(self) -> None:
         """Ask without streaming from now on; kept (and said) once that has worked."""
@@ -482,8 +534,10 @@ class ModelClient:
         if "no-streamed-tools" in self.caps.told:
             return []
         self.caps.told.add("no-streamed-tools")
-        return [f"the server at {self.settings.base_url} cannot stream tool calls: tool steps "
-                "use non-streaming requests from now on"]
+        return [
+            f"the server at {self.settings.base_url} cannot stream tool calls: tool steps "
+            "use non-streaming requests from now on"
+        ]
 
     async def list_models(self) -> list[str]:
         """The model ids the server lists (`theus doctor`)."""
@@ -494,8 +548,9 @@ class ModelClient:
 
     async def discover_context(self) -> None:
         """Ask the server its context size; kept, and saved for the next run."""
-        found = await limits.discover_context(self.settings.base_url, self.settings.model,
-                                              self.settings.api_key)
+        found = await limits.discover_context(
+            self.settings.base_url, self.settings.model, self.settings.api_key
+        )
         if found is not None:
             self.caps.context_tokens, self.caps.context_source = found
         elif not self.caps.context_source:
@@ -524,8 +579,10 @@ class ModelClient:
 
     def _deadline_line(self, partial: str = "") -> str:
         kept = "; the partial answer is kept, marked incomplete" if partial else ""
-        return (f"the turn passed its deadline (THEUS_TURN_DEADLINE) while the model at "
-                f"{self.settings.base_url} was still answering{kept}")
+        return (
+            f"the turn passed its deadline (THEUS_TURN_DEADLINE) while the model at "
+            f"{self.settings.base_url} was still answering{kept}"
+        )
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         base = self.settings.retry_base_s
@@ -552,12 +609,12 @@ def _clean(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages any server accepts: `content: null` (an assistant step that only called
     tools, an empty answer in an old session) becomes "", which strict servers require and
     the others take."""
-    return [{**m, "content": ""} if "content" in m and m["content"] is None else m
-            for m in messages]
+    return [
+        {**m, "content": ""} if "content" in m and m["content"] is None else m for m in messages
+    ]
 
 
-async def _bounded(stream: Any, first_s: float, idle_s: float, deadline: float | None
-                   ) -> Any:
+async def _bounded(stream: Any, first_s: float, idle_s: float, deadline: float | None) -> Any:
     """The stream's chunks, failing with `Stalled` when the first takes longer than
     `first_s` or any later one longer than `idle_s`, and with `_PastDeadline` once
     `deadline` passes; the stream is closed either way."""

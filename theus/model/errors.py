@@ -9,10 +9,16 @@ import httpx2
 import openai
 
 # A server's words for "the prompt does not fit" (OpenAI, vLLM, llama.cpp, llama-cpp-python).
-_OVERFLOW = re.compile(r"context[_ ](length|window|size)|maximum context|exceeds? (the )?"
-                       r"(available )?context|prompt is too long|too many tokens", re.I)
-_CONTEXT_SIZE = re.compile(r"(?:context (?:length|window|size)(?: is| of)?|maximum context "
-                           r"length is|n_ctx\W*)\s*(\d{3,8})", re.I)
+_OVERFLOW = re.compile(
+    r"context[_ ](length|window|size)|maximum context|exceeds? (the )?"
+    r"(available )?context|prompt is too long|too many tokens",
+    re.I,
+)
+_CONTEXT_SIZE = re.compile(
+    r"(?:context (?:length|window|size)(?: is| of)?|maximum context "
+    r"length is|n_ctx\W*)\s*(\d{3,8})",
+    re.I,
+)
 # The server's count of the prompt that overflowed (vLLM, llama-cpp-python; OpenAI).
 _PROMPT_COUNT = re.compile(r"(\d+) in the messages|messages resulted in (\d+) tokens")
 # Pydantic/FastAPI wording: a server that validates the request and answers 500 with it.
@@ -26,8 +32,15 @@ class ModelError(Exception):
     deadline); `context_tokens` the context size the server named when the prompt overflowed.
     """
 
-    def __init__(self, message: str, *, kind: str, status: int | None = None,
-                 partial: str = "", context_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        status: int | None = None,
+        partial: str = "",
+        context_tokens: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
@@ -102,82 +115,117 @@ def dropped(url: str, partial: str) -> ModelError:
     return ModelError(
         f"the model server at {url} dropped the connection mid-answer (after "
         f"{len(partial):,} characters); the partial answer is kept in the session, marked "
-        "incomplete (see the server's log)", kind="dropped", partial=partial)
+        "incomplete (see the server's log)",
+        kind="dropped",
+        partial=partial,
+    )
 
 
 def classify(exc: Exception, url: str, model: str) -> ModelError:
     if isinstance(exc, Unreadable):
-        return ModelError(f"the model server at {url} {exc}: reading stopped there (check "
-                          "THEUS_BASE_URL points at an OpenAI-compatible /v1 endpoint, or see "
-                          "the server's log)", kind="unreadable")
+        return ModelError(
+            f"the model server at {url} {exc}: reading stopped there (check "
+            "THEUS_BASE_URL points at an OpenAI-compatible /v1 endpoint, or see "
+            "the server's log)",
+            kind="unreadable",
+        )
     if isinstance(exc, Stalled):
         return ModelError(f"the model server at {url} {exc}", kind="timeout")
     if isinstance(exc, EndedEarly):
         return ModelError(
             f"the model server at {url} ended the stream without an answer (no finish_reason): "
             "it failed after answering 200, often a prompt larger than its context; see the "
-            "server's log", kind="server")
+            "server's log",
+            kind="server",
+        )
     if isinstance(exc, Malformed):
-        return ModelError(f"the model server at {url} {exc}; check THEUS_BASE_URL points "
-                          "at an OpenAI-compatible /v1 endpoint", kind="server")
+        return ModelError(
+            f"the model server at {url} {exc}; check THEUS_BASE_URL points "
+            "at an OpenAI-compatible /v1 endpoint",
+            kind="server",
+        )
     if isinstance(exc, openai.APITimeoutError):
         return ModelError(
-            f"the model server at {url} timed out ({short(exc)}); check the server",
-            kind="timeout")
+            f"the model server at {url} timed out ({short(exc)}); check the server", kind="timeout"
+        )
     if isinstance(exc, httpx2.TransportError):  # mid-stream: the response had begun
-        return ModelError(f"the model server at {url} dropped the connection before any "
-                          f"answer ({type(exc).__name__}); see the server's log", kind="network")
+        return ModelError(
+            f"the model server at {url} dropped the connection before any "
+            f"answer ({type(exc).__name__}); see the server's log",
+            kind="network",
+        )
     if isinstance(exc, openai.APIConnectionError):
         if isinstance(exc.__cause__, httpx2.ConnectError | httpx2.ConnectTimeout):
             return ModelError(
                 f"cannot reach the model server at {url} (check THEUS_BASE_URL and that the "
-                "server is running)", kind="network")
+                "server is running)",
+                kind="network",
+            )
         cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "no answer"
-        return ModelError(f"the model server at {url} closed the connection before answering "
-                          f"({cause}); see the server's log", kind="network")
+        return ModelError(
+            f"the model server at {url} closed the connection before answering "
+            f"({cause}); see the server's log",
+            kind="network",
+        )
     status = getattr(exc, "status_code", None)
     detail = short(exc)
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
         return ModelError(
             f"the model server at {url} rejected the API key ({status}): check THEUS_API_KEY "
-            "or run `theus login`", kind="auth", status=status)
+            "or run `theus login`",
+            kind="auth",
+            status=status,
+        )
     if isinstance(exc, openai.NotFoundError):
         return ModelError(
             f"model '{model}' not found at {url} ({detail}): check THEUS_MODEL or --model",
-            kind="model", status=status)
+            kind="model",
+            status=status,
+        )
     if isinstance(exc, openai.RateLimitError):
-        return ModelError(f"rate limited by {url} (429): {detail}", kind="rate_limit",
-                          status=status)
+        return ModelError(
+            f"rate limited by {url} (429): {detail}", kind="rate_limit", status=status
+        )
     overflow, size = overflow_size(exc)
     if overflow:
         named = f" of {size:,} tokens" if size else ""
         return ModelError(
             f"the conversation does not fit the model's context{named} at {url} ({detail}); "
-            "start a new session or compact it", kind="context", status=status,
-            context_tokens=size)
+            "start a new session or compact it",
+            kind="context",
+            status=status,
+            context_tokens=size,
+        )
     if is_validation(exc):
-        return ModelError(f"the model server at {url} refused the request as invalid "
-                          f"({status}): {detail}", kind="validation", status=status)
+        return ModelError(
+            f"the model server at {url} refused the request as invalid ({status}): {detail}",
+            kind="validation",
+            status=status,
+        )
     if status is None:  # an error event inside a 200 stream
-        return ModelError(f"the model server at {url} failed mid-stream: {detail}",
-                          kind="server")
+        return ModelError(f"the model server at {url} failed mid-stream: {detail}", kind="server")
     if status >= 500:
-        return ModelError(f"the model server at {url} failed ({status}): {detail}",
-                          kind="server", status=status)
+        return ModelError(
+            f"the model server at {url} failed ({status}): {detail}", kind="server", status=status
+        )
     if isinstance(exc, openai.BadRequestError) and "model" in detail.lower():
         return ModelError(
             f"the server at {url} refused model '{model}' ({detail}): check THEUS_MODEL",
-            kind="model", status=status)
-    return ModelError(f"the model call failed ({status}): {detail}", kind="request",
-                      status=status)
+            kind="model",
+            status=status,
+        )
+    return ModelError(f"the model call failed ({status}): {detail}", kind="request", status=status)
 
 
-def after(error: ModelError, attempts: int, spent: float, deadline: bool = False
-          ) -> ModelError:
+def after(error: ModelError, attempts: int, spent: float, deadline: bool = False) -> ModelError:
     """`error`, saying how many attempts it took and how long was waited in all."""
     if attempts == 1:
         return error
     why = " (THEUS_RETRY_DEADLINE)" if deadline else ""
-    return ModelError(f"{error}; gave up after {attempts} attempts in {spent:.0f}s{why}",
-                      kind=error.kind, status=error.status, partial=error.partial,
-                      context_tokens=error.context_tokens)
+    return ModelError(
+        f"{error}; gave up after {attempts} attempts in {spent:.0f}s{why}",
+        kind=error.kind,
+        status=error.status,
+        partial=error.partial,
+        context_tokens=error.context_tokens,
+    )

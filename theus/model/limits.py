@@ -51,7 +51,7 @@ def _from_props(data: Any, model: str) -> int | None:  # llama.cpp server
 
 
 def _from_show(data: Any, model: str) -> int | None:  # Ollama: num_ctx it runs with, else the
-    if not isinstance(data, dict):                  # model's own length
+    if not isinstance(data, dict):  # model's own length
         return None
     for line in str(data.get("parameters") or "").splitlines():
         name, _, value = line.partition(" ")
@@ -78,9 +78,11 @@ async def discover_context(base_url: str, model: str, api_key: str) -> tuple[int
     say (hosted APIs, llama-cpp-python): then the setting, or an overflow's own words, rule."""
     root = server_root(base_url)
     headers = {"Authorization": f"Bearer {api_key}"}
-    probes = [("GET", f"{root}/props", None, _from_props, "llama.cpp /props"),
-              ("POST", f"{root}/api/show", {"model": model}, _from_show, "Ollama /api/show"),
-              ("GET", f"{base_url}/models", None, _from_models, "vLLM /v1/models")]
+    probes = [
+        ("GET", f"{root}/props", None, _from_props, "llama.cpp /props"),
+        ("POST", f"{root}/api/show", {"model": model}, _from_show, "Ollama /api/show"),
+        ("GET", f"{base_url}/models", None, _from_models, "vLLM /v1/models"),
+    ]
     async with bounded_client(timeout=DISCOVERY_TIMEOUT_S, headers=headers) as client:
 
         async def ask(method: str, url: str, body: Any) -> Any:

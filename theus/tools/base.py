@@ -70,9 +70,7 @@ class Tool:
         }
 
 
-def string_arg(
-    args: dict[str, Any], name: str, *, required: bool = True, default: str = ""
-) -> str:
+def string_arg(args: dict[str, Any], name: str, *, required: bool = True, default: str = "") -> str:
     value = args.get(name)
     if value is None:
         if required:
@@ -125,6 +123,7 @@ async def in_thread(fn: Callable[..., T], *args: Any) -> T:
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
             loop.call_soon_threadsafe(settle, *outcome)
 
-    threading.Thread(target=work, name=f"tool-{getattr(fn, '__name__', 'call')}",
-                     daemon=True).start()
+    threading.Thread(
+        target=work, name=f"tool-{getattr(fn, '__name__', 'call')}", daemon=True
+    ).start()
     return await done

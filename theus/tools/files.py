@@ -33,8 +33,12 @@ MAX_LIST = 500
 MAX_MATCHES = 200
 GREP_BUDGET_S = 10.0  # a search that backtracks without end is cut here
 # What a path that is no regular file or folder is, for the line that refuses it.
-SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-                 (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
 
 
 def read_jailed_text(jail: Jail, raw: str) -> tuple[str, Path]:
@@ -61,8 +65,9 @@ def refuse_special(raw: str, resolved: Path) -> None:
         return  # missing, or no access: the open says so
     for test, what in SPECIAL_FILES:
         if test(mode):
-            raise ToolError(f"{raw}: {what}, not a regular file; the file tools open "
-                            "regular files only")
+            raise ToolError(
+                f"{raw}: {what}, not a regular file; the file tools open regular files only"
+            )
 
 
 def _regular(path: Path) -> bool:
@@ -82,7 +87,7 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
     lines = text.splitlines()
     if not lines:
         return f"{path}: (empty file)"
-    chosen = lines[offset - 1: offset - 1 + limit]
+    chosen = lines[offset - 1 : offset - 1 + limit]
     if not chosen:
         raise ToolError(f"{path} has {len(lines)} lines; offset {offset} is past the end")
     out = [f"{n:>6}\t{line[:MAX_LINE_CHARS]}" for n, line in enumerate(chosen, start=offset)]
@@ -215,9 +220,14 @@ async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> 
     if protected and ctx.refuse_protected and not (protected[1] and ctx.allow_config_edits):
         lift = "; --allow-config-edits allows it" if protected[1] else ""
         raise ToolError(f"refused: {rel} is {reason}; headless runs do not write there{lift}")
-    diff = "".join(difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True),
-        fromfile=f"a/{rel}", tofile=f"b/{rel}"))
+    diff = "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{rel}",
+            tofile=f"b/{rel}",
+        )
+    )
     summary = f"{verb} {rel}" + (f" (warning: {reason})" if reason else "")
     request = ApprovalRequest("edit", summary, diff, path=rel, protected=reason)
     if not await ctx.approve(request):
@@ -226,10 +236,12 @@ async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> 
         await in_thread(_keep, ctx.checkpoint, resolved, rel)
     await in_thread(_write, ctx.jail, path, new)
     ctx.files_changed.add(rel)
-    added = sum(1 for line in diff.splitlines() if line.startswith("+") and
-                not line.startswith("+++"))
-    removed = sum(1 for line in diff.splitlines() if line.startswith("-") and
-                  not line.startswith("---"))
+    added = sum(
+        1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")
+    )
+    removed = sum(
+        1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")
+    )
     return f"{verb} {rel}: +{added} -{removed} lines"
 
 
@@ -280,8 +292,10 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError(f"old_string not found in {path} (it must match exactly; read the file)")
     replace_all = bool_arg(args, "replace_all")
     if count > 1 and not replace_all:
-        raise ToolError(f"old_string appears {count} times in {path}; add surrounding lines "
-                        "to make it unique, or set replace_all")
+        raise ToolError(
+            f"old_string appears {count} times in {path}; add surrounding lines "
+            "to make it unique, or set replace_all"
+        )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     return await _apply(ctx, path, text, updated, "edit")
 
@@ -304,28 +318,57 @@ def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 _PATH = {"type": "string", "description": "path relative to the project root"}
 
 READ = Tool(
-    "read", "Read a text file, with line numbers. Use offset/limit for long files.",
-    _schema({"path": _PATH, "offset": {"type": "integer", "description": "first line (1-based)"},
-             "limit": {"type": "integer", "description": "number of lines"}}, ["path"]),
-    read_file)
+    "read",
+    "Read a text file, with line numbers. Use offset/limit for long files.",
+    _schema(
+        {
+            "path": _PATH,
+            "offset": {"type": "integer", "description": "first line (1-based)"},
+            "limit": {"type": "integer", "description": "number of lines"},
+        },
+        ["path"],
+    ),
+    read_file,
+)
 LIST = Tool(
-    "list", "List project files matching a glob (e.g. '*.py', 'src/**/*.ts'), skipping ignored "
+    "list",
+    "List project files matching a glob (e.g. '*.py', 'src/**/*.ts'), skipping ignored "
     "and dependency folders.",
     _schema({"pattern": {"type": "string"}, "path": {**_PATH, "description": "folder"}}, []),
-    list_files)
+    list_files,
+)
 GREP = Tool(
-    "grep", "Search file contents with a regular expression; returns path:line: text.",
-    _schema({"pattern": {"type": "string"}, "path": _PATH,
-             "glob": {"type": "string", "description": "file name filter, e.g. '*.py'"},
-             "ignore_case": {"type": "boolean"}}, ["pattern"]),
-    grep)
+    "grep",
+    "Search file contents with a regular expression; returns path:line: text.",
+    _schema(
+        {
+            "pattern": {"type": "string"},
+            "path": _PATH,
+            "glob": {"type": "string", "description": "file name filter, e.g. '*.py'"},
+            "ignore_case": {"type": "boolean"},
+        },
+        ["pattern"],
+    ),
+    grep,
+)
 EDIT = Tool(
-    "edit", "Replace an exact piece of a file (old_string must match exactly and be unique "
+    "edit",
+    "Replace an exact piece of a file (old_string must match exactly and be unique "
     "unless replace_all). Asks for approval.",
-    _schema({"path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"},
-             "replace_all": {"type": "boolean"}}, ["path", "old_string", "new_string"]),
-    edit_file)
+    _schema(
+        {
+            "path": _PATH,
+            "old_string": {"type": "string"},
+            "new_string": {"type": "string"},
+            "replace_all": {"type": "boolean"},
+        },
+        ["path", "old_string", "new_string"],
+    ),
+    edit_file,
+)
 WRITE = Tool(
-    "write", "Create or overwrite a file with the given content. Asks for approval.",
+    "write",
+    "Create or overwrite a file with the given content. Asks for approval.",
     _schema({"path": _PATH, "content": {"type": "string"}}, ["path", "content"]),
-    write_file)
+    write_file,
+)

@@ -68,8 +68,10 @@ class Jail:
         self._verify(fd, resolved, raw)
         if os.fstat(fd).st_nlink > 1:
             os.close(fd)
-            raise JailError(f"{raw}: hard-linked file (its other name may be outside the project "
-                            "or a secret, which a path check cannot see): not read")
+            raise JailError(
+                f"{raw}: hard-linked file (its other name may be outside the project "
+                "or a secret, which a path check cannot see): not read"
+            )
         return fd, resolved
 
     def _parts(self, resolved: Path) -> tuple[str, ...]:
@@ -79,9 +81,12 @@ class Jail:
         """Open (creating) a file for writing, without truncating until it is verified."""
         resolved = self.resolve(raw)
         try:  # folders made one by one beneath the root: a planted symlink is never followed
-            fd = open_beneath(self.root, self._parts(resolved),
-                              os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
-                              make_dirs=True)
+            fd = open_beneath(
+                self.root,
+                self._parts(resolved),
+                os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK,
+                make_dirs=True,
+            )
         except IsADirectoryError:
             raise JailError(f"{raw}: is a folder") from None
         except OSError as exc:

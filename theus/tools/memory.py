@@ -23,8 +23,14 @@ async def recall(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 RECALL = Tool(
-    "recall", "Ask the project's memory (knowledge graph of files, symbols, docs, past sessions) "
+    "recall",
+    "Ask the project's memory (knowledge graph of files, symbols, docs, past sessions) "
     "where something is; cheaper than reading files.",
-    {"type": "object", "properties": {"query": {"type": "string"},
-                                      "top": {"type": "integer"}}, "required": ["query"]},
-    recall, clearable=False)
+    {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "top": {"type": "integer"}},
+        "required": ["query"],
+    },
+    recall,
+    clearable=False,
+)

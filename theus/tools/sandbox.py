@@ -46,42 +46,126 @@ from knowledge.switches import is_off, is_set
 from theus.tools import seccomp
 from theus.tools.protected import Rule, rule_at
 
-ENV_ALLOWED = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "COLORTERM",
-    "NO_COLOR", "TZ", "TMPDIR", "EDITOR", "PAGER", "CI", "VIRTUAL_ENV", "CONDA_PREFIX",
-    "PYENV_ROOT", "PYENV_VERSION", "GOPATH", "GOROOT", "GOFLAGS", "CARGO_HOME",
-    "RUSTUP_HOME", "JAVA_HOME", "NODE_PATH", "NVM_DIR",
-})
+ENV_ALLOWED = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "TZ",
+        "TMPDIR",
+        "EDITOR",
+        "PAGER",
+        "CI",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "PYENV_ROOT",
+        "PYENV_VERSION",
+        "GOPATH",
+        "GOROOT",
+        "GOFLAGS",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "JAVA_HOME",
+        "NODE_PATH",
+        "NVM_DIR",
+    }
+)
 ENV_PREFIXES_ALLOWED = ("LC_",)
 # Relative to the home folder: toolchains and the settings a build reads, bound read-only into
 # the otherwise empty home. Never a folder that keeps a key (`.cargo` holds credentials, so
 # only its `bin`; `.m2` and `.gradle` hold them in settings, so only their caches).
 TOOLCHAIN_HOME_DIRS = (
-    ".pyenv", ".rbenv", ".nvm", ".volta", ".bun", ".deno", ".sdkman", ".asdf", ".rustup",
-    ".cargo/bin", ".local/bin", ".local/lib", "go", ".nix-profile", ".elan", ".ghcup",
-    ".juliaup", "miniconda3", "anaconda3", "miniforge3", ".pixi", ".m2/repository",
-    ".gradle/caches", ".gradle/wrapper", ".gitconfig", ".config/git",
+    ".pyenv",
+    ".rbenv",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".sdkman",
+    ".asdf",
+    ".rustup",
+    ".cargo/bin",
+    ".local/bin",
+    ".local/lib",
+    "go",
+    ".nix-profile",
+    ".elan",
+    ".ghcup",
+    ".juliaup",
+    "miniconda3",
+    "anaconda3",
+    "miniforge3",
+    ".pixi",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+    ".gitconfig",
+    ".config/git",
 )
 # Variables that name a toolchain folder, bound read-only where they point into the home.
-TOOLCHAIN_VARIABLES = ("PYENV_ROOT", "RUSTUP_HOME", "NVM_DIR", "GOROOT", "JAVA_HOME",
-                       "VIRTUAL_ENV", "CONDA_PREFIX")
+TOOLCHAIN_VARIABLES = (
+    "PYENV_ROOT",
+    "RUSTUP_HOME",
+    "NVM_DIR",
+    "GOROOT",
+    "JAVA_HOME",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+)
 # Where keys live, hidden one by one when the home cannot be hidden whole (the project is the
 # home folder, or holds it).
-HOME_SECRETS = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".kube",
-                ".gnupg", ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".cargo/credentials",
-                ".cargo/credentials.toml", ".pgpass", ".codex", ".claude", ".claude.json",
-                ".cache/huggingface", ".huggingface", ".vault-token", ".config/rclone", ".s3cfg",
-                ".m2/settings.xml", ".gradle/gradle.properties", ".local/share/keyrings",
-                ".password-store", ".bash_history", ".zsh_history", ".python_history",
-                ".psql_history", ".mysql_history", ".node_repl_history", ".lesshst")
+HOME_SECRETS = (
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".docker",
+    ".kube",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".pgpass",
+    ".codex",
+    ".claude",
+    ".claude.json",
+    ".cache/huggingface",
+    ".huggingface",
+    ".vault-token",
+    ".config/rclone",
+    ".s3cfg",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".local/share/keyrings",
+    ".password-store",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".node_repl_history",
+    ".lesshst",
+)
 SCAN_ENTRIES = 1_000_000  # a project with more is refused: its secrets could not all be found
 # As root: where the machine keeps what only root may read (shadow, host keys, backups).
 ROOT_ONLY_TOPS = (Path("/etc"), Path("/var"), Path("/srv"), Path("/home"), Path("/opt"))
 ROOT_ONLY_DEPTH = 3
 SANDBOX_UID = 1000  # who root becomes inside: an ordinary id, owning what root owns outside
 PEM_READ = 4 << 20  # a certificate bundle read whole to tell it from a key: larger is a secret
-NO_SANDBOX = ("no sandbox on this machine (install bubblewrap): the command runs with your "
-              "permissions")
+NO_SANDBOX = (
+    "no sandbox on this machine (install bubblewrap): the command runs with your permissions"
+)
 
 
 class TooLarge(Exception):
@@ -91,8 +175,7 @@ class TooLarge(Exception):
 def shell_env(environ: Mapping[str, str]) -> dict[str, str]:
     extra = {name.strip() for name in environ.get("THEUS_SHELL_ENV", "").split(",")}
     allowed = ENV_ALLOWED | (extra - {""})
-    return {k: v for k, v in environ.items()
-            if k in allowed or k.startswith(ENV_PREFIXES_ALLOWED)}
+    return {k: v for k, v in environ.items() if k in allowed or k.startswith(ENV_PREFIXES_ALLOWED)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +202,11 @@ def bubblewrap() -> Bubblewrap | None:
     for isolation in _ISOLATIONS:
         uid = _uid_flags(isolation)
         try:
-            probe = subprocess.run([found, *isolation, *uid, "--ro-bind", "/", "/",
-                                    "--unshare-pid", "--", "true"], capture_output=True,
-                                   timeout=10)
+            probe = subprocess.run(
+                [found, *isolation, *uid, "--ro-bind", "/", "/", "--unshare-pid", "--", "true"],
+                capture_output=True,
+                timeout=10,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         if probe.returncode == 0:
@@ -159,8 +244,9 @@ def sandbox_available(environ: Mapping[str, str] | None = None) -> bool:
 
 
 @contextlib.contextmanager
-def sandboxed(command: str, root: Path, *, protect: bool = True,
-              environ: Mapping[str, str] | None = None) -> Iterator[Launch | None]:
+def sandboxed(
+    command: str, root: Path, *, protect: bool = True, environ: Mapping[str, str] | None = None
+) -> Iterator[Launch | None]:
     """The launch of `command` with /bin/sh in the sandbox, or None when there is none here
     (or THEUS_NO_SANDBOX=1). `protect`: protected files read-only. Raises TooLarge."""
     environ = os.environ if environ is None else environ
@@ -169,13 +255,35 @@ def sandboxed(command: str, root: Path, *, protect: bool = True,
         yield None
         return
     scan = scan_project(root)
-    argv = [tool.path, *tool.isolation, *_uid_flags(tool.isolation), "--die-with-parent",
-            "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            *_hide_sockets(root), "--tmpfs", "/tmp", *_hide_run(root, environ),
-            *_hide_home(root, environ),
-            *_hide_theus(root), *_hide_root_only_files(root),
-            "--bind", str(root), str(root), *_hide_secrets(scan)]
+    argv = [
+        tool.path,
+        *tool.isolation,
+        *_uid_flags(tool.isolation),
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        *_hide_sockets(root),
+        "--tmpfs",
+        "/tmp",
+        *_hide_run(root, environ),
+        *_hide_home(root, environ),
+        *_hide_theus(root),
+        *_hide_root_only_files(root),
+        "--bind",
+        str(root),
+        str(root),
+        *_hide_secrets(scan),
+    ]
     if protect:
         for path in scan.protected:
             argv += ["--ro-bind", str(path), str(path)]
@@ -188,8 +296,11 @@ def sandboxed(command: str, root: Path, *, protect: bool = True,
             pipe.write(seccomp.program())
         argv += ["--seccomp", str(read_end)]
     try:
-        yield Launch([*argv, "--chdir", str(root), "--", "/bin/sh", "-c", command],
-                     (read_end,) if read_end is not None else (), scan)
+        yield Launch(
+            [*argv, "--chdir", str(root), "--", "/bin/sh", "-c", command],
+            (read_end,) if read_end is not None else (),
+            scan,
+        )
     finally:
         if read_end is not None:
             os.close(read_end)
@@ -211,8 +322,10 @@ def scan_project(root: Path) -> ProjectScan:
             continue
         budget -= len(entries)
         if budget < 0:
-            raise TooLarge(f"the project has more than {SCAN_ENTRIES:,} files and folders: too "
-                           "many to find every secrets file before a command runs")
+            raise TooLarge(
+                f"the project has more than {SCAN_ENTRIES:,} files and folders: too "
+                "many to find every secrets file before a command runs"
+            )
         for entry in entries:
             name = entry.name
             path = Path(entry.path)
@@ -240,8 +353,9 @@ def scan_project(root: Path) -> ProjectScan:
                     if rule is not None and os.path.lexists(path / inner):
                         scan.protected[path / inner] = rule
             elif is_dir:
-                folders.append((path, here, generated or (
-                    rule is None and name in DEFAULT_EXCLUDED_DIRS)))
+                folders.append(
+                    (path, here, generated or (rule is None and name in DEFAULT_EXCLUDED_DIRS))
+                )
     return scan
 
 
@@ -266,11 +380,13 @@ def put_aside_new_protected(root: Path, before: ProjectScan) -> list[str]:
     except TooLarge:
         return []
     new = {*after.protected, *after.links} - {*before.protected, *before.links}
-    created = [path for path in new if not any(path.is_relative_to(other) for other in new
-                                               if other != path)]
+    created = [
+        path
+        for path in new
+        if not any(path.is_relative_to(other) for other in new if other != path)
+    ]
     # A protected link the command replaced (its folder was writable): put back as it was.
-    changed = [path for path, target in before.links.items()
-               if after.links.get(path) != target]
+    changed = [path for path, target in before.links.items() if after.links.get(path) != target]
     if not created and not changed:
         return []
     aside = data_home() / "put-aside" / time.strftime("%Y%m%d-%H%M%S")
@@ -334,8 +450,11 @@ def _hide_run(root: Path, environ: Mapping[str, str]) -> list[str]:
         if run.is_dir() and not run.is_symlink() and not root.is_relative_to(run):
             argv += ["--tmpfs", str(run)]
     resolv = Path(os.path.realpath("/etc/resolv.conf"))
-    if (is_set("THEUS_SHELL_NETWORK", environ) and resolv.is_relative_to("/run")
-            and resolv.is_file()):
+    if (
+        is_set("THEUS_SHELL_NETWORK", environ)
+        and resolv.is_relative_to("/run")
+        and resolv.is_file()
+    ):
         argv += ["--ro-bind", str(resolv), str(resolv)]
     return argv
 
@@ -355,10 +474,16 @@ def _hide_home(root: Path, environ: Mapping[str, str]) -> list[str]:
             continue
         argv += ["--tmpfs", str(home)]
         wanted = [home / name for name in TOOLCHAIN_HOME_DIRS]
-        wanted += [_toolchain_root(home, Path(p)) for p in environ.get("PATH", "").split(":")
-                   if p and Path(p).is_relative_to(home)]
-        wanted += [Path(environ[name]) for name in TOOLCHAIN_VARIABLES
-                   if environ.get(name) and Path(environ[name]).is_relative_to(home)]
+        wanted += [
+            _toolchain_root(home, Path(p))
+            for p in environ.get("PATH", "").split(":")
+            if p and Path(p).is_relative_to(home)
+        ]
+        wanted += [
+            Path(environ[name])
+            for name in TOOLCHAIN_VARIABLES
+            if environ.get(name) and Path(environ[name]).is_relative_to(home)
+        ]
         for path in dict.fromkeys(wanted):
             if path.exists() and path != home and not root.is_relative_to(path):
                 argv += ["--ro-bind", str(path), str(path)]
@@ -401,8 +526,7 @@ def _hide_root_only_files(root: Path) -> list[str]:
         return []
     argv: list[str] = []
     for path, is_dir in _root_only():  # found once a process; gone since: skipped
-        if (not (root.is_relative_to(path) or path.is_relative_to(root))
-                and os.path.lexists(path)):
+        if not (root.is_relative_to(path) or path.is_relative_to(root)) and os.path.lexists(path):
             argv += ["--tmpfs", str(path)] if is_dir else ["--ro-bind", "/dev/null", str(path)]
     return argv
 

@@ -27,9 +27,11 @@ log = logging.getLogger("theus")
 MAX_OUTPUT = 30_000
 SETUP_ATTEMPTS = 3  # sandbox set-ups tried when what it covers changes under it
 MARKER = "THEUS_SHELL_RUN"  # unconfined: marks every process a command started
-UNSANDBOXED_HINT = ("no sandbox on this machine: install bubblewrap, or allow commands to run "
-                    "with the user's permissions: --allow-unsandboxed-shell headless, a yes in "
-                    "the app")
+UNSANDBOXED_HINT = (
+    "no sandbox on this machine: install bubblewrap, or allow commands to run "
+    "with the user's permissions: --allow-unsandboxed-shell headless, a yes in "
+    "the app"
+)
 
 
 async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -50,8 +52,9 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
         for attempt in range(SETUP_ATTEMPTS):
             with sandboxed(command, ctx.jail.root, protect=protect) as launch:
                 if launch is None:
-                    status, text = await _run(["/bin/sh", "-c", command], (), ctx, timeout,
-                                              marker=secrets.token_hex(8))
+                    status, text = await _run(
+                        ["/bin/sh", "-c", command], (), ctx, timeout, marker=secrets.token_hex(8)
+                    )
                     break
                 status, text = await _run(launch.argv, launch.pass_fds, ctx, timeout)
             # bubblewrap refused to set up before the command ran: something it was to cover
@@ -65,16 +68,27 @@ async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
     if unwarned:  # said once a session, to the user (stderr headless) and to the model
         ctx.warned.add(NO_SANDBOX)
         log.warning("shell: %s", NO_SANDBOX)
-    notes = "".join(f"{line}\n" for line in (
-        f"note: {NO_SANDBOX}" if unwarned else "",
-        f"note: protected files the command created or replaced were moved out of the project "
-        f"(they run code later; --allow-config-edits allows them): {', '.join(moved)}"
-        if moved else "") if line)
+    notes = "".join(
+        f"{line}\n"
+        for line in (
+            f"note: {NO_SANDBOX}" if unwarned else "",
+            f"note: protected files the command created or replaced were moved out of the project "
+            f"(they run code later; --allow-config-edits allows them): {', '.join(moved)}"
+            if moved
+            else "",
+        )
+        if line
+    )
     return f"{notes}exit {status}\n{text}".rstrip()
 
 
-async def _run(argv: list[str], pass_fds: tuple[int, ...], ctx: ToolContext,
-               timeout: int, marker: str | None = None) -> tuple[int | None, str]:
+async def _run(
+    argv: list[str],
+    pass_fds: tuple[int, ...],
+    ctx: ToolContext,
+    timeout: int,
+    marker: str | None = None,
+) -> tuple[int | None, str]:
     """Runs `argv`; what it leaves behind dies with it: its process group, and, unconfined,
     every process that inherited `marker` in its environment (a `setsid` daemon leaves the
     group; the sandbox's own PID namespace needs no marker)."""
@@ -82,9 +96,15 @@ async def _run(argv: list[str], pass_fds: tuple[int, ...], ctx: ToolContext,
     if marker is not None:
         env[MARKER] = marker
     proc = await asyncio.create_subprocess_exec(
-        *argv, cwd=ctx.jail.root, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, pass_fds=pass_fds,
-        start_new_session=True)  # its own process group, so the whole tree can be killed
+        *argv,
+        cwd=ctx.jail.root,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        pass_fds=pass_fds,
+        start_new_session=True,
+    )  # its own process group, so the whole tree can be killed
     assert proc.stdout is not None
     output = asyncio.ensure_future(_bounded_output(proc.stdout))
     try:
@@ -125,8 +145,11 @@ async def _bounded_output(stream: asyncio.StreamReader) -> str:
     if total <= MAX_OUTPUT:
         return decode(bytes(head + tail))
     cut = total - len(head) - min(len(tail), half)
-    return (decode(bytes(head)) + f"\n... ({cut:,} bytes of output cut) ...\n"
-            + decode(bytes(tail[-half:])))
+    return (
+        decode(bytes(head))
+        + f"\n... ({cut:,} bytes of output cut) ...\n"
+        + decode(bytes(tail[-half:]))
+    )
 
 
 def _kill_leftovers(pid: int, marker: str | None) -> None:
@@ -147,9 +170,13 @@ def _kill_leftovers(pid: int, marker: str | None) -> None:
 
 
 SHELL = Tool(
-    "shell", "Run a shell command in the project root (asks for approval). Returns exit code and "
+    "shell",
+    "Run a shell command in the project root (asks for approval). Returns exit code and "
     "combined output.",
-    {"type": "object", "properties": {"command": {"type": "string"},
-                                      "timeout_s": {"type": "integer"}},
-     "required": ["command"]},
-    run_shell)
+    {
+        "type": "object",
+        "properties": {"command": {"type": "string"}, "timeout_s": {"type": "integer"}},
+        "required": ["command"],
+    },
+    run_shell,
+)

@@ -16,11 +16,18 @@ async def task(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 TASK = Tool(
-    "task", "Start a subagent for a self-contained job (search, investigation, a focused change). "
+    "task",
+    "Start a subagent for a self-contained job (search, investigation, a focused change). "
     "It starts fresh, primed with what the project memory knows about the description; set "
     "fork=true to give it this conversation instead.",
-    {"type": "object", "properties": {
-        "description": {"type": "string", "description": "short task description"},
-        "prompt": {"type": "string", "description": "full instructions for the subagent"},
-        "fork": {"type": "boolean"}}, "required": ["description", "prompt"]},
-    task)
+    {
+        "type": "object",
+        "properties": {
+            "description": {"type": "string", "description": "short task description"},
+            "prompt": {"type": "string", "description": "full instructions for the subagent"},
+            "fork": {"type": "boolean"},
+        },
+        "required": ["description", "prompt"],
+    },
+    task,
+)

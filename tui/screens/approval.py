@@ -24,20 +24,47 @@ ANSWERS: dict[str, Answer] = {"yes": "yes", "session": "session", "project": "pr
 
 class ApprovalScreen(ModalScreen[Answer]):
     CSS_PATH = "approval.tcss"
-    HELP = ("Approve once (y), always in this session (a), always in this project (p), "
-            "refuse (n / Escape), or refuse and tell the agent what to do instead (t, then "
-            "Enter). `/permissions` lists and revokes the standing ones.")
+    HELP = (
+        "Approve once (y), always in this session (a), always in this project (p), "
+        "refuse (n / Escape), or refuse and tell the agent what to do instead (t, then "
+        "Enter). `/permissions` lists and revokes the standing ones."
+    )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer('yes')", "Approve", id="approval.yes",
-                tooltip="Let the agent make this change or run this command, this once"),
-        Binding("a", "answer('session')", "Always (session)", id="approval.session",
-                tooltip="Allow this from now on, until this session ends"),
-        Binding("p", "answer('project')", "Always (project)", id="approval.project",
-                tooltip="Allow this from now on in this project (kept; see /permissions)"),
-        Binding("n,escape", "answer('no')", "Refuse", id="approval.no",
-                tooltip="Refuse; the agent is told you declined"),
-        Binding("t", "tell", "Refuse and tell", id="approval.tell",
-                tooltip="Refuse, and write what the agent should do instead"),
+        Binding(
+            "y",
+            "answer('yes')",
+            "Approve",
+            id="approval.yes",
+            tooltip="Let the agent make this change or run this command, this once",
+        ),
+        Binding(
+            "a",
+            "answer('session')",
+            "Always (session)",
+            id="approval.session",
+            tooltip="Allow this from now on, until this session ends",
+        ),
+        Binding(
+            "p",
+            "answer('project')",
+            "Always (project)",
+            id="approval.project",
+            tooltip="Allow this from now on in this project (kept; see /permissions)",
+        ),
+        Binding(
+            "n,escape",
+            "answer('no')",
+            "Refuse",
+            id="approval.no",
+            tooltip="Refuse; the agent is told you declined",
+        ),
+        Binding(
+            "t",
+            "tell",
+            "Refuse and tell",
+            id="approval.tell",
+            tooltip="Refuse, and write what the agent should do instead",
+        ),
     ]
 
     def __init__(self, request: ApprovalRequest) -> None:
@@ -49,8 +76,11 @@ class ApprovalScreen(ModalScreen[Answer]):
         request = self.request
         # The summary says what it is ("run: make test", "edit cart.py"); no second verb.
         title = request.summary[:1].upper() + request.summary[1:]
-        always = (f"asked each time: {self.never}" if self.never else
-                  "always: " + "; ".join(r.describe() for r in rules_for(request)))
+        always = (
+            f"asked each time: {self.never}"
+            if self.never
+            else "always: " + "; ".join(r.describe() for r in rules_for(request))
+        )
         with Vertical(id="dialog"):
             yield Label(title, id="approval-title", markup=False)
             with VerticalScroll(id="approval-detail"):
@@ -62,8 +92,10 @@ class ApprovalScreen(ModalScreen[Answer]):
                     yield Button("This session (a)", id="session")
                     yield Button("This project (p)", id="project")
                 yield Button("Refuse (n)", variant="error", id="no")
-            yield Input(placeholder="what to do instead (Enter refuses and tells the agent)",
-                        id="approval-reason")
+            yield Input(
+                placeholder="what to do instead (Enter refuses and tells the agent)",
+                id="approval-reason",
+            )
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -96,7 +128,6 @@ def _detail(request: ApprovalRequest) -> Syntax:
     from rich.syntax import Syntax
 
     if request.kind == "edit":
-        return Syntax(request.detail or "(no changes)", "diff", theme="ansi_dark",
-                      word_wrap=True)
+        return Syntax(request.detail or "(no changes)", "diff", theme="ansi_dark", word_wrap=True)
     language = "json" if request.kind == "mcp" else "bash"  # an MCP call's arguments
     return Syntax(request.detail, language, theme="ansi_dark", word_wrap=True)

@@ -58,10 +58,20 @@ turn; a second **Ctrl+C** within 2 seconds quits. `/resume` picks an earlier ses
 with; approvals offer "always" for this session or this project (`/permissions` lists them).
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel_turn", "Stop", id="chat.cancel",
-                tooltip="Stop the running turn (the conversation is kept)"),
-        Binding("ctrl+l", "clear", "Clear", id="chat.clear",
-                tooltip="Clear the conversation and start a new one (/clear)"),
+        Binding(
+            "escape",
+            "cancel_turn",
+            "Stop",
+            id="chat.cancel",
+            tooltip="Stop the running turn (the conversation is kept)",
+        ),
+        Binding(
+            "ctrl+l",
+            "clear",
+            "Clear",
+            id="chat.clear",
+            tooltip="Clear the conversation and start a new one (/clear)",
+        ),
     ]
     log_view = getters.query_one("#log", VerticalScroll)
 
@@ -153,7 +163,8 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             request = text
             if attachments.mentions(text):
                 request, attached = await asyncio.to_thread(
-                    attachments.expand, theus_app(self).engine.root, text)
+                    attachments.expand, theus_app(self).engine.root, text
+                )
                 for item in attached:
                     await self.add(Notice(item.describe(), error=bool(item.error)))
             agent = self._agent()
@@ -207,8 +218,9 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         if answer == "session" or answer == "project":  # `in` would not narrow the type
             added = rules_for(request)
             await asyncio.to_thread(permissions.allow, added, answer)
-            note = (f"approved, and from now on in this {answer}: "
-                    + "; ".join(rule.describe() for rule in added))
+            note = f"approved, and from now on in this {answer}: " + "; ".join(
+                rule.describe() for rule in added
+            )
         else:
             note = ("approved: " if answer == "yes" else "refused: ") + request.summary
         self.post_message(AgentEvent(Notice(note)))
@@ -269,8 +281,16 @@ with; approvals offer "always" for this session or this project (`/permissions` 
                         await self.add(Notice("the model answered with an empty reply"))
         elif isinstance(event, ev.InjectionInfo):
             self.post_message(InjectedTokens(event.tokens if event.block else 0, event.took_ms))
-            await self.add(InjectionView(event.tokens, event.took_ms, event.block, event.reason,
-                                         event.dropped, event.examples))
+            await self.add(
+                InjectionView(
+                    event.tokens,
+                    event.took_ms,
+                    event.block,
+                    event.reason,
+                    event.dropped,
+                    event.examples,
+                )
+            )
         elif isinstance(event, ev.ToolCallStarted):
             await self._end_reply()
             view = ToolCallView(event.id, event.name, event.arguments)
@@ -362,9 +382,13 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         elif name == "diff":
             await self.add(Notice(await asyncio.to_thread(self._diff)))
         else:
-            await self.add(Notice(f"unknown command /{name}; try "
-                                  + ", ".join("/" + c for c in slash.suggest(name)),
-                                  error=True))
+            await self.add(
+                Notice(
+                    f"unknown command /{name}; try "
+                    + ", ".join("/" + c for c in slash.suggest(name)),
+                    error=True,
+                )
+            )
 
     async def _end_session(self) -> None:
         """Stop the turn, end the session (its episode) and clear the screen and its figures."""
@@ -389,14 +413,26 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         engine = theus_app(self).engine
         target = engine.root / FILE_NAME
         if target.exists():
-            await self.add(Notice(f"{FILE_NAME} already exists: nothing written (theus init "
-                                  "--print shows a draft to compare)"))
+            await self.add(
+                Notice(
+                    f"{FILE_NAME} already exists: nothing written (theus init "
+                    "--print shows a draft to compare)"
+                )
+            )
             return
         text = await asyncio.to_thread(lambda: draft_from(engine.load()))
-        diff = "".join(difflib.unified_diff([], text.splitlines(keepends=True),
-                                            fromfile="/dev/null", tofile=f"b/{FILE_NAME}"))
-        request = ev.ApprovalRequest("edit", f"write {FILE_NAME} (drafted from the index)", diff,
-                                     path=FILE_NAME, protected="instructions every agent follows")
+        diff = "".join(
+            difflib.unified_diff(
+                [], text.splitlines(keepends=True), fromfile="/dev/null", tofile=f"b/{FILE_NAME}"
+            )
+        )
+        request = ev.ApprovalRequest(
+            "edit",
+            f"write {FILE_NAME} (drafted from the index)",
+            diff,
+            path=FILE_NAME,
+            protected="instructions every agent follows",
+        )
         if await self.app.push_screen_wait(ApprovalScreen(request)) == "no":
             await self.add(Notice(f"{FILE_NAME} not written"))
             return
@@ -442,11 +478,15 @@ with; approvals offer "always" for this session or this project (`/permissions` 
 
         app = theus_app(self)
         settings = app.model_settings
-        lines = [f"model: {settings.model} ({settings.source})" if settings
-                 else "model: none configured (see /help)",
-                 f"session: {self.agent.session.id}" if self.agent and self.agent.session
-                 else "session: none yet (the first request starts one)",
-                 f"project: {app.engine.root}"]
+        lines = [
+            f"model: {settings.model} ({settings.source})"
+            if settings
+            else "model: none configured (see /help)",
+            f"session: {self.agent.session.id}"
+            if self.agent and self.agent.session
+            else "session: none yet (the first request starts one)",
+            f"project: {app.engine.root}",
+        ]
         report = gather(app.engine.load(), app.engine.memory)
         for section, rows in sections(report).items():
             lines.append(f"{section}: " + "; ".join(f"{k} {v}" for k, v in rows))
@@ -467,8 +507,11 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             return f"undo failed part way: {exc} (/diff shows where the files are)"
         if not files:
             return "nothing to undo: no edit or write of this conversation is left"
-        return ("put back as before the last turn that changed files: " + ", ".join(files)
-                + " (changes made by shell commands are not undone)")
+        return (
+            "put back as before the last turn that changed files: "
+            + ", ".join(files)
+            + " (changes made by shell commands are not undone)"
+        )
 
     def _diff(self) -> str:
         """`/diff`: what this conversation's edits and writes changed, file by file."""
@@ -477,8 +520,10 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         if self.agent is None or self.agent.checkpoints is None:
             return "no changes in this conversation"
         jail = self.agent.context.jail
-        return (self.agent.checkpoints.diff(lambda rel: current_bytes(jail, rel))
-                or "no changes in this conversation (by the edit and write tools)")
+        return (
+            self.agent.checkpoints.diff(lambda rel: current_bytes(jail, rel))
+            or "no changes in this conversation (by the edit and write tools)"
+        )
 
     def _cost(self) -> str:
         """`/cost`: the conversation's tokens, as the status bar counts them, and a price
@@ -489,14 +534,20 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             return "no tokens spent yet in this conversation"
         usage = self.agent.usage
         settings = theus_app(self).model_settings
-        cost = cost_usd(settings.model if settings else "", usage.prompt_tokens,
-                        usage.completion_tokens)
-        return (f"{usage.model_calls} model calls: {usage.prompt_tokens:,} tokens sent "
-                f"({usage.injected_tokens:,} of them recalled context), "
-                f"{usage.completion_tokens:,} received; fact extraction "
-                f"{usage.extraction_tokens:,}; "
-                + (f"${cost:.4f}" if cost is not None else
-                   "no price for this model (THEUS_PRICES or prices.json)"))
+        cost = cost_usd(
+            settings.model if settings else "", usage.prompt_tokens, usage.completion_tokens
+        )
+        return (
+            f"{usage.model_calls} model calls: {usage.prompt_tokens:,} tokens sent "
+            f"({usage.injected_tokens:,} of them recalled context), "
+            f"{usage.completion_tokens:,} received; fact extraction "
+            f"{usage.extraction_tokens:,}; "
+            + (
+                f"${cost:.4f}"
+                if cost is not None
+                else "no price for this model (THEUS_PRICES or prices.json)"
+            )
+        )
 
     def _permissions(self, arg: str) -> str:
         """`/permissions`: the standing approvals; `/permissions revoke N` drops one."""
@@ -513,12 +564,19 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         listed = permissions.listed()
         warnings = "".join(f"\nwarning: {w}" for w in permissions.warnings)
         if not listed:
-            return ("no standing approvals: answer an approval with a (this session) or p "
-                    "(this project) to add one" + warnings)
-        lines = [f"{i:>2}. {scope:<7} {rule.describe()}" for i, (scope, rule)
-                 in enumerate(listed, 1)]
-        return ("standing approvals (`/permissions revoke N` drops one):\n" + "\n".join(lines)
-                + f"\nproject rules are kept in {permissions.path}" + warnings)
+            return (
+                "no standing approvals: answer an approval with a (this session) or p "
+                "(this project) to add one" + warnings
+            )
+        lines = [
+            f"{i:>2}. {scope:<7} {rule.describe()}" for i, (scope, rule) in enumerate(listed, 1)
+        ]
+        return (
+            "standing approvals (`/permissions revoke N` drops one):\n"
+            + "\n".join(lines)
+            + f"\nproject rules are kept in {permissions.path}"
+            + warnings
+        )
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def compact(self) -> None:
@@ -547,10 +605,16 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         from theus.sessions import SessionStore
 
         infos = SessionStore(theus_app(self).engine.root).list()
-        lines = [f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(i.updated))}  {i.id}  "
-                 f"{i.messages} messages  {i.title}" for i in infos[:30]]
-        text = ("sessions (resume with `/resume ID` or `theus -r ID`):\n" + "\n".join(lines)
-                if lines else "no earlier sessions in this project")
+        lines = [
+            f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(i.updated))}  {i.id}  "
+            f"{i.messages} messages  {i.title}"
+            for i in infos[:30]
+        ]
+        text = (
+            "sessions (resume with `/resume ID` or `theus -r ID`):\n" + "\n".join(lines)
+            if lines
+            else "no earlier sessions in this project"
+        )
         self.add_from_thread(Notice(text))
 
 
@@ -558,8 +622,10 @@ def _describe(event: Any) -> str:
     if isinstance(event, ev.Error):
         return ("error: " if event.fatal else "warning: ") + event.message
     if isinstance(event, ev.Compacted):
-        return (f"compacted {event.messages_replaced} messages: {event.tokens_before} → "
-                f"{event.tokens_after} tokens")
+        return (
+            f"compacted {event.messages_replaced} messages: {event.tokens_before} → "
+            f"{event.tokens_after} tokens"
+        )
     if isinstance(event, ev.MicrocompactCleared):
         return f"cleared {event.cleared} old tool results ({event.tokens_saved} tokens)"
     if isinstance(event, ev.SubagentStarted):

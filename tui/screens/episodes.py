@@ -25,8 +25,9 @@ What earlier sessions did, as the agent summarised them at compaction or at the 
 session. Move through the list; the selected episode is shown on the right.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "reload", "Reload", id="episodes.reload",
-                tooltip="Read the episode files again"),
+        Binding(
+            "r", "reload", "Reload", id="episodes.reload", tooltip="Read the episode files again"
+        ),
     ]
 
     def __init__(self) -> None:
@@ -72,8 +73,9 @@ session. Move through the list; the selected episode is shown on the right.
         options = self.query_one("#episode-list", OptionList)
         keep = options.highlighted
         options.clear_options()
-        options.add_options([Option(f"{e.date[:10]}  {e.type:<11} {e.title}", id=e.id)
-                             for e in episodes])
+        options.add_options(
+            [Option(f"{e.date[:10]}  {e.type:<11} {e.title}", id=e.id) for e in episodes]
+        )
         if not episodes:
             options.add_option(Option(error or "no episodes yet", disabled=True))
             self.query_one("#episode-text", Markdown).update("")
@@ -86,6 +88,7 @@ session. Move through the list; the selected episode is shown on the right.
             episode = self.episodes[event.option_index]
             files = ", ".join(f"`{f}`" for f in episode.files)
             head = f"# {episode.title}\n\n*{episode.date} · {episode.type}*"
-            body = "\n\n".join(p for p in (head, f"Files: {files}" if files else "",
-                                           episode.text) if p)
+            body = "\n\n".join(
+                p for p in (head, f"Files: {files}" if files else "", episode.text) if p
+            )
             self.query_one("#episode-text", Markdown).update(body)

@@ -35,19 +35,47 @@ or **Enter** moves into the results), or walk the tree. The detail lists the nod
 grouped by kind: Enter on one follows it. Backspace goes back.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "focus('#search')", "Search", id="graph.search",
-                tooltip="Search the graph with recall"),
-        Binding("ctrl+t", "focus('#tree')", "Tree", id="graph.tree",
-                tooltip="Walk the project's folders, files and symbols"),
-        Binding("ctrl+e", "focus('#edges')", "Edges", id="graph.edges",
-                tooltip="The selected node's edges: Enter follows one"),
-        Binding("ctrl+o", "focus('#preview')", "Preview", show=False, id="graph.preview",
-                tooltip="The file at the node's line"),
-        Binding("backspace", "back", "Back", id="graph.back",
-                tooltip="Back to the node you came from"),
+        Binding(
+            "slash",
+            "focus('#search')",
+            "Search",
+            id="graph.search",
+            tooltip="Search the graph with recall",
+        ),
+        Binding(
+            "ctrl+t",
+            "focus('#tree')",
+            "Tree",
+            id="graph.tree",
+            tooltip="Walk the project's folders, files and symbols",
+        ),
+        Binding(
+            "ctrl+e",
+            "focus('#edges')",
+            "Edges",
+            id="graph.edges",
+            tooltip="The selected node's edges: Enter follows one",
+        ),
+        Binding(
+            "ctrl+o",
+            "focus('#preview')",
+            "Preview",
+            show=False,
+            id="graph.preview",
+            tooltip="The file at the node's line",
+        ),
+        Binding(
+            "backspace", "back", "Back", id="graph.back", tooltip="Back to the node you came from"
+        ),
         # Reached only from the search box: the lists and the tree have their own Down.
-        Binding("down", "into_results", "Results", show=False, id="graph.results",
-                tooltip="From the search box into its results"),
+        Binding(
+            "down",
+            "into_results",
+            "Results",
+            show=False,
+            id="graph.results",
+            tooltip="From the search box into its results",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -69,11 +97,13 @@ grouped by kind: Enter on one follows it. Backspace goes back.
                 tree.show_root = True
                 yield tree
             with Vertical(id="graph-right"):
-                yield Static("Select a node in the tree or the search results.",
-                             id="detail", markup=False)
+                yield Static(
+                    "Select a node in the tree or the search results.", id="detail", markup=False
+                )
                 yield OptionList(id="edges")
-                yield TextArea("", id="preview", read_only=True, show_line_numbers=True,
-                               soft_wrap=False)
+                yield TextArea(
+                    "", id="preview", read_only=True, show_line_numbers=True, soft_wrap=False
+                )
         yield StatusBar()
         yield Footer()
 
@@ -95,8 +125,9 @@ grouped by kind: Enter on one follows it. Backspace goes back.
         self.app.call_from_thread(self._fill_root, project.root.name, engine.folders())
 
     def _tree_failed(self, error: str) -> None:
-        self.query_one("#tree", Tree).root.set_label(graph_view.shown(f"graph unavailable: "
-                                                                       f"{error}"))
+        self.query_one("#tree", Tree).root.set_label(
+            graph_view.shown(f"graph unavailable: {error}")
+        )
 
     def _fill_root(self, name: str, folders: graph_view.Folders) -> None:
         self.folders = folders
@@ -115,8 +146,11 @@ grouped by kind: Enter on one follows it. Backspace goes back.
         for sub in self.folders.dirs.get(folder, []):
             parent.add(graph_view.shown(sub.rsplit("/", 1)[-1] + "/"), data=("dir", sub))
         for name, key in self.folders.files.get(folder, []):
-            parent.add(graph_view.shown(name), data=("node", key),
-                       allow_expand=key in self.folders.with_parts)
+            parent.add(
+                graph_view.shown(name),
+                data=("node", key),
+                allow_expand=key in self.folders.with_parts,
+            )
 
     @on(Tree.NodeExpanded, "#tree")
     def expanded(self, event: Tree.NodeExpanded[TreeData]) -> None:
@@ -199,9 +233,14 @@ grouped by kind: Enter on one follows it. Backspace goes back.
         self._hits = [h.key for h in hits]
         self._shown_query = query
         results.clear_options()
-        results.add_options([
-            Option(graph_view.shown(f"{h.score:.2f} {h.kind:<7} {_hit_where(h)}"), id=f"hit-{i}")
-            for i, h in enumerate(hits)])
+        results.add_options(
+            [
+                Option(
+                    graph_view.shown(f"{h.score:.2f} {h.kind:<7} {_hit_where(h)}"), id=f"hit-{i}"
+                )
+                for i, h in enumerate(hits)
+            ]
+        )
         results.display = bool(query)
         if query and not hits:
             results.add_option(Option("nothing found", disabled=True))
@@ -256,10 +295,15 @@ grouped by kind: Enter on one follows it. Backspace goes back.
                 group = (row.direction, row.kind)
                 count = sum(1 for r in found.edges if (r.direction, r.kind) == group)
                 arrow = "→" if row.direction == "out" else "←"
-                options.append(Option(graph_view.shown(f"{arrow} {row.kind} ({count})"),
-                                      disabled=True))
-            options.append(Option(graph_view.shown(f"   {fmt.clip(row.label, 50)}  {row.where}"),
-                                  id=f"edge-{len(self._edge_keys)}"))
+                options.append(
+                    Option(graph_view.shown(f"{arrow} {row.kind} ({count})"), disabled=True)
+                )
+            options.append(
+                Option(
+                    graph_view.shown(f"   {fmt.clip(row.label, 50)}  {row.where}"),
+                    id=f"edge-{len(self._edge_keys)}",
+                )
+            )
             self._edge_keys.append(row.key)
         edges.add_options(options or [Option("no edges", disabled=True)])
         if found.language != preview.language:

@@ -14,7 +14,8 @@ from textual.widgets import Markdown
 from tui import slash
 
 SLASH_HELP = "## Slash commands\n\n| command | what it does |\n|---|---|\n" + "\n".join(
-    f"| `/{name}` | {text} |" for name, text in slash.COMMANDS.items())
+    f"| `/{name}` | {text} |" for name, text in slash.COMMANDS.items()
+)
 
 MODEL_HELP = """\
 ## Setting a model
@@ -31,10 +32,18 @@ binding id from the table above to keys: `{"app.graph": "ctrl+g"}`.
 
 def keys_markdown(screen: Screen[object]) -> str:
     """The active bindings that have an id (ours), and the HELP of the widgets on screen."""
-    bindings = sorted({a.binding.id: a.binding for a in screen.active_bindings.values()
-                       if a.binding.id and a.binding.description}.values(), key=_key_order)
-    rows = [f"| `{screen.app.get_key_display(b)}` | {b.description} | `{b.id}` | {b.tooltip} |"
-            for b in bindings]
+    bindings = sorted(
+        {
+            a.binding.id: a.binding
+            for a in screen.active_bindings.values()
+            if a.binding.id and a.binding.description
+        }.values(),
+        key=_key_order,
+    )
+    rows = [
+        f"| `{screen.app.get_key_display(b)}` | {b.description} | `{b.id}` | {b.tooltip} |"
+        for b in bindings
+    ]
     table = "| key | action | id | |\n|---|---|---|---|\n" + "\n".join(rows)
     widget_help = [w.HELP for w in screen.query("*") if w.HELP]
     return "\n\n".join(["## Keys", table, *dict.fromkeys(widget_help)])
@@ -51,8 +60,13 @@ def _key_order(binding: Binding) -> tuple[int, int, str]:
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = "help.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,f1,q", "dismiss", "Close help", id="help.close",
-                tooltip="Back to where you were"),
+        Binding(
+            "escape,f1,q",
+            "dismiss",
+            "Close help",
+            id="help.close",
+            tooltip="Back to where you were",
+        ),
     ]
 
     def __init__(self, source: Screen[object]) -> None:

@@ -29,8 +29,13 @@ project's data folder and in the graph; recall quotes them when they are relevan
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "add", "Add", id="memories.add", tooltip="Write a new memory"),
         Binding("e", "edit", "Edit", id="memories.edit", tooltip="Change the selected memory"),
-        Binding("d,delete", "delete", "Delete", id="memories.delete",
-                tooltip="Forget the selected memory (asks first)"),
+        Binding(
+            "d,delete",
+            "delete",
+            "Delete",
+            id="memories.delete",
+            tooltip="Forget the selected memory (asks first)",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -61,8 +66,7 @@ project's data folder and in the graph; recall quotes them when they are relevan
         try:
             nodes = memdir.memories(theus_app(self).engine.project)
         except Exception as exc:
-            self.app.call_from_thread(self.notify, f"memories unavailable: {exc}",
-                                      severity="error")
+            self.app.call_from_thread(self.notify, f"memories unavailable: {exc}", severity="error")
             nodes = []
         self.app.call_from_thread(self._fill, nodes)
 
@@ -71,8 +75,7 @@ project's data folder and in the graph; recall quotes them when they are relevan
         options = self.query_one("#memory-list", OptionList)
         keep = options.highlighted
         options.clear_options()
-        options.add_options([Option(fmt.clip(n.label or n.summary, 70), id=n.key)
-                             for n in nodes])
+        options.add_options([Option(fmt.clip(n.label or n.summary, 70), id=n.key) for n in nodes])
         if not nodes:
             options.add_option(Option("no memories yet: press a to add one", disabled=True))
             self.query_one("#memory-text", Markdown).update("")
@@ -91,7 +94,8 @@ project's data folder and in the graph; recall quotes them when they are relevan
             text = str(node.data.get("text") or node.summary)
             where = node.data.get("topic") or "MEMORY.md"
             self.query_one("#memory-text", Markdown).update(
-                f"{text}\n\n---\n*{where} · {node.source} · `{node.key[:12]}`*")
+                f"{text}\n\n---\n*{where} · {node.source} · `{node.key[:12]}`*"
+            )
 
     # -- changes (modals in a worker; the store in a thread) ---------------------------------------
     @work(group="memory-ui", exit_on_error=False)
@@ -106,7 +110,8 @@ project's data folder and in the graph; recall quotes them when they are relevan
         if node is None:
             return
         text = await self.app.push_screen_wait(
-            MemoryEditScreen("Edit memory", str(node.data.get("text") or node.summary)))
+            MemoryEditScreen("Edit memory", str(node.data.get("text") or node.summary))
+        )
         if text:
             self.change("edit", node.key, text)
 
@@ -115,8 +120,7 @@ project's data folder and in the graph; recall quotes them when they are relevan
         node = self.selected
         if node is None:
             return
-        if await self.app.push_screen_wait(
-                ConfirmScreen(f"Forget “{fmt.clip(node.label, 60)}”?")):
+        if await self.app.push_screen_wait(ConfirmScreen(f"Forget “{fmt.clip(node.label, 60)}”?")):
             self.change("delete", node.key, "")
 
     @work(thread=True, group="memory-store", exit_on_error=False)
@@ -132,8 +136,7 @@ project's data folder and in the graph; recall quotes them when they are relevan
             else:
                 result = memdir.delete_memory(project, str(key))
         except Exception as exc:
-            self.app.call_from_thread(self.notify, f"memory not changed: {exc}",
-                                      severity="error")
+            self.app.call_from_thread(self.notify, f"memory not changed: {exc}", severity="error")
             return
         for warning in result.warnings:
             self.app.call_from_thread(self.notify, warning, severity="warning")

@@ -16,10 +16,16 @@ class MemoryEditScreen(ModalScreen[str | None]):
 
     CSS_PATH = "memory_edit.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "save", "Save", id="memory_edit.save",
-                tooltip="Keep this memory (MEMORY.md and the graph)"),
-        Binding("escape", "cancel", "Cancel", id="memory_edit.cancel",
-                tooltip="Close without saving"),
+        Binding(
+            "ctrl+s",
+            "save",
+            "Save",
+            id="memory_edit.save",
+            tooltip="Keep this memory (MEMORY.md and the graph)",
+        ),
+        Binding(
+            "escape", "cancel", "Cancel", id="memory_edit.cancel", tooltip="Close without saving"
+        ),
     ]
 
     def __init__(self, title: str, text: str = "") -> None:

@@ -25,8 +25,13 @@ class SessionPicker(ModalScreen[str | None]):
     CSS_PATH = "session_picker.tcss"
     HELP = "Enter resumes the highlighted session; Escape goes back without resuming."
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "dismiss_picker", "Back", id="sessions.back",
-                tooltip="Close the list without resuming"),
+        Binding(
+            "escape",
+            "dismiss_picker",
+            "Back",
+            id="sessions.back",
+            tooltip="Close the list without resuming",
+        ),
     ]
 
     def __init__(self, root: Path) -> None:
@@ -52,8 +57,10 @@ class SessionPicker(ModalScreen[str | None]):
         self.ids = [i.id for i in infos]
         options = self.query_one(OptionList)
         options.clear_options()
-        options.add_options([Option(_row(i), id=i.id) for i in infos]
-                            or [Option("no earlier sessions in this project", disabled=True)])
+        options.add_options(
+            [Option(_row(i), id=i.id) for i in infos]
+            or [Option("no earlier sessions in this project", disabled=True)]
+        )
         if infos:
             options.highlighted = 0
 

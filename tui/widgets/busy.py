@@ -57,5 +57,4 @@ server reports the count), and **Esc** (or **Ctrl+C**) to interrupt.
     def _tick(self) -> None:
         elapsed = time.monotonic() - self.started
         frame = SPINNER[int(elapsed / TICK_S) % len(SPINNER)]
-        self.update(f"{frame} working · {elapsed:.0f}s · {self.tokens} tokens · "
-                    "Esc to interrupt")
+        self.update(f"{frame} working · {elapsed:.0f}s · {self.tokens} tokens · Esc to interrupt")

@@ -88,16 +88,20 @@ class ToolCallView(Collapsible):
         self.arguments = arguments
         self._args = Plain(_arguments_text(arguments), classes="tool-args")
         self._result = Plain("running…", classes="tool-result")
-        super().__init__(self._args, self._result, title=_title(name, arguments, "…"),
-                         collapsed=True)
+        super().__init__(
+            self._args, self._result, title=_title(name, arguments, "…"), collapsed=True
+        )
 
     def finished(self, result: str, is_error: bool, took_ms: float | None) -> None:
         """`took_ms` None: a call replayed from a transcript, whose timing was not kept."""
         mark = "✗" if is_error else "✓"
         state = mark if took_ms is None else f"{mark} {fmt.ms(took_ms)}"
         self.title = _title(self.tool_name, self.arguments, state)
-        shown = result if len(result) <= RESULT_CHARS else (
-            result[:RESULT_CHARS] + f"\n… ({len(result) - RESULT_CHARS} more characters)")
+        shown = (
+            result
+            if len(result) <= RESULT_CHARS
+            else (result[:RESULT_CHARS] + f"\n… ({len(result) - RESULT_CHARS} more characters)")
+        )
         self._result.update(shown)
         self.set_class(is_error, "-error")
 
@@ -107,8 +111,15 @@ class InjectionView(Collapsible):
 
     DEFAULT_CLASSES = "chat-item injection"
 
-    def __init__(self, tokens: int, took_ms: float, block: str, reason: str = "",
-                 dropped: bool = False, examples: int = 0) -> None:
+    def __init__(
+        self,
+        tokens: int,
+        took_ms: float,
+        block: str,
+        reason: str = "",
+        dropped: bool = False,
+        examples: int = 0,
+    ) -> None:
         self.tokens = tokens
         self.block = block
         if block:
@@ -120,8 +131,7 @@ class InjectionView(Collapsible):
             why = "dropped (deadline)" if dropped else (reason or "nothing relevant")
             title = f"context: none · recall {fmt.ms(took_ms)}"
             body = f"No block was attached: {why}."
-        super().__init__(Plain(body, classes="block"), title=title,
-                         collapsed=True)
+        super().__init__(Plain(body, classes="block"), title=title, collapsed=True)
 
 
 class RecallView(Vertical):
@@ -137,17 +147,23 @@ class RecallView(Vertical):
     def compose(self) -> ComposeResult:
         recall = self.result.recall
         hits = recall.hits
-        head = (f"recall “{fmt.clip(self.query_text, 60)}”: {len(hits)} results · "
-                f"{fmt.ms(recall.took_ms)}")
+        head = (
+            f"recall “{fmt.clip(self.query_text, 60)}”: {len(hits)} results · "
+            f"{fmt.ms(recall.took_ms)}"
+        )
         yield Plain(head, classes="recall-head")
-        lines = [f"{i:>2}. {h.score:.2f}  {h.kind:<7} {_where(h)}  {h.name}"
-                 for i, h in enumerate(hits, 1)]
+        lines = [
+            f"{i:>2}. {h.score:.2f}  {h.kind:<7} {_where(h)}  {h.name}"
+            for i, h in enumerate(hits, 1)
+        ]
         yield Plain("\n".join(lines) or "nothing found", classes="recall-hits")
         block = self.result.block
-        title = (f"block that would be injected: {self.result.tokens} tokens" if block
-                 else "no block would be injected (best score below the threshold)")
-        yield Collapsible(Plain(block or "—", classes="block"), title=title,
-                          collapsed=not block)
+        title = (
+            f"block that would be injected: {self.result.tokens} tokens"
+            if block
+            else "no block would be injected (best score below the threshold)"
+        )
+        yield Collapsible(Plain(block or "—", classes="block"), title=title, collapsed=not block)
 
 
 def _where(hit: Any) -> str:
@@ -184,8 +200,11 @@ def replayed(messages: list[Message]) -> list[Widget]:
                 shown.append(AssistantReply(content))
             for call in message.get("tool_calls") or ():
                 function = call.get("function") or {}
-                view = ToolCallView(str(call.get("id", "")), str(function.get("name", "")),
-                                    _parsed(function.get("arguments")))
+                view = ToolCallView(
+                    str(call.get("id", "")),
+                    str(function.get("name", "")),
+                    _parsed(function.get("arguments")),
+                )
                 calls[view.call_id] = view
                 shown.append(view)
         elif role == "tool":

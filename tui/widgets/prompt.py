@@ -29,8 +29,14 @@ class PromptInput(TextArea):
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+j,shift+enter", "newline", "New line", show=False, id="prompt.newline",
-                tooltip="Insert a line break instead of sending"),
+        Binding(
+            "ctrl+j,shift+enter",
+            "newline",
+            "New line",
+            show=False,
+            id="prompt.newline",
+            tooltip="Insert a line break instead of sending",
+        ),
     ]
 
     @dataclass
@@ -39,9 +45,15 @@ class PromptInput(TextArea):
         text: str
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(language=None, soft_wrap=True, show_line_numbers=False,
-                         tab_behavior="focus", highlight_cursor_line=False,
-                         placeholder="Ask, or type / for commands", id=id)
+        super().__init__(
+            language=None,
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            highlight_cursor_line=False,
+            placeholder="Ask, or type / for commands",
+            id=id,
+        )
         self.sent: list[str] = []
         self.suggestions: Suggestions | None = None  # set by the screen that shows them
         self._position = 0  # len(history) means "the draft being typed"
@@ -62,8 +74,11 @@ class PromptInput(TextArea):
             event.prevent_default()
             self._walk(-1)
             return
-        if event.key == "down" and self.cursor_location[0] == self.document.line_count - 1 \
-                and self._position < len(self.sent):
+        if (
+            event.key == "down"
+            and self.cursor_location[0] == self.document.line_count - 1
+            and self._position < len(self.sent)
+        ):
             event.stop()
             event.prevent_default()
             self._walk(1)
@@ -92,7 +107,7 @@ class PromptInput(TextArea):
         if choice is None or target is None:
             return False
         row, column = self.cursor_location
-        typed = self.document.get_line(row)[target.start:column]
+        typed = self.document.get_line(row)[target.start : column]
         shown.hide()
         if typed == choice.rstrip():
             return False

@@ -70,15 +70,21 @@ turn / in total · MCP servers up / configured (`/mcp`) · memory layers switche
             parts.append((2, "loading the index…"))
         else:
             c = self.counts
-            parts.append((2, f"{fmt.count(c.get('file', 0))} files "
-                             f"{fmt.count(c.get('symbol', 0))} sym "
-                             f"{fmt.count(c.get('edges', 0))} edges"))
+            parts.append(
+                (
+                    2,
+                    f"{fmt.count(c.get('file', 0))} files "
+                    f"{fmt.count(c.get('symbol', 0))} sym "
+                    f"{fmt.count(c.get('edges', 0))} edges",
+                )
+            )
         if self.watcher:
             parts.append((6, self.watcher))
         if self.embedding:
             parts.append((6, self.embedding))
-        parts.append((7, "recall " + (fmt.ms(self.recall_ms) if self.recall_ms is not None
-                                      else "–")))
+        parts.append(
+            (7, "recall " + (fmt.ms(self.recall_ms) if self.recall_ms is not None else "–"))
+        )
         parts.append((5, f"ctx {self.turn_tokens} tok ({self.total_tokens} total)"))
         if self.mcp:
             parts.append((4, self.mcp))
@@ -95,7 +101,7 @@ def fit(parts: list[tuple[int, str]], width: int) -> str:
     the one left is cut if need be."""
     while len(parts) > 1 and len(SEPARATOR.join(t for _, t in parts)) > width:
         worst = max(range(len(parts)), key=lambda i: (parts[i][0], i))
-        parts = parts[:worst] + parts[worst + 1:]
+        parts = parts[:worst] + parts[worst + 1 :]
     return fmt.clip(SEPARATOR.join(t for _, t in parts), width)
 
 

@@ -40,8 +40,11 @@ def completing(text: str, line: int, column: int) -> Completing | None:
 
 def slash_options(query: str) -> list[tuple[str, str]]:
     """(completion, label) of the commands starting with `query`, in the help's order."""
-    return [(f"/{name} ", f"/{name}  {help_text}") for name, help_text in slash.COMMANDS.items()
-            if name.startswith(query.lower())]
+    return [
+        (f"/{name} ", f"/{name}  {help_text}")
+        for name, help_text in slash.COMMANDS.items()
+        if name.startswith(query.lower())
+    ]
 
 
 def file_options(query: str, paths: list[str], limit: int = 50) -> list[tuple[str, str]]:

@@ -34,7 +34,7 @@ def extract(data: bytes) -> Extract:
         _collect(tree.body, None, lines, out)
     except RecursionError:
         out.partial = "nesting too deep"
-    out.identifiers = {m.decode() for m in _IDENT.findall(data)[:_MAX_IDENTIFIERS * 4]}
+    out.identifiers = {m.decode() for m in _IDENT.findall(data)[: _MAX_IDENTIFIERS * 4]}
     if len(out.identifiers) > _MAX_IDENTIFIERS:
         out.identifiers = set(sorted(out.identifiers)[:_MAX_IDENTIFIERS])
     return out
