@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from knowledge.graph import GraphReader, Node
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 from knowledge.redact import redact
 from knowledge.run_history.layer import Example, render_examples
+from knowledge.token_count import count_tokens
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -62,12 +62,9 @@ INJECT_TOP = 30
 # Detail stops past this many tokens; the "also:" line of further paths still fits after it.
 BLOCK_TOKENS = 480
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
-# Token estimate: a word piece per run of letters (one more every 6 letters, as BPE splits long
-# identifiers), digits in runs of 3, and one per punctuation mark. Within ~15% of cl100k on code.
-_PIECES = re.compile(r"[A-Za-z]+|[0-9]{1,3}|[^\sA-Za-z0-9]")
 
 
-SectionKind = Literal["code", "facts", "examples"]
+SectionKind = Literal["code", "memories", "facts", "examples"]
 FACTS_HEAD = "Facts from this conversation:\n"
 # Past runs like a request, found by a deadline (`knowledge.memory.Memory.examples`).
 ExamplesSource = Callable[[str, float], list[Example]]
@@ -105,20 +102,20 @@ class ContextBlock:
         return self.recall.best_score
 
 
-def count_tokens(text: str) -> int:
-    """Cheap estimate of model tokens (regex word pieces; see `_PIECES`)."""
-    total = 0
-    for piece in _PIECES.findall(text):
-        total += 1 + (len(piece) - 1) // 6 if piece[0].isalpha() else 1
-    return total
-
-
 def build_block(
     recall: Recall, graph: GraphReader, max_lines: int = 40, threshold: float = THRESHOLD
 ) -> str:
     """The block for `recall`, or "" when its best score is below `threshold`."""
+    return "\n".join(t for t in recalled_texts(recall, graph, max_lines, threshold) if t)
+
+
+def recalled_texts(
+    recall: Recall, graph: GraphReader, max_lines: int = 40, threshold: float = THRESHOLD
+) -> tuple[str, str]:
+    """The code and the memories recalled, as two texts ("" each when there is nothing, or
+    when the best score is below `threshold`); together at most `max_lines` lines."""
     if not recall.hits or recall.best_score < threshold or max_lines < 2:
-        return ""
+        return "", ""
     code = [h for h in recall.hits if h.kind not in _TEXT_KINDS]
     memories = _text_hits(recall.hits)
     lines: list[str] = []
@@ -139,7 +136,7 @@ def build_block(
             lines = [_clip(line) for line in lines[:room]]
             if also:
                 lines.append(_clip(also, ALSO_CHARS))
-    return "\n".join(lines + memo)
+    return "\n".join(lines), "\n".join(memo)
 
 
 class _Budget:
@@ -324,8 +321,10 @@ class ContextBuilder:
             request, top=INJECT_TOP, path_prefix=path_prefix, deadline=deadline
         )
         found = _by(examples, deadline)
+        code, memories = recalled_texts(result, recaller.graph, max_lines=self.max_lines)
         texts: list[tuple[SectionKind, str]] = [
-            ("code", build_block(result, recaller.graph, max_lines=self.max_lines)),
+            ("code", code),
+            ("memories", memories),
             (
                 "facts",
                 FACTS_HEAD + "\n".join(facts)

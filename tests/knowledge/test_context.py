@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.context import ContextBuilder, build_block, build_context, count_tokens
+from knowledge.context import ContextBuilder, build_block, build_context
 from knowledge.graph import Graph, Node
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 from knowledge.run_history.layer import Example
+from knowledge.token_count import count_tokens
 from tests.conftest import indexed_project
 
 CART = {
@@ -145,6 +146,10 @@ def test_a_deadline_bounds_the_semantic_rerank(tmp_path: Path) -> None:
 
 def test_the_builder_returns_typed_sections_each_counted_once(tmp_path: Path) -> None:
     project = indexed_project(tmp_path / "repo", CART)
+    note = "The cart total excludes shipping."
+    project.graph.upsert(
+        Node(key="mem:ship", kind="memory", label="cart total", summary=note, data={"text": note})
+    )
     recaller = Recaller(project.graph, project.root)
     asked: list[str] = []
 
@@ -156,7 +161,9 @@ def test_the_builder_returns_typed_sections_each_counted_once(tmp_path: Path) ->
         lambda: recaller, facts=lambda r: ["- user: likes tabs"], examples=examples
     )
     block = builder.build("cart total", deadline=time.perf_counter() + 5)
-    assert [s.kind for s in block.sections] == ["code", "facts", "examples"]
+    assert [s.kind for s in block.sections] == ["code", "memories", "facts", "examples"]
+    assert "excludes shipping" in block.sections[1].text
+    assert "excludes shipping" not in block.sections[0].text
     assert all(s.tokens == count_tokens(s.text) for s in block.sections)
     assert block.tokens == count_tokens(block.block)  # the parts add up to the whole
     assert block.examples == 1 and asked == ["cart total"]

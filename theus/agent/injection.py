@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
 
 from knowledge.context import ContextBlock, ContextBuilder, ExamplesSource, FactsSource
+from knowledge.recall import Hit, Recaller
 from knowledge.recall.gate import gate
 from knowledge.recall.status import InjectionStats
 from theus.config import AgentSettings
@@ -43,7 +43,7 @@ CHAT_REASONS = {
 }
 
 # The memory's recaller (`knowledge.memory.Memory.recaller`); a parameter so tests can swap it.
-RecallerFactory = Callable[[], Any]
+RecallerFactory = Callable[[], Recaller]
 
 
 @dataclass(frozen=True)
@@ -88,9 +88,7 @@ class Injector:
 
     def _warm(self, budget_s: float) -> None:
         try:
-            warm = getattr(self.recaller(), "warm", None)
-            if callable(warm):
-                warm(budget_s=budget_s)
+            self.recaller().warm(budget_s=budget_s)
         except Exception as exc:
             log.warning("project memory unavailable: %s", exc)
 
@@ -103,7 +101,7 @@ class Injector:
             until = time.perf_counter() + wait_s + self.settings.injection_deadline_ms / 1000
             self._prefetched = _Prefetched(query, self._start(query), until)
 
-    def recaller(self) -> Any:
+    def recaller(self) -> Recaller:
         """The memory's recaller (it keeps one, and replaces it when it goes stale)."""
         return self._factory()
 
@@ -184,19 +182,13 @@ class Injector:
 
     def recall_lines(self, query: str, top: int) -> list[str]:
         """For the recall tool (runs on a worker thread)."""
-        hits = self.recaller().recall(query, top)
-        return [format_hit(h) for h in getattr(hits, "hits", hits)][:top]
+        return [format_hit(h) for h in self.recaller().recall(query, top).hits][:top]
 
 
-def format_hit(hit: Any) -> str:
-    """One compact line per recalled item (a knowledge.recall.Hit)."""
-    path = getattr(hit, "path", "") or ""
-    line = getattr(hit, "line", 0) or 0
-    name = getattr(hit, "name", "") or getattr(hit, "key", "")
-    where = f"{path}:{line}" if path and line else path
-    kind = getattr(hit, "kind", "")
+def format_hit(hit: Hit) -> str:
+    """One compact line per recalled item."""
+    name = hit.name or hit.key
+    where = f"{hit.path}:{hit.line}" if hit.path and hit.line else hit.path
     head = f"{where} {name}".strip() if name not in where else where
-    score = float(getattr(hit, "score", 0.0) or 0.0)
-    why = getattr(hit, "why", "") or ""
-    layer = getattr(hit, "layer", "")
-    return f"{head} ({kind}, {layer}, {score:.2f}{'; ' + why if why else ''})"
+    why = f"; {hit.why}" if hit.why else ""
+    return f"{head} ({hit.kind}, {hit.layer}, {hit.score:.2f}{why})"
