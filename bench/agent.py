@@ -9,7 +9,7 @@ policy, the same in every mode, so only what Theus adds or removes differs:
   reads the whole file (as an agent that starts from zero does);
 - with one that names it, it reads 40 lines around the recalled line instead.
 Before turn `--idle-before` the clock jumps 61 minutes (a lunch break): microcompact may clear.
-Tokens are estimated with knowledge.token_count.count_tokens over each request's messages.
+Tokens are estimated with knowledge.core.token_count.count_tokens over each request's messages.
 Uses a temporary THEUS_HOME; the repository is only read.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from knowledge.project import Project
+from knowledge.core.token_count import count_tokens
+from knowledge.index.project import Project
 from knowledge.recall import Recaller, make_recaller
-from knowledge.token_count import count_tokens
 from tests.scripted_server import Reply, ScriptedServer, text, tool
 from theus.agent.injection import Injector
 from theus.agent.loop import Agent

@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.e2e.chromium
 
-from knowledge.dashboard import Dashboard
-from knowledge.graph import Edge, Graph, Node
+from knowledge.core.graph import Edge, Graph, Node
+from theus.dashboard import Dashboard
 
 WORDS = (
     "order",
@@ -285,7 +285,7 @@ def main() -> None:
     parser.add_argument("--project", type=Path, default=None, help="index and show a real project")
     args = parser.parse_args()
     if args.project:
-        from knowledge.project import Project
+        from knowledge.index.project import Project
 
         project = Project(args.project)
         project.index()

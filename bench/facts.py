@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from knowledge.core.token_count import count_tokens
 from knowledge.facts import EXTRACTION_SCHEMA, FactsLayer, extraction_prompt, parse_extraction
-from knowledge.token_count import count_tokens
 from tests.conftest import indexed_project
 
 SPECS = Path(__file__).resolve().parent.parent / "tests" / "knowledge" / "facts_specs"

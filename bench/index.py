@@ -20,7 +20,7 @@ from pathlib import Path
 CHILD = r"""
 import json, os, resource, sys, time
 from pathlib import Path
-from knowledge.project import Project
+from knowledge.index.project import Project
 t0 = time.perf_counter()
 project = Project(Path(sys.argv[1]))
 report = project.index()

@@ -27,8 +27,8 @@ from typing import Any
 import httpx2
 import tokenizers
 
+from knowledge.core.token_count import count_tokens
 from knowledge.embed.local import default_tokenizer_path
-from knowledge.token_count import count_tokens
 from theus.agent.loop import SYSTEM_PROMPT
 from theus.model.limits import server_root
 from theus.tools.registry import default_tools

@@ -5,7 +5,7 @@ benchmark, not a test).
 
 PATH is a project folder (indexed first if it never was). The queries are `--calls` symbol
 names of its graph, split into words ("make response"), chosen with a fixed seed. Measured:
-- in-process: `knowledge.context.build_context` on the project's `Memory` recaller (what the
+- in-process: `knowledge.memory.context.build_context` on the project's `Memory` recaller (what the
   agent and `theus recall` run), warmed as the server warms it;
 - server over stdio: the `recall` tool of a `theus mcp PATH` subprocess, called with the
   official SDK's client (JSON-RPC, the JSON answer, redaction, the pipe);
@@ -32,9 +32,9 @@ from pathlib import Path
 sys.path.pop(0)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from knowledge.context import build_context
+from knowledge.index.project import Project
 from knowledge.memory import Memory
-from knowledge.project import Project
+from knowledge.memory.context import build_context
 from knowledge.recall.tokens import split_words
 
 WARM_CALLS = 5

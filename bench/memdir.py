@@ -47,8 +47,8 @@ def main() -> int:
 
 def run(root: Path, n: int, runs: int) -> None:
     from knowledge import memdir
+    from knowledge.index.project import Project
     from knowledge.memdir import Caps
-    from knowledge.project import Project
 
     project = Project(root)
     start = time.perf_counter()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.conftest import write_tree
 from tests.racer import Swapper
 from theus.protocol import ApprovalRequest

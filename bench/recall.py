@@ -45,11 +45,11 @@ import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads w
 # isort: split
 from bench import _baselines as base
 from bench._tasks import Task, checkout, git_dir_of, mine, pick_base
-from knowledge.context import build_context
 from knowledge.embed.indexer import NodeVectors, embed_pass
-from knowledge.project import Project
+from knowledge.embed.semantic import SemanticReranker
+from knowledge.index.project import Project
+from knowledge.memory.context import build_context
 from knowledge.recall import Recaller, RecallTuning, make_recaller
-from knowledge.recall.semantic import SemanticReranker
 
 DEPTH = 100
 

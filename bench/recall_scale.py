@@ -39,8 +39,8 @@ import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads w
 # isort: split
 import numpy as np
 
-from knowledge.context import build_context
-from knowledge.project import Project
+from knowledge.index.project import Project
+from knowledge.memory.context import build_context
 from knowledge.recall import Recaller, Reranker, make_recaller
 
 ROUNDS = 3  # each request is timed this often; "best-of" figures take its fastest
@@ -143,7 +143,7 @@ def semantic(project: Project) -> Reranker:
     """A warm re-ranker: the real local model for requests, random rows for the chunks."""
     from knowledge.embed.indexer import NodeVectors, embed_texts
     from knowledge.embed.local import LocalEmbedder
-    from knowledge.recall.semantic import SemanticReranker
+    from knowledge.embed.semantic import SemanticReranker
 
     embedder = LocalEmbedder(threads=1)  # as the semantic layer runs it beside the agent
     embedder.load()

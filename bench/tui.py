@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.scripted_server import ScriptedServer, text
 from theus.config import AgentSettings, ModelSettings
 from tui.app import TheusApp

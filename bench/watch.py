@@ -77,8 +77,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="theus-bench-watch-") as tmp:
         os.environ["THEUS_HOME"] = str(Path(tmp) / "home")
-        from knowledge.paths import ProjectPaths
-        from knowledge.project import Project
+        from knowledge.core.paths import ProjectPaths
+        from knowledge.index.project import Project
         from knowledge.recall import Recaller
         from knowledge.watch import Watcher
 

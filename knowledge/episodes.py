@@ -9,7 +9,7 @@ The files are the truth: `load` rebuilds the episode nodes from them at start (a
 still has its history) and drops nodes whose file a person deleted.
 
 The agent talks to this module through `EpisodeSink`: a compaction summary as text, and at
-session end a `knowledge.runs.RunSummary` of what it saw happen.
+session end a `knowledge.core.runs.RunSummary` of what it saw happen.
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from knowledge import atomic, keys
-from knowledge.frontmatter import Problem, first_line, parse_frontmatter, render_frontmatter
-from knowledge.frontmatter import shorten as _shorten
-from knowledge.graph import Graph, Node
-from knowledge.mentions import Mentions
-from knowledge.paths import report_unwritable
-from knowledge.project import Project
-from knowledge.redact import redact
-from knowledge.runs import NOTE, RunSummary
-from knowledge.store import StoreError
-from knowledge.switches import is_off
+from knowledge.core import atomic, keys
+from knowledge.core.frontmatter import Problem, first_line, parse_frontmatter, render_frontmatter
+from knowledge.core.frontmatter import shorten as _shorten
+from knowledge.core.graph import Graph, Node
+from knowledge.core.mentions import Mentions
+from knowledge.core.paths import report_unwritable
+from knowledge.core.redact import redact
+from knowledge.core.runs import NOTE, RunSummary
+from knowledge.core.store import StoreError
+from knowledge.core.switches import is_off
+from knowledge.index.project import Project
 
 log = logging.getLogger(__name__)
 

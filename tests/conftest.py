@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.project import Project
-from knowledge.switches import LAYERS
+from knowledge.core.switches import LAYERS
+from knowledge.index.project import Project
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from knowledge import atomic
+from knowledge.core import atomic
 from theus.sessions import Session
 
 INDEX = "index.json"

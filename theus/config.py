@@ -13,7 +13,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from knowledge.switches import is_off
+from knowledge.core.switches import is_off
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _float_env(name: str, default: float) -> float:
 
 def _saved_credentials() -> object | None:
     try:
-        from knowledge.credentials import load_credentials
+        from knowledge.core.credentials import load_credentials
 
         return load_credentials()
     except Exception as exc:  # a broken config must not stop the memory commands

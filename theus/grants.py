@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from knowledge import atomic
+from knowledge.core import atomic
 
 CHECKOUT_FILE = "theus-checkout"
 GIT_TIMEOUT_S = 5.0

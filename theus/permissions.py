@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from knowledge import atomic
-from knowledge.paths import ProjectPaths
+from knowledge.core import atomic
+from knowledge.core.paths import ProjectPaths
 from theus import grants
 from theus.protocol import ApprovalRequest
 from theus.shell_parts import Unchecked, simple_commands

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowledge.paths import config_home
+from knowledge.core.paths import config_home
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 
-from knowledge.redact import redact
+from knowledge.core.redact import redact
 
 _SEQUENCES = re.compile(
     # Strings end at BEL or ST; one left open ends at the line's end here, not the text's.
@@ -46,7 +46,7 @@ def escape_controls(json_text: str) -> str:
 
 class PrintableFormatter(logging.Formatter):
     """Log lines for a terminal or a log file: what a message quotes (a server's error body, a
-    file name) cannot act on a terminal, nor carry a secret (`knowledge.redact`)."""
+    file name) cannot act on a terminal, nor carry a secret (`knowledge.core.redact`)."""
 
     def format(self, record: logging.LogRecord) -> str:
         return printable(redact(super().format(record)))

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knowledge.paths import ProjectPaths, report_unwritable
-from knowledge.redact import redact_data
+from knowledge.core.paths import ProjectPaths, report_unwritable
+from knowledge.core.redact import redact_data
 from theus.agent import microcompact
 from theus.protocol import Message, is_request
 

@@ -164,7 +164,7 @@ class TheusApp(App[int]):
 
     # -- start ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        from knowledge.switches import switched_off
+        from knowledge.core.switches import switched_off
 
         self.set_keymap(load_keymap())
         self.update_status(off=short_switches(switched_off()))
@@ -334,8 +334,8 @@ class TheusApp(App[int]):
     def dashboard_url(self) -> str:
         """Serve the live graph in the browser (started once, stopped with the app)."""
         if self._dashboard is None:
-            from knowledge.dashboard import start_dashboard
-            from knowledge.status import gather
+            from knowledge.memory.status import gather
+            from theus.dashboard import start_dashboard
 
             project, memory = self.engine.load(), self.engine.memory
             self._dashboard = start_dashboard(
@@ -474,7 +474,7 @@ def load_keymap() -> dict[str, str]:
     e.g. {"app.graph": "ctrl+g", "memories.delete": "x"}. A bad file is ignored (logged)."""
     import json
 
-    from knowledge.paths import config_home
+    from knowledge.core.paths import config_home
 
     path = config_home() / "keymap.json"
     try:
@@ -492,7 +492,7 @@ def load_keymap() -> dict[str, str]:
 
 def run_app(args: argparse.Namespace) -> NoReturn:
     """Run the chat app until it quits, then end the process (see `exit_now`)."""
-    from knowledge.paths import data_home
+    from knowledge.core.paths import data_home
     from theus.commands.common import UsageError, exit_now, project_root
     from theus.config import load_model_settings
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowledge.redact import redact
+from knowledge.core.redact import redact
 from theus.tools.base import ToolError
 from theus.tools.files import read_jailed_text
 from theus.tools.jail import Jail, JailError, protected_reason

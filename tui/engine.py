@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from knowledge.memory import Memory
 
 if TYPE_CHECKING:  # imported when the graph loads, after the first paint
-    from knowledge.project import Project
+    from knowledge.index.project import Project
     from knowledge.recall import Recall, Recaller
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ class Engine:
     def recall(self, query: str, top: int = RECALL_TOP) -> RecallResult:
         """What the graph knows about `query`, and the block the agent would inject for it
         (the same `build_context`); the list shows the first `top` hits."""
-        from knowledge.context import build_context
+        from knowledge.memory.context import build_context
 
         context = build_context(self.recaller(), query)
         context.recall.hits = context.recall.hits[:top]

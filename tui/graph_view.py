@@ -12,8 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from rich.text import Text
 
+from knowledge.core.graph import Graph, Node
 from knowledge.facts.records import holds_records
-from knowledge.graph import Graph, Node
 from knowledge.index.languages import LANGUAGES
 from theus.printable import printable
 

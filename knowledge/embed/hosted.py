@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from knowledge.core.redact import redact
 from knowledge.embed.base import (
     DimensionMismatch,
     EndpointError,
@@ -21,7 +22,6 @@ from knowledge.embed.base import (
     encodable,
     normalise_rows,
 )
-from knowledge.redact import redact
 
 if TYPE_CHECKING:
     import openai

@@ -26,10 +26,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from knowledge.core.filetext import PASSAGE_LINES, passages, read_text
+from knowledge.core.graph import Graph, Node
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
-from knowledge.filetext import PASSAGE_LINES, passages, read_text
-from knowledge.graph import Graph, Node
 from knowledge.recall.kinds import CODE, DOC, TEST, kind_of
 from knowledge.vectors.port import StoreUnavailable
 

@@ -30,16 +30,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from knowledge.credentials import ChatCredentials, load_credentials
+from knowledge.core.credentials import ChatCredentials, load_credentials
+from knowledge.core.store import Store, StoreError
+from knowledge.core.switches import is_off
 from knowledge.embed import frozen
 from knowledge.embed.base import DimensionMismatch, Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import NodeVectors, PassReport, Progress, VectorSet, embed_pass
 from knowledge.embed.select import Selection, select_embedder
+from knowledge.embed.semantic import Ready, RerankStats, SemanticReranker
 from knowledge.embed.status import HasGraph, configured, read_state, saved_point, write_state
-from knowledge.recall.semantic import Ready, RerankStats, SemanticReranker
-from knowledge.store import Store, StoreError
-from knowledge.switches import is_off
 from knowledge.vectors.port import StoreUnavailable
 
 log = logging.getLogger(__name__)

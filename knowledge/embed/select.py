@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from knowledge.credentials import ChatCredentials
+from knowledge.core.credentials import ChatCredentials
+from knowledge.core.switches import is_off
 from knowledge.embed.base import Embedder, EmbedderUnavailable
-from knowledge.switches import is_off
 
 Provider = Literal["hosted", "local", "chat-endpoint", "off"]
 

@@ -16,15 +16,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from knowledge import atomic
-from knowledge.credentials import ChatCredentials, load_credentials
+from knowledge.core import atomic
+from knowledge.core.credentials import ChatCredentials, load_credentials
+from knowledge.core.graph import Graph
+from knowledge.core.paths import ProjectPaths
+from knowledge.core.store import Store, StoreError
+from knowledge.core.switches import is_off
 from knowledge.embed.base import Embedder, EmbedderUnavailable
 from knowledge.embed.cache import cached
 from knowledge.embed.select import Selection, select_embedder
-from knowledge.graph import Graph
-from knowledge.paths import ProjectPaths
-from knowledge.store import Store, StoreError
-from knowledge.switches import is_off
 
 STATE_FILE = "embed.json"
 

@@ -19,20 +19,13 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from knowledge.core.graph import RELATION_EDGE, Graph, Node
+from knowledge.core.keys import ENTITY_PREFIX, entity_key, fold_label, normalize
+from knowledge.core.redact import MARK, redact
 from knowledge.facts.extraction import Correction, Extraction, Fact, Relation, Speaker
 from knowledge.facts.match import Names, Said
 from knowledge.facts.ontology import ALIAS_OF, WORLD_TYPES, Layer, Ontology, as_layer
-from knowledge.facts.records import (
-    described,
-    edge_kind,
-    is_current,
-    next_id,
-    relations,
-    supersede,
-)
-from knowledge.graph import RELATION_EDGE, Graph, Node
-from knowledge.keys import ENTITY_PREFIX, entity_key, fold_label, normalize
-from knowledge.redact import MARK, redact
+from knowledge.facts.records import described, edge_kind, is_current, next_id, relations, supersede
 
 SELF_LABEL = "User"  # the entity first-person subjects ("I", "me", "yo") stand for
 _SELF = frozenset(

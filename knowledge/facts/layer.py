@@ -29,22 +29,16 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from knowledge.core.graph import RELATION_EDGE, Graph, Node
+from knowledge.core.redact import redact
+from knowledge.core.store import StoreError
+from knowledge.core.switches import is_off
 from knowledge.facts.apply import ApplyReport, Turn, commit, redacted
 from knowledge.facts.extraction import Extraction, Speaker
 from knowledge.facts.match import Names, Said, mentioned
 from knowledge.facts.ontology import Ontology
-from knowledge.facts.records import (
-    FactView,
-    holds_records,
-    line,
-    relations,
-    views,
-)
-from knowledge.graph import RELATION_EDGE, Graph, Node
-from knowledge.project import Project
-from knowledge.redact import redact
-from knowledge.store import StoreError
-from knowledge.switches import is_off
+from knowledge.facts.records import FactView, holds_records, line, relations, views
+from knowledge.index.project import Project
 
 log = logging.getLogger(__name__)
 

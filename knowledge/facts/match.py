@@ -15,8 +15,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from knowledge.graph import Graph, Node
-from knowledge.keys import fold_label, normalize
+from knowledge.core.graph import Graph, Node
+from knowledge.core.keys import fold_label, normalize
 
 _WORD = re.compile(r"[^\W_]+")
 # Lower ranks win: an alias names its node even where another node has that label.

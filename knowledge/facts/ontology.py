@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from knowledge import atomic
-from knowledge.keys import fold_label
-from knowledge.paths import report_unwritable
-from knowledge.project import Project
+from knowledge.core import atomic
+from knowledge.core.keys import fold_label
+from knowledge.core.paths import report_unwritable
+from knowledge.index.project import Project
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from knowledge.graph import RELATION_EDGE, Node
+from knowledge.core.graph import RELATION_EDGE, Node
 
 SUMMARY_CHARS = 1000  # of an entity's summary, what recall indexes (newest first)
 LINE_CHARS = 300  # of one line of the injected block

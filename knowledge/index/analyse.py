@@ -10,9 +10,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from knowledge.beneath import read_beneath
+from knowledge.core.beneath import read_beneath
+from knowledge.core.redact import redact
 from knowledge.index.model import Extract
-from knowledge.redact import redact
 
 MAX_BYTES = 1_000_000
 BINARY_PROBE = 8000

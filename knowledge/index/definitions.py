@@ -6,7 +6,7 @@ of definitions changed can change another file's links, so an update reports exa
 
 from __future__ import annotations
 
-from knowledge.graph import Graph
+from knowledge.core.graph import Graph
 
 # Names too generic to link by name even when only one definition exists.
 GENERIC = frozenset(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from knowledge import keys
-from knowledge.graph import Edge, Node
+from knowledge.core import keys
+from knowledge.core.graph import Edge, Node
 from knowledge.index.analyse import Analysed
 
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from knowledge import keys
-from knowledge.graph import Edge, Graph, Node
+from knowledge.core import keys
+from knowledge.core.graph import Edge, Graph, Node
 from knowledge.index.model import Table
 
 OWNER = "schema:"

@@ -7,13 +7,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowledge.graph import Node
+from knowledge.core.graph import Node
+from knowledge.core.mentions import Mentions
+from knowledge.core.store import StoreError
+from knowledge.core.switches import is_off
+from knowledge.index.project import Project
 from knowledge.memdir.files import MemdirFull, MemoryDir
 from knowledge.memdir.format import DEFAULT_CAPS, Caps, pointer_line
-from knowledge.mentions import Mentions
-from knowledge.project import Project
-from knowledge.store import StoreError
-from knowledge.switches import is_off
 
 OFF_REASON = "memory bridge is off (THEUS_NO_MEMDIR=1)"
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from knowledge import atomic, keys
-from knowledge.frontmatter import first_line, shorten
-from knowledge.graph import Node
+from knowledge.core import atomic, keys
+from knowledge.core.frontmatter import first_line, shorten
+from knowledge.core.graph import Node
+from knowledge.core.mentions import Mentions
+from knowledge.core.redact import redact
+from knowledge.core.switches import is_off
+from knowledge.index.project import Project
 from knowledge.memdir.bridge import (
     OFF_REASON,
     SyncReport,
@@ -18,10 +22,6 @@ from knowledge.memdir.bridge import (
 )
 from knowledge.memdir.files import MemdirFull, MemoryDir
 from knowledge.memdir.format import DEFAULT_CAPS, Caps, Entry, pointer_line
-from knowledge.mentions import Mentions
-from knowledge.project import Project
-from knowledge.redact import redact
-from knowledge.switches import is_off
 
 
 @dataclass(slots=True)

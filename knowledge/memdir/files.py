@@ -7,8 +7,8 @@ import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from knowledge import atomic, keys
-from knowledge.frontmatter import first_line, parse_frontmatter, render_frontmatter
+from knowledge.core import atomic, keys
+from knowledge.core.frontmatter import first_line, parse_frontmatter, render_frontmatter
 from knowledge.memdir.format import (
     DEFAULT_CAPS,
     INDEX_NAME,

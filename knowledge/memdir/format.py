@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowledge import keys
-from knowledge.frontmatter import (
+from knowledge.core import keys
+from knowledge.core.frontmatter import (
     Problem,
     first_line,
     parse_frontmatter,
     render_frontmatter,
     shorten,
 )
-from knowledge.graph import Node
-from knowledge.redact import redact
+from knowledge.core.graph import Node
+from knowledge.core.redact import redact
 
 INDEX_NAME = "MEMORY.md"
 TEXT_CAP = 1500  # characters of a memory's text kept on its node

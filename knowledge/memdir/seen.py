@@ -9,13 +9,13 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from knowledge import atomic
-from knowledge.switches import is_off
+from knowledge.core import atomic
+from knowledge.core.switches import is_off
 
 if TYPE_CHECKING:
+    from knowledge.index.project import Project
     from knowledge.memdir.bridge import SyncReport
     from knowledge.memdir.format import Caps
-    from knowledge.project import Project
 
 log = logging.getLogger(__name__)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from knowledge.core.switches import is_off
+from knowledge.index.project import Project
 from knowledge.memdir.bridge import OFF_REASON
 from knowledge.memdir.files import MemoryDir
 from knowledge.memdir.format import DEFAULT_CAPS
-from knowledge.project import Project
-from knowledge.switches import is_off
 
 
 def status_section(project: Project) -> dict[str, Any]:

@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from knowledge import atomic
+from knowledge.core import atomic
+from knowledge.core.switches import is_off
+from knowledge.index.project import Project
 from knowledge.memdir.bridge import SyncReport, memory_dir, sync
 from knowledge.memdir.format import DEFAULT_CAPS, Caps
-from knowledge.project import Project
-from knowledge.switches import is_off
 
 log = logging.getLogger(__name__)
 

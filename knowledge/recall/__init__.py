@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from knowledge import keys
-from knowledge.graph import RELATION_EDGE, Graph, GraphReader
+from knowledge.core import keys
+from knowledge.core.graph import RELATION_EDGE, Graph, GraphReader
+from knowledge.core.store import StoreGraph
 from knowledge.recall import kinds, saved
 from knowledge.recall.content import ContentIndex, FrozenContentIndex
 from knowledge.recall.history import FrozenHistoryIndex, HistoryIndex
@@ -49,7 +50,6 @@ from knowledge.recall.tokens import (
 )
 from knowledge.recall.track import NodeTracker
 from knowledge.recall.traverse import DECAY, EDGE_WEIGHTS, FAN_OUT
-from knowledge.store import StoreGraph
 
 MAX_FILES = 50  # files listed in `Recall.files`
 EVIDENCE_SCALE = 8.0  # IDF mass (about two rare words) worth 1 - 1/e of the absolute half
@@ -72,7 +72,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from knowledge.project import Project
+    from knowledge.index.project import Project
 
 
 @dataclass

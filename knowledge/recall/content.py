@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from knowledge.filetext import passages, read_text
-from knowledge.graph import Node
+from knowledge.core.filetext import passages, read_text
+from knowledge.core.graph import Node
+from knowledge.core.redact import redact
 from knowledge.recall import postings
 from knowledge.recall.kinds import CODES, KINDS, kind_of
 from knowledge.recall.postings import (
@@ -42,7 +43,6 @@ from knowledge.recall.postings import (
 )
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import STOPWORDS, fold, split_words
-from knowledge.redact import redact
 
 K1 = 1.5
 B = 0.75

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from knowledge.folding import fold
-from knowledge.runs import ASKED_TO_REMEMBER
+from knowledge.core.folding import fold
+from knowledge.core.runs import ASKED_TO_REMEMBER
 
 Decision = Literal["fresh", "extend", "reuse", "skip"]
 EXTEND_WORDS = 6  # a follow-up this short that names something new extends the previous one

@@ -1,5 +1,5 @@
 """Earlier changes like this request: BM25 over the project's commit messages, whose files
-vote for the ranking (`knowledge.history` reads them from git).
+vote for the ranking (`knowledge.index.git_history` reads them from git).
 
 A request resembles past commits ("add the X file type" after "add the Y file type"), and
 those commits' files are where it will likely land. The best `TOP_COMMITS` commits vote: each
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from knowledge.history import Commit, head, read_commits, window
+from knowledge.index.git_history import Commit, head, read_commits, window
 from knowledge.recall import postings
 from knowledge.recall.postings import DEAD, FrozenPostings, Postings, bm25_idf
 from knowledge.recall.snapshot import Strings

@@ -23,8 +23,8 @@ from functools import cached_property
 
 import numpy as np
 
-from knowledge import keys as node_keys
-from knowledge.graph import Node
+from knowledge.core import keys as node_keys
+from knowledge.core.graph import Node
 from knowledge.recall import postings
 from knowledge.recall.hashvec import DIM as HASH_DIM
 from knowledge.recall.hashvec import Vector, embed

@@ -30,8 +30,8 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
-from knowledge import keys
-from knowledge.graph import GraphReader
+from knowledge.core import keys
+from knowledge.core.graph import GraphReader
 from knowledge.recall.content import ContentMatch
 from knowledge.recall.hashvec import Vector, cosines, embed
 from knowledge.recall.intent import Intent

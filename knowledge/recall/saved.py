@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from knowledge import atomic
-from knowledge.graph import Node
-from knowledge.history import head as history_head
+from knowledge.core import atomic
+from knowledge.core.graph import Node
+from knowledge.core.store import StoreError
+from knowledge.index.git_history import head as history_head
 from knowledge.recall import content, history, lexical, snapshot
 from knowledge.recall.snapshot import Strings
-from knowledge.store import StoreError
 
 if TYPE_CHECKING:
-    from knowledge.project import Project
+    from knowledge.index.project import Project
 
 FORMAT = 5  # bump when what either file holds changes meaning
 # An overlay (with the base's slots it replaces) past this share of the base's nodes or

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from knowledge import atomic
+from knowledge.core import atomic
 
 MAGIC = b"THEUSIDX"
 ALIGN = 64

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, Self
 
-from knowledge import atomic
-from knowledge.paths import ProjectPaths
+from knowledge.core import atomic
+from knowledge.core.paths import ProjectPaths
 
 STATE_FILE = "recall.json"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import operator
 
-from knowledge.graph import Graph, Node
+from knowledge.core.graph import Graph, Node
 
 # Past this many differing positions, assume shifted slots and compare identities instead
 # (a shift would otherwise re-index every node after it).

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from operator import itemgetter
 
-from knowledge.graph import GraphReader
+from knowledge.core.graph import GraphReader
 
 EDGE_WEIGHTS = {
     "derived-from": 0.9,  # a memory and the code it is about

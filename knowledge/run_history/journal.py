@@ -12,7 +12,7 @@ import logging
 import uuid
 from pathlib import Path
 
-from knowledge import atomic
+from knowledge.core import atomic
 from knowledge.run_history.record import RunRecord
 
 log = logging.getLogger(__name__)

@@ -25,16 +25,16 @@ from typing import Any
 
 import numpy as np
 
+from knowledge.core.frontmatter import shorten
+from knowledge.core.paths import ProjectPaths
+from knowledge.core.switches import is_off
 from knowledge.embed.base import Embedder
-from knowledge.frontmatter import shorten
-from knowledge.paths import ProjectPaths
 from knowledge.recall.status import Counters
 from knowledge.run_history import settings as settings_file
 from knowledge.run_history.journal import Journal
 from knowledge.run_history.record import RunRecord, lineage
 from knowledge.run_history.settings import HistorySettings
 from knowledge.run_history.stores import open_store, project_id
-from knowledge.switches import is_off
 from knowledge.vectors.port import (
     Filter,
     Hit,

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from knowledge.frontmatter import shorten
-from knowledge.redact import redact
-from knowledge.runs import RunSummary
+from knowledge.core.frontmatter import shorten
+from knowledge.core.redact import redact
+from knowledge.core.runs import RunSummary
 from knowledge.vectors.port import Payload
 
 VERSION = 1  # of the point's payload; bumped when its fields change meaning

@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from knowledge import atomic
+from knowledge.core import atomic
 
 FILE = "history.json"
 

@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from knowledge.paths import data_home
+from knowledge.core.paths import data_home
 from knowledge.vectors.port import StoreMismatch, VectorStore, collection_name
 
 DEFAULT_COLLECTION = "theus_runs"

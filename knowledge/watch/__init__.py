@@ -12,8 +12,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from knowledge.project import Project
-from knowledge.switches import is_off
+from knowledge.core.switches import is_off
+from knowledge.index.project import Project
 from knowledge.watch import state as persisted
 from knowledge.watch.watcher import Update, Watcher
 

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from knowledge import atomic
-from knowledge.paths import ProjectPaths
+from knowledge.core import atomic
+from knowledge.core.paths import ProjectPaths
 
 STATE_FILE = "watch.json"
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from watchfiles import Change, awatch
 
+from knowledge.core.store import StoreError
 from knowledge.index.ignore import relpath
-from knowledge.project import IndexReport, Project
-from knowledge.store import StoreError
+from knowledge.index.project import IndexReport, Project
 from knowledge.watch import state as persisted
 from knowledge.watch.dirs import files_in, watch_dirs
 from knowledge.watch.pending import Pending

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.dashboard import start_dashboard
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.conftest import write_tree
 from tests.e2e.chromium import Browser
+from theus.dashboard import start_dashboard
 
 FILES = {
     "src/shop/cart.py": (

@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from knowledge import keys
-from knowledge.graph import Edge, Graph, Node
-from knowledge.store import Store
+from knowledge.core import keys
+from knowledge.core.graph import Edge, Graph, Node
+from knowledge.core.store import Store
 
 FILES = 200
 SYMBOLS = 10

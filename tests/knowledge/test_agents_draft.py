@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from knowledge.agents_draft import draft
+from knowledge.memory.agents_draft import draft
 from tests.conftest import write_tree
 
 

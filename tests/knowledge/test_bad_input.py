@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowledge import keys
+from knowledge.core import keys
 from knowledge.index.analyse import analyse
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.conftest import write_tree
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + zlib.compress(b"\x00" * 64)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.context import ContextBuilder, build_block, build_context
-from knowledge.graph import Graph, Node
+from knowledge.core.graph import Graph, Node
+from knowledge.core.token_count import count_tokens
+from knowledge.memory.context import ContextBuilder, build_block, build_context
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 from knowledge.run_history.layer import Example
-from knowledge.token_count import count_tokens
 from tests.conftest import indexed_project
 
 CART = {

@@ -14,10 +14,10 @@ from urllib.parse import quote
 
 import pytest
 
-from knowledge.dashboard import Dashboard, start_dashboard
-from knowledge.graph import Edge, Graph, Node
-from knowledge.project import Project
+from knowledge.core.graph import Edge, Graph, Node
+from knowledge.index.project import Project
 from tests.conftest import indexed_project, write_tree
+from theus.dashboard import Dashboard, start_dashboard
 
 FILES = {
     "src/app/cart.py": (

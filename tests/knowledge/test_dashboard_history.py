@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from knowledge.dashboard import Dashboard
-from knowledge.paths import ProjectPaths
+from knowledge.core.paths import ProjectPaths
 from knowledge.run_history.layer import RunHistory
 from knowledge.run_history.record import RunRecord
 from knowledge.run_history.stores import open_store
 from knowledge.vectors.port import Point
 from tests.conftest import closed_port
 from tests.knowledge.test_dashboard import Client
+from theus.dashboard import Dashboard
 
 MODEL, DIM = "local:test-model", 4
 

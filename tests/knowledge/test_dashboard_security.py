@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from knowledge.dashboard import Dashboard, UnsafeHostError
-from knowledge.dashboard.security import token_ok
-from knowledge.graph import Graph, Node
+from knowledge.core.graph import Graph, Node
+from theus.dashboard import Dashboard, UnsafeHostError
+from theus.dashboard.security import token_ok
 
 ROUTES = (
     "/",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.credentials import (
+from knowledge.core.credentials import (
     ChatCredentials,
     credentials_path,
     load_credentials,

@@ -9,12 +9,7 @@ import numpy as np
 import pytest
 
 from knowledge.embed.base import EmbedderUnavailable, ModelIntegrityError
-from knowledge.embed.local import (
-    DIM,
-    LocalEmbedder,
-    default_model_path,
-    default_tokenizer_path,
-)
+from knowledge.embed.local import DIM, LocalEmbedder, default_model_path, default_tokenizer_path
 
 
 @pytest.fixture(scope="module")

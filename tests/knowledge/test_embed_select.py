@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from knowledge.credentials import ChatCredentials
+from knowledge.core.credentials import ChatCredentials
 from knowledge.embed.base import EmbedderUnavailable, Vectors
 from knowledge.embed.hosted import HostedEmbedder
 from knowledge.embed.select import DEFAULT_HOSTED_MODEL, OPENAI_BASE_URL, select_embedder
@@ -65,7 +65,7 @@ def test_kill_switch_imports_neither_runtime_nor_client() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from knowledge.credentials import ChatCredentials
+        from knowledge.core.credentials import ChatCredentials
         from knowledge.embed import select_embedder
         env = {"THEUS_NO_EMBEDDINGS": "1", "THEUS_EMBEDDINGS_URL": "http://e/v1"}
         s = select_embedder(env, ChatCredentials("http://g/v1", "k", "m"))

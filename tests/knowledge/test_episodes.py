@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge import keys
+from knowledge.core import keys
+from knowledge.core.runs import NOTE, RunSummary
 from knowledge.episodes import (
     TEXT_CAP,
     AmbiguousEpisode,
@@ -17,9 +18,8 @@ from knowledge.episodes import (
     parse_episode,
     status_section,
 )
-from knowledge.project import Project
+from knowledge.index.project import Project
 from knowledge.recall import Recaller
-from knowledge.runs import NOTE, RunSummary
 from tests.conftest import indexed_project, write_tree
 
 COMPACTION = """# Login redirect fixed

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from knowledge import keys
+from knowledge.core import keys
+from knowledge.core.store import StoreError
 from knowledge.facts import (
     EXTRACTION_SCHEMA,
     Extraction,
@@ -22,9 +23,8 @@ from knowledge.facts import (
     register_relation,
     register_type,
 )
-from knowledge.project import Project
+from knowledge.index.project import Project
 from knowledge.recall import Recaller
-from knowledge.store import StoreError
 from tests.conftest import TickingClock, indexed_project
 
 FILES: dict[str, str | bytes] = {
@@ -424,7 +424,7 @@ def test_an_entity_brings_its_neighbourhood_warm_then_cold(project: Project) -> 
     """Acervo's BFS over what the conversation related: Supabase and the project that says it
     uses it (HOT: the request's words) -> the project's other framework (WARM) -> what that is
     built on (COLD), and into the block within its memory lines."""
-    from knowledge.context import build_block
+    from knowledge.memory.context import build_block
 
     layer_of(project).apply(
         ex(

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from knowledge.core.graph import Node
+from knowledge.core.keys import fold_label
 from knowledge.facts import FactsLayer, FactView, parse_extraction
-from knowledge.graph import Node
-from knowledge.keys import fold_label
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.conftest import TickingClock, write_tree
 
 SPECS = sorted((Path(__file__).parent / "facts_specs").glob("*.json"))

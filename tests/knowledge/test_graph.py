@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge.graph import Edge, Graph, Node
+from knowledge.core.graph import Edge, Graph, Node
 
 KINDS = ("file", "symbol", "memory")
 
@@ -119,7 +119,7 @@ def test_keys_survive_index_reuse() -> None:
 
 
 def test_kill_switches_share_one_rule() -> None:
-    from knowledge.switches import is_off, switched_off
+    from knowledge.core.switches import is_off, switched_off
 
     env = {
         "THEUS_NO_WATCH": "1",

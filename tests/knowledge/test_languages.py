@@ -13,16 +13,7 @@ from knowledge.index.extract import EXTRACTORS, extract_file, language_for
 from knowledge.index.languages import LANGUAGES, LanguageSpec, NoResolver, by_suffix
 from knowledge.index.model import Import
 from knowledge.index.resolve import _SCRIPT_EXTENSIONS, RESOLVERS, RepoFiles, resolve
-from knowledge.recall.kinds import (
-    CHANGELOG,
-    CODE,
-    DATA,
-    DECLARATION,
-    DOC,
-    EXAMPLE,
-    TEST,
-    kind_of,
-)
+from knowledge.recall.kinds import CHANGELOG, CODE, DATA, DECLARATION, DOC, EXAMPLE, TEST, kind_of
 
 # Pinned before the test regex was built from the specs: each language's convention, the shared
 # folder rules, and the near misses on either side of them.

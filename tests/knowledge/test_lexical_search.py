@@ -3,8 +3,8 @@ rarer words found, and a search returns its best files only."""
 
 from __future__ import annotations
 
-from knowledge.graph import Node
-from knowledge.keys import file_key, symbol_key
+from knowledge.core.graph import Node
+from knowledge.core.keys import file_key, symbol_key
 from knowledge.recall.lexical import COMMON_POSTINGS, LexicalIndex
 from knowledge.recall.postings import CANDIDATES
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge import frontmatter, keys, memdir
+from knowledge import memdir
+from knowledge.core import frontmatter, keys
+from knowledge.index.project import Project
 from knowledge.memdir import Caps, MemoryDir, SyncReport
-from knowledge.project import Project
 from tests.conftest import indexed_project, write_tree
 
 

@@ -1,4 +1,4 @@
-"""knowledge.atomic: replace-by-rename writes and the cleaning of dead writers' temp files."""
+"""knowledge.core.atomic: replace-by-rename writes and the cleaning of dead writers' temp files."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge import atomic
+from knowledge.core import atomic
 
 
 def dead_pid() -> int:

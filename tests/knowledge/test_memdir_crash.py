@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from knowledge import keys, memdir
+from knowledge import memdir
+from knowledge.core import keys
 from knowledge.episodes import EpisodeStore
+from knowledge.index.project import Project
 from knowledge.memdir import MemoryDir
-from knowledge.project import Project
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = 20
@@ -33,9 +34,10 @@ TEMP_SEEN: list[str] = []  # temp files found after a kill: evidence kills land 
 WRITER = """
 import sys
 from pathlib import Path
-from knowledge import keys, memdir
+from knowledge.core import keys
+from knowledge import memdir
 from knowledge.episodes import EpisodeStore
-from knowledge.project import Project
+from knowledge.index.project import Project
 
 root, i = sys.argv[1], int(sys.argv[2])
 start = i
@@ -128,7 +130,7 @@ ADDER = """
 import sys
 from pathlib import Path
 from knowledge import memdir
-from knowledge.project import Project
+from knowledge.index.project import Project
 
 root, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 project = Project(Path(root))

@@ -41,7 +41,7 @@ def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert memory.semantic is None and not memory.semantic_on and memory.bridge is None
     assert memory.record("manual", "kept?", None) is None  # the port is a no-op without them
     memory.close()
-    monkeypatch.setattr("knowledge.project.Project", boom)
+    monkeypatch.setattr("knowledge.index.project.Project", boom)
     memory = open_memory(repo)
     assert memory.project is None
     with pytest.raises(RuntimeError):
@@ -121,7 +121,7 @@ def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
         graph = memory.project.graph  # type: ignore[union-attr]
         assert any("fridays" in n.label for n in graph.nodes("memory"))
         # Status reads the live layers this memory holds, not what another process sees.
-        from knowledge.status import gather
+        from knowledge.memory.status import gather
 
         assert memory.watcher is not None and memory.watcher.wait_ready(20)
         live = gather(memory.project, memory)  # type: ignore[arg-type]

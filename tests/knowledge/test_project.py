@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from knowledge import keys
-from knowledge.graph import Graph, Node
+from knowledge.core import keys
+from knowledge.core.graph import Graph, Node
 from knowledge.index import analyse as analyse_module
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.conftest import write_tree
 
 FILES = {
@@ -262,7 +262,7 @@ def test_a_data_dir_inside_the_project_is_never_indexed(
 _EDGE_ORDER = """
 import sys
 from pathlib import Path
-from knowledge.project import Project
+from knowledge.index.project import Project
 project = Project(Path(sys.argv[1]))
 project.index()
 print([(e.src, e.dst, e.kind) for e in project.graph.edges()])

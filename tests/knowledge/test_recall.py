@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.graph import Node
-from knowledge.project import Project
+from knowledge.core.graph import Node
+from knowledge.index.project import Project
 from knowledge.recall import Hit, Recaller
 from knowledge.recall.hashvec import cosines, embed
 from knowledge.recall.intent import intent_of
@@ -193,7 +193,7 @@ def test_incremental_index_equals_a_fresh_build_after_random_edits(
 ) -> None:
     import random
 
-    from knowledge.graph import Edge, Graph
+    from knowledge.core.graph import Edge, Graph
     from knowledge.recall import postings
 
     monkeypatch.setattr(postings, "COMPACT_MIN", compact_min)
@@ -254,7 +254,7 @@ def test_file_contents_finish_reading_in_the_background(
 def test_node_tracker_reports_exactly_what_changed() -> None:
     import random
 
-    from knowledge.graph import Graph
+    from knowledge.core.graph import Graph
     from knowledge.recall.track import NodeTracker
 
     rng = random.Random(11)

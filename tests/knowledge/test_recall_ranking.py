@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from knowledge.project import Project
+from knowledge.index.project import Project
 from knowledge.recall import Recall, Recaller, make_recaller
 from tests.conftest import file_types_history, indexed_project
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knowledge.context import build_context
-from knowledge.project import Project
+from knowledge.core.store import StoreGraph
+from knowledge.index.project import Project
+from knowledge.memory.context import build_context
 from knowledge.recall import Recaller, make_recaller
-from knowledge.store import StoreGraph
 from tests.conftest import file_types_history, indexed_project
 
 FILES = {

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from knowledge import history as git_history
 from knowledge.episodes import EpisodeStore
 from knowledge.facts import FactsLayer
 from knowledge.facts.extraction import parse_extraction
+from knowledge.index import git_history
+from knowledge.index.project import Project
 from knowledge.memdir.crud import add_memory
-from knowledge.project import Project
 from knowledge.recall import Recaller, make_recaller, saved, snapshot
 from tests.conftest import run_git, write_tree
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from knowledge.core.runs import RunSummary
 from knowledge.embed.local import LocalEmbedder
 from knowledge.run_history import settings as history_settings
 from knowledge.run_history.journal import Journal, NoSuchRun
@@ -18,7 +19,6 @@ from knowledge.run_history.layer import RunHistory
 from knowledge.run_history.record import RunRecord, lineage
 from knowledge.run_history.settings import HistorySettings
 from knowledge.run_history.stores import normal_remote, open_store
-from knowledge.runs import RunSummary
 from knowledge.vectors.port import Point, StoreMismatch, StoreUnavailable
 from tests.conftest import closed_port
 
@@ -251,7 +251,7 @@ def test_the_project_is_named_by_its_remote_however_it_is_written() -> None:
 def test_status_counts_what_failed_in_another_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: LocalEmbedder
 ) -> None:
-    from knowledge.paths import ProjectPaths
+    from knowledge.core.paths import ProjectPaths
     from knowledge.run_history.layer import status_section
 
     monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))

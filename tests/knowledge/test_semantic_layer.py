@@ -20,7 +20,7 @@ from knowledge.embed.cache import VectorCache, cached
 from knowledge.embed.hosted import hosted_model_id
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.status import status_section
-from knowledge.project import Project
+from knowledge.index.project import Project
 from knowledge.recall import Recaller
 from tests.conftest import GatedEmbedder, indexed_project
 from tests.scripted_embeddings import EmbeddingsScript as Script
@@ -231,7 +231,7 @@ import sys
 from pathlib import Path
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.status import status_section
-from knowledge.project import Project
+from knowledge.index.project import Project
 from knowledge.recall import Recaller
 project = Project(Path({str(project.root)!r}))
 layer = SemanticLayer(project)

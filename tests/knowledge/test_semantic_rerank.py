@@ -14,9 +14,9 @@ import pytest
 from knowledge.embed.indexer import NodeVectors, embed_pass
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.local import LocalEmbedder
-from knowledge.project import Project
+from knowledge.embed.semantic import QUERY_TOKENS, SemanticReranker
+from knowledge.index.project import Project
 from knowledge.recall import Recaller
-from knowledge.recall.semantic import QUERY_TOKENS, SemanticReranker
 from tests.conftest import indexed_project
 
 FILES = {
@@ -127,7 +127,7 @@ def test_only_the_start_of_a_long_request_is_embedded(project: Project) -> None:
 
 SPREAD = """
 import sys
-from knowledge.recall.semantic import _spread
+from knowledge.embed.semantic import _spread
 spread = _spread({"a.py": 0.1, "b.py": 0.3, "c.py": 0.5, "d.py": 0.9})
 print(sorted(spread.items()), "numpy.ma" in sys.modules)
 """

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from knowledge import keys
-from knowledge.graph import Edge, Graph, Node
-from knowledge.project import Project
-from knowledge.store import Store, StoreError
+from knowledge.core import keys
+from knowledge.core.graph import Edge, Graph, Node
+from knowledge.core.store import Store, StoreError
+from knowledge.index.project import Project
 from tests.conftest import write_tree
 from tests.knowledge.store_child import FILES, SYMBOLS
 
@@ -131,8 +131,8 @@ def test_locked_database_keeps_last_good_state_and_retries(tmp_path: Path) -> No
 DISK_FULL_CHILD = """
 import resource, sys
 from pathlib import Path
-from knowledge.graph import Node
-from knowledge.store import Store, StoreError
+from knowledge.core.graph import Node
+from knowledge.core.store import Store, StoreError
 from tests.knowledge.test_store import small_graph
 store = Store.open(Path(sys.argv[1]))
 store.save(small_graph("first"))

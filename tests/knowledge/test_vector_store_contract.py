@@ -27,7 +27,7 @@ from knowledge.vectors.port import (
     collection_name,
 )
 from knowledge.vectors.qdrant import QdrantStore
-from tests.qdrant_server import free_port, qdrant_url  # noqa: F401  (the fixture)
+from tests.qdrant_server import free_port, qdrant_url  # noqa: F401  (the fixture
 
 MODEL = "test/Model-A"
 

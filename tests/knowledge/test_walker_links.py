@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from knowledge.index.project import Project
 from knowledge.index.walker import walk
-from knowledge.project import Project
 from tests.conftest import write_tree
 
 

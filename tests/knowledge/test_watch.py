@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from watchfiles import awatch
 
-from knowledge import keys
-from knowledge.graph import Edge, Graph, Node
-from knowledge.paths import ProjectPaths
-from knowledge.project import Project
+from knowledge.core import keys
+from knowledge.core.graph import Edge, Graph, Node
+from knowledge.core.paths import ProjectPaths
+from knowledge.index.project import Project
 from knowledge.watch import Update, Watcher, maybe_start, status_section
 from tests.conftest import write_tree
 

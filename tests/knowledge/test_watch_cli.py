@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.conftest import write_tree
 
 DEADLINE = 30.0

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from knowledge import keys
-from knowledge.project import Project
+from knowledge.core import keys
+from knowledge.index.project import Project
 from knowledge.watch import Watcher
 from tests.conftest import write_tree
 from tests.knowledge.test_watch import DEADLINE, settled

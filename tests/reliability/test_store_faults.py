@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from knowledge import keys
-from knowledge.paths import ProjectPaths
-from knowledge.project import Project
-from knowledge.store import Store, StoreCorrupt, StoreError, StoreUnavailable
+from knowledge.core import keys
+from knowledge.core.paths import ProjectPaths
+from knowledge.core.store import Store, StoreCorrupt, StoreError, StoreUnavailable
+from knowledge.index.project import Project
 from tests.conftest import write_tree
 from tests.reliability.disks import full_disk, read_only
 from tests.theus.test_headless import theus
@@ -123,8 +123,8 @@ def test_a_read_only_folder_opens_the_store_for_reading(tmp_path: Path) -> None:
 
 def test_a_store_whose_only_files_were_skipped_is_not_taken_for_damage(tmp_path: Path) -> None:
     # A file unreadable at index time (a race, a permission) is recorded without a node.
-    from knowledge.graph import Graph
-    from knowledge.store import FileState
+    from knowledge.core.graph import Graph
+    from knowledge.core.store import FileState
 
     path = tmp_path / "graph.db"
     store = Store.open(path)
@@ -142,7 +142,7 @@ def test_processes_creating_one_store_at_once_neither_fail_nor_set_it_aside(tmp_
     import sys
 
     child = (
-        "import sys, time; from pathlib import Path; from knowledge.store import Store\n"
+        "import sys, time; from pathlib import Path; from knowledge.core.store import Store\n"
         "go = Path(sys.argv[1])\n"
         "while not go.exists(): time.sleep(0.001)\n"
         "for trial in range(15):\n"

@@ -29,7 +29,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from knowledge.redact import redact, redact_data
+from knowledge.core.redact import redact, redact_data
 from tests.conftest import write_tree
 from tests.scripted_embeddings import EmbeddingsScript, serve_embeddings
 from tests.scripted_server import ScriptedServer, text, tools

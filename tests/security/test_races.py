@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.conftest import write_tree
 from tests.racer import Swapper
 from theus.protocol import ApprovalRequest

@@ -89,7 +89,7 @@ def test_recall_and_status_show_no_planted_sequence(repo: Path) -> None:
 
 def test_memories_and_episodes_show_no_planted_sequence(repo: Path) -> None:
     from knowledge.episodes import EpisodeStore
-    from knowledge.project import Project
+    from knowledge.index.project import Project
 
     note = f"the invoice printer {PLANTED} needs a reset"
     assert theus(["memory", "add", note], None, repo).returncode == 0

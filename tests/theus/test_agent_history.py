@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.core.paths import ProjectPaths
 from knowledge.memory import Memory
-from knowledge.paths import ProjectPaths
 from knowledge.run_history.layer import RunHistory
 from tests.scripted_server import ScriptedServer, error, text, tool
 from tests.theus.conftest import MakeAgent

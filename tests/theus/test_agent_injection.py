@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.project import Project
+from knowledge.index.project import Project
 from knowledge.recall import Recaller
 from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text, tool

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from entrypoint.cli import main
-from knowledge import keys
+from knowledge.core import keys
 from knowledge.episodes import EpisodeStore
-from knowledge.project import Project
+from knowledge.index.project import Project
 
 
 @pytest.fixture

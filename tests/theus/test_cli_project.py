@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.paths import ProjectPaths
+from knowledge.core.paths import ProjectPaths
 from tests.conftest import write_tree
 
 ENTRY = [sys.executable, "-m", "entrypoint"]

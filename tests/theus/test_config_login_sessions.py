@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from entrypoint.cli import main
-from knowledge.credentials import ChatCredentials, credentials_path, save_credentials
+from knowledge.core.credentials import ChatCredentials, credentials_path, save_credentials
 from theus.config import load_model_settings
 from theus.sessions import SessionNotFound, SessionStore
 

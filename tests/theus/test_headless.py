@@ -56,7 +56,7 @@ def theus(
 
 
 def index(root: Path) -> None:
-    from knowledge.project import Project
+    from knowledge.index.project import Project
 
     project = Project(root)
     try:
@@ -88,7 +88,7 @@ def system(out: str, subtype: str) -> list[dict[str, Any]]:
 
 
 def episode_texts(root: Path) -> list[str]:
-    from knowledge.paths import ProjectPaths
+    from knowledge.core.paths import ProjectPaths
 
     return [p.read_text() for p in sorted(ProjectPaths.for_root(root).episodes.glob("*.md"))]
 
@@ -346,7 +346,7 @@ def test_each_kill_switch_still_answers(server: ScriptedServer, repo: Path, swit
 def test_injects_from_the_indexed_project_and_a_question_leaves_no_episode(
     server: ScriptedServer, repo: Path
 ) -> None:
-    from knowledge.paths import ProjectPaths
+    from knowledge.core.paths import ProjectPaths
 
     index(repo)
     request = "how does Cart.total use price_of?"
@@ -382,7 +382,7 @@ def test_injects_from_the_indexed_project_and_a_question_leaves_no_episode(
 def test_the_first_run_on_a_project_never_indexed_injects_its_files(
     server: ScriptedServer, repo: Path
 ) -> None:
-    from knowledge.paths import ProjectPaths
+    from knowledge.core.paths import ProjectPaths
 
     assert not ProjectPaths.for_root(repo).store.exists()
     server.add(text("It sums price_of over items."))
@@ -498,7 +498,7 @@ def test_a_stalled_server_ends_the_run_with_one_line_and_a_result(
 def test_a_hand_edit_to_memory_md_is_recalled_headless(server: ScriptedServer, repo: Path) -> None:
     """`theus -p` opens the same memory as the app: MEMORY.md is synced before the first
     recall, also when the saved scoring index predates the edit."""
-    from knowledge.paths import ProjectPaths
+    from knowledge.core.paths import ProjectPaths
 
     index(repo)
     assert theus(["recall", "--json", "warm the snapshot"], None, repo).returncode == 0

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.core.paths import ProjectPaths
 from knowledge.embed.cache import cached
 from knowledge.embed.local import MODEL_ID
-from knowledge.paths import ProjectPaths
 from tests.conftest import closed_port, write_tree
 from tests.theus.test_cli_index import theus
 

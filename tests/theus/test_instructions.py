@@ -8,8 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from knowledge.instructions import CAP_BYTES, read_instructions
-from knowledge.paths import config_home
+from knowledge.core.paths import config_home
+from knowledge.memory.instructions import CAP_BYTES, read_instructions
 from tests.conftest import texts_of, write_tree
 from tests.scripted_server import ScriptedServer, text
 from tests.theus.test_headless import lines, theus

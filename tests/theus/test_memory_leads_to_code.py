@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge import keys
-from knowledge.mentions import Mentions
+from knowledge.core import keys
+from knowledge.core.mentions import Mentions
 from tests.conftest import indexed_project, texts_of, write_tree
 from tests.scripted_server import ScriptedServer, text
 from tests.theus.test_headless import index, theus

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Input, Markdown, OptionList, TextArea
 
 from knowledge.episodes import EpisodeStore
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.tui.conftest import MakeApp, ready, wait_for
 from tests.tui.test_panels import open_graph, option_texts
 from tui.widgets.chat_items import RecallView

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import Input, Markdown, OptionList, Static, TextArea, Tree
 
 from knowledge.episodes import EpisodeStore
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.tui.conftest import MakeApp, ready, wait_for
 from tui.screens.chat import NO_MODEL_NOTICE
 from tui.widgets.chat_items import RecallView

@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, TextArea
 
 from knowledge import memdir
-from knowledge.project import Project
+from knowledge.index.project import Project
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.tui.conftest import MakeApp, ready, wait_for
 from tui.widgets import fmt

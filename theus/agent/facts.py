@@ -15,8 +15,8 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, Literal, Protocol
 
+from knowledge.core.switches import is_off
 from knowledge.facts import EXTRACTION_SCHEMA, FactsLayer, extraction_prompt, parse_extraction
-from knowledge.switches import is_off
 from theus.model import ModelClient, ModelError
 from theus.protocol import Usage
 

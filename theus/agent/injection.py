@@ -1,6 +1,6 @@
 """Glue between the loop and the memory: time-boxed injection, the recall tool, subagent seeds.
 
-Everything here fails open. `knowledge.context.ContextBuilder` (recall, facts, examples: the
+Everything here fails open. `knowledge.memory.context.ContextBuilder` (recall, facts, examples: the
 sections and their tokens) runs on a daemon thread per request and the loop waits for it at
 most the one deadline (150 ms, plus 800 ms when the semantic layer is on); the same deadline
 bounds the semantic re-rank inside it. A late recall is dropped (its thread finishes on its
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from knowledge.context import ContextBlock, ContextBuilder, ExamplesSource, FactsSource
+from knowledge.memory.context import ContextBlock, ContextBuilder, ExamplesSource, FactsSource
 from knowledge.recall import Hit, Recaller
 from knowledge.recall.gate import gate
 from knowledge.recall.status import InjectionStats

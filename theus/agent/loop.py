@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from knowledge.instructions import Instructions, read_instructions
-from knowledge.redact import redact
-from knowledge.runs import RunSummary
+from knowledge.core.redact import redact
+from knowledge.core.runs import RunSummary
+from knowledge.memory.instructions import Instructions, read_instructions
 from theus.agent import compaction, microcompact
 from theus.agent.facts import FactExtractor, FactsSource
 from theus.agent.injection import Injector, reminder

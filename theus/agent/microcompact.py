@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from knowledge.token_count import count_tokens
+from knowledge.core.token_count import count_tokens
 from theus.protocol import CLEARED, STAMP, Message
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from theus.printable import escape_controls, printable
 
 if TYPE_CHECKING:
-    from knowledge.project import Project
+    from knowledge.index.project import Project
 
 
 class UsageError(Exception):
@@ -51,7 +51,7 @@ def command_root(args: argparse.Namespace) -> Path:
 
 def has_data(root: Path) -> bool:
     """Whether Theus keeps anything for this project yet (its data folder exists)."""
-    from knowledge.paths import ProjectPaths
+    from knowledge.core.paths import ProjectPaths
 
     return ProjectPaths.for_root(root).home.exists()
 
@@ -62,8 +62,8 @@ def looking_at(root: Path) -> Iterator[Project]:
     a throwaway data folder: it reads as empty, and looking creates nothing on disk."""
     import tempfile
 
-    from knowledge.paths import ProjectPaths
-    from knowledge.project import Project
+    from knowledge.core.paths import ProjectPaths
+    from knowledge.index.project import Project
 
     with contextlib.ExitStack() as stack:
         paths = ProjectPaths.for_root(root)

@@ -41,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
     import threading
     import webbrowser
 
-    from knowledge.dashboard import start_dashboard
-    from knowledge.project import Project
-    from knowledge.status import gather
+    from knowledge.index.project import Project
+    from knowledge.memory.status import gather
     from knowledge.watch import Watcher, maybe_start
+    from theus.dashboard import start_dashboard
 
     root = command_root(args)
     if args.port is not None and not 0 <= args.port <= 65535:

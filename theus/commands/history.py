@@ -96,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.paths import ProjectPaths
+    from knowledge.core.paths import ProjectPaths
     from knowledge.run_history.journal import AmbiguousRun, NoSuchRun
     from knowledge.run_history.layer import RunHistory
     from knowledge.vectors.port import StoreUnavailable

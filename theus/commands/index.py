@@ -11,7 +11,7 @@ from theus.commands.common import add_path_argument, command_root, err, out, pri
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from knowledge.project import IndexReport, Project
+    from knowledge.index.project import IndexReport, Project
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.store import StoreError
+    from knowledge.core.store import StoreError
 
     root = command_root(args)
     try:
@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
 def _index(root: Path, args: argparse.Namespace) -> tuple[Project, IndexReport, int, float] | None:
     """Index, embed and snapshot; None when a read after the index met damage and the store
     was set aside (it reads as never indexed then): never a success over an empty store."""
-    from knowledge.project import Project
-    from knowledge.store import StoreCorrupt
+    from knowledge.core.store import StoreCorrupt
+    from knowledge.index.project import Project
 
     project = Project(root)
     show_progress = not args.json and sys.stderr.isatty()

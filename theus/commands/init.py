@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge import atomic
-    from knowledge.agents_draft import FILE_NAME, draft_from
+    from knowledge.core import atomic
+    from knowledge.memory.agents_draft import FILE_NAME, draft_from
 
     root = command_root(args)
     target = root / FILE_NAME

@@ -34,7 +34,7 @@ def _ask(label: str, *, secret: bool = False, default: str = "") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.credentials import ChatCredentials, save_credentials
+    from knowledge.core.credentials import ChatCredentials, save_credentials
 
     base_url = (args.base_url or _ask("Base URL", default="https://api.openai.com/v1")).strip()
     if not base_url.startswith(("http://", "https://")):

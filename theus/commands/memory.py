@@ -47,8 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.project import Project
-    from knowledge.store import StoreError
+    from knowledge.core.store import StoreError
+    from knowledge.index.project import Project
 
     root = command_root(args)
     _check_text(args)

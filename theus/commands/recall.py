@@ -11,7 +11,7 @@ from theus.commands.common import console as console_for
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from knowledge.context import ContextBlock
+    from knowledge.memory.context import ContextBlock
     from knowledge.recall import Recall
 
 WARM_BUDGET_S = 2.0  # reading file contents for the content index, once per CLI call
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise UsageError(f"--top must be at least 1, got {args.top}")
     root = command_root(args)
-    from knowledge.store import StoreCorrupt
+    from knowledge.core.store import StoreCorrupt
 
     try:
         context = _recall(root, query, args)
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _recall(root: Path, query: str, args: argparse.Namespace) -> ContextBlock:
-    from knowledge.context import INJECT_TOP, build_context
     from knowledge.memory import Memory
+    from knowledge.memory.context import INJECT_TOP, build_context
 
     # One-shot: the saved scoring index, the model loading while it opens, no watcher.
     memory = Memory(root, one_shot=True, index_if_missing=True, watch=False)

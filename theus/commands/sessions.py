@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _delete(root: Path, ref: str) -> int:
     """The session's runs first (strictly: the history's points, by id), then the session."""
-    from knowledge import atomic
-    from knowledge.paths import ProjectPaths
+    from knowledge.core import atomic
+    from knowledge.core.paths import ProjectPaths
     from knowledge.run_history.layer import RunHistory
     from knowledge.vectors.port import StoreUnavailable
     from theus.commands.history import refuse_unavailable

@@ -26,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.paths import ProjectPaths
-    from knowledge.status import gather
+    from knowledge.core.paths import ProjectPaths
+    from knowledge.memory.status import gather
 
     root = command_root(args)
     seen = has_data(root)

@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.project import Project
-    from knowledge.switches import is_off
+    from knowledge.core.switches import is_off
+    from knowledge.index.project import Project
     from knowledge.watch import Update, Watcher, status_section
 
     root = command_root(args)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from knowledge.paths import data_home
+from knowledge.core.paths import data_home
 from theus.mcp.config import ServerConfig
 
 if TYPE_CHECKING:  # the SDK takes ~1.5 s to import: only on the hub's thread, when needed

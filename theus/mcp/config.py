@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from knowledge.paths import config_home
+from knowledge.core.paths import config_home
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"

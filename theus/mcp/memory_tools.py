@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from knowledge.filetext import read_text
+from knowledge.core.filetext import read_text
 from knowledge.memory import Memory
 
 if TYPE_CHECKING:
+    from knowledge.core.graph import Graph, Node
     from knowledge.episodes import EpisodeStore
-    from knowledge.graph import Graph, Node
-    from knowledge.project import Project
+    from knowledge.index.project import Project
 
 MAX_EDGES = 50  # per direction, in read_node
 MAX_SOURCE_LINES = 200
@@ -35,7 +35,7 @@ class MemoryTools:
 
     # -- the graph ------------------------------------------------------------------------------
     def recall(self, query: str, top: int = 10) -> dict[str, Any]:
-        from knowledge.context import INJECT_TOP, build_context
+        from knowledge.memory.context import INJECT_TOP, build_context
 
         query = query.strip()
         if not query:

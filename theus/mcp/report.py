@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge.redact import redact
+from knowledge.core.redact import redact
 from theus.mcp.client import McpHub
 from theus.mcp.config import ServerConfig, user_file
 from theus.mcp.tools import tool_name

@@ -5,7 +5,7 @@ read_episode, and facts when the facts layer is on; resources: MEMORY.md and eac
 The memory is opened on a thread as the server starts (a first index may take a while; a
 tool waits for it), and the watcher keeps the graph fresh while it serves. Every tool fails
 open: bad input or a broken layer is an error result with one clear line, never a crash.
-Everything returned passes `knowledge.redact`, as in the other front ends: a payload string by
+Everything returned passes `knowledge.core.redact`, as in the other front ends: a payload string by
 string, before it is JSON (`\t` and `\"` in JSON text break the secret shapes).
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
+from knowledge.core.redact import redact, redact_data
+from knowledge.core.switches import is_off
 from knowledge.memory import Memory
-from knowledge.redact import redact, redact_data
-from knowledge.switches import is_off
 from theus.mcp.memory_tools import MemoryToolError, MemoryTools
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from knowledge.paths import ProjectPaths
+from knowledge.core.paths import ProjectPaths
 from theus import grants
 from theus.mcp.config import ServerConfig
 

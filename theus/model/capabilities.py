@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from knowledge.paths import data_home
+from knowledge.core.paths import data_home
 
 log = logging.getLogger(__name__)
 # A server may be restarted with other settings: what was learned is trusted this long.

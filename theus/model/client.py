@@ -27,7 +27,7 @@ from typing import Any
 import httpx2
 import openai
 
-from knowledge.token_count import count_tokens
+from knowledge.core.token_count import count_tokens
 from theus.config import ModelSettings
 from theus.model import capabilities, limits
 from theus.model.bounds import MAX_ANSWER_CHARS, bounded_client

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from knowledge.token_count import count_tokens
+from knowledge.core.token_count import count_tokens
 from theus.model.bounds import bounded_client
 from theus.model.errors import Unreadable
 

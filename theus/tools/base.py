@@ -38,7 +38,7 @@ class ToolContext:
     checkpoint: Callable[[str, bytes | None], None] | None = None
     spawn: SpawnFn | None = None
     shell_timeout_s: float = 120.0
-    # What happened, for the session's episode (`knowledge.runs.RunSummary`).
+    # What happened, for the session's episode (`knowledge.core.runs.RunSummary`).
     files_changed: set[str] = field(default_factory=set)  # edits and writes applied
     files_read: set[str] = field(default_factory=set)  # reads that succeeded
     commands: list[str] = field(default_factory=list)  # commands that ran

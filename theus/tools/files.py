@@ -14,15 +14,7 @@ from typing import Any
 
 from knowledge.index.ignore import DEFAULT_EXCLUDED_DIRS, IgnoreRules, is_secret
 from theus.protocol import ApprovalRequest
-from theus.tools.base import (
-    Tool,
-    ToolContext,
-    ToolError,
-    bool_arg,
-    in_thread,
-    int_arg,
-    string_arg,
-)
+from theus.tools.base import Tool, ToolContext, ToolError, bool_arg, in_thread, int_arg, string_arg
 from theus.tools.jail import Jail, JailError, protected_reason
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ import os
 import stat
 from pathlib import Path
 
-from knowledge.beneath import open_beneath
+from knowledge.core.beneath import open_beneath
+from knowledge.core.paths import config_home, data_home
 from knowledge.index.ignore import is_secret
-from knowledge.paths import config_home, data_home
 from theus.tools.protected import protected_rule
 
 

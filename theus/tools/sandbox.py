@@ -40,9 +40,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from knowledge.core.paths import config_home, data_home
+from knowledge.core.switches import is_off, is_set
 from knowledge.index.ignore import DEFAULT_EXCLUDED_DIRS, is_secret
-from knowledge.paths import config_home, data_home
-from knowledge.switches import is_off, is_set
 from theus.tools import seccomp
 from theus.tools.protected import Rule, rule_at
 

@@ -11,7 +11,7 @@ import secrets
 import signal
 from typing import Any
 
-from knowledge.switches import is_off
+from knowledge.core.switches import is_off
 from theus.protocol import ApprovalRequest
 from theus.tools.base import Tool, ToolContext, ToolError, int_arg, string_arg
 from theus.tools.sandbox import (

@@ -407,8 +407,8 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         """`/init`: an AGENTS.md drafted from the index, shown as a new file to approve."""
         import difflib
 
-        from knowledge import atomic
-        from knowledge.agents_draft import FILE_NAME, draft_from
+        from knowledge.core import atomic
+        from knowledge.memory.agents_draft import FILE_NAME, draft_from
 
         engine = theus_app(self).engine
         target = engine.root / FILE_NAME
@@ -473,7 +473,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
 
     def _status(self) -> str:
         """`/status`: what `theus status` shows, with this app's model and session."""
-        from knowledge.status import gather
+        from knowledge.memory.status import gather
         from theus.commands.status import sections
 
         app = theus_app(self)

@@ -57,8 +57,8 @@ session. Move through the list; the selected episode is shown on the right.
     @work(thread=True, exclusive=True, group="episodes", exit_on_error=False)
     def load(self) -> None:
         try:
+            from knowledge.core.switches import is_off
             from knowledge.episodes import EpisodeStore
-            from knowledge.switches import is_off
 
             if is_off("episodes"):
                 raise RuntimeError("episodes are switched off (THEUS_NO_EPISODES=1)")

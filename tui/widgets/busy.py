@@ -8,7 +8,7 @@ import time
 from textual.timer import Timer
 from textual.widgets import Static
 
-from knowledge.token_count import count_tokens
+from knowledge.core.token_count import count_tokens
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S = 0.25

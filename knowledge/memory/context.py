@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
-from knowledge import keys
-from knowledge.graph import GraphReader, Node
+from knowledge.core import keys
+from knowledge.core.graph import GraphReader, Node
+from knowledge.core.redact import redact
+from knowledge.core.token_count import count_tokens
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
-from knowledge.redact import redact
 from knowledge.run_history.layer import Example, render_examples
-from knowledge.token_count import count_tokens
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import rustworkx as rx
 
-from knowledge.dashboard.layout import layout
-from knowledge.graph import Graph, Node
+from knowledge.core.graph import Graph, Node
+from theus.dashboard.layout import layout
 
 # Nodes that no file produced live in pseudo-folders, so the folder filter can still reach them.
 BUSY_WAIT = 0.25  # seconds to wait for a busy graph lock before serving the previous snapshot

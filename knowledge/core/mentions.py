@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from knowledge import keys
-from knowledge.graph import Graph
+from knowledge.core import keys
+from knowledge.core.graph import Graph
 
 _BACKTICK_RE = re.compile(r"`([^`\n]{2,200})`")
 # Written without backticks: a path (a/b.py), a dotted name (invoice.py, Cart.total), or an

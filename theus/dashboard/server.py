@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import assets
-from knowledge.dashboard import api
-from knowledge.dashboard.security import (
+from knowledge.core.graph import Graph
+from knowledge.core.redact import redact_data
+from theus.dashboard import api
+from theus.dashboard.security import (
     HEADERS,
     allowed_hosts,
     host_ok,
@@ -34,12 +36,10 @@ from knowledge.dashboard.security import (
     origin_ok,
     token_ok,
 )
-from knowledge.dashboard.snapshot import Snapshot, SnapshotCache
-from knowledge.graph import Graph
-from knowledge.redact import redact_data
+from theus.dashboard.snapshot import Snapshot, SnapshotCache
 
 if TYPE_CHECKING:
-    from knowledge.project import Project
+    from knowledge.index.project import Project
     from knowledge.run_history.layer import RunHistory
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ and report alike.
 
 Each layer fails open: missing, switched off (`THEUS_NO_<LAYER>=1`) or broken means None, one
 log line, and the rest goes on without it. Layer state lives here, not in module globals:
-`knowledge.status.gather(project, memory)` reads it from the `Memory` a process holds.
+`knowledge.memory.status.gather(project, memory)` reads it from the `Memory` a process holds.
 """
 
 from __future__ import annotations
@@ -19,19 +19,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowledge.switches import is_off
+from knowledge.core.switches import is_off
 
 if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs few of them
+    from knowledge.core.runs import RunSummary
     from knowledge.embed.layer import SemanticLayer
     from knowledge.episodes import Episode, EpisodeStore
     from knowledge.facts import FactsLayer
+    from knowledge.index.project import Project
     from knowledge.memdir import MemdirWatcher, SyncReport
-    from knowledge.project import Project
     from knowledge.recall import Recaller
     from knowledge.recall.status import InjectionStats
     from knowledge.run_history.layer import Example, RunHistory
     from knowledge.run_history.record import RunRecord
-    from knowledge.runs import RunSummary
     from knowledge.watch import Update, Watcher
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class Memory:
                 return self
             self._opened = True
             try:
-                from knowledge.project import Project
+                from knowledge.index.project import Project
 
                 self.project = Project(self.root)
             except Exception as exc:
@@ -130,7 +130,7 @@ class Memory:
         self.index_pending = indexing.is_alive()
 
     def _first_index(self, project: Project) -> None:
-        from knowledge.store import StoreError
+        from knowledge.core.store import StoreError
 
         if self.on_indexing is not None:
             self.on_indexing()
@@ -273,7 +273,7 @@ class Memory:
     def injection_stats(self) -> InjectionStats:
         """Injection counters that persist for `theus status` (kept in memory when the data
         folder is unusable). Needs only the paths: never waits for the memory to open."""
-        from knowledge.paths import ProjectPaths
+        from knowledge.core.paths import ProjectPaths
         from knowledge.recall.status import InjectionStats, state_path
 
         try:
@@ -437,7 +437,7 @@ def _import_quietly(module: str) -> None:
 
 
 def _record_quietly(history: RunHistory, record: RunRecord) -> None:
-    from knowledge.paths import report_unwritable
+    from knowledge.core.paths import report_unwritable
 
     try:
         history.record(record)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from knowledge.folding import fold
-from knowledge.frontmatter import shorten
+from knowledge.core.folding import fold
+from knowledge.core.frontmatter import shorten
 
 # The first line of every episode built this way (no model call at session end).
 NOTE = "Recorded by Theus as it happened (no model call):"
 MAX_LISTED = 10
-# A request that asks the memory to keep something (compared folded: `knowledge.folding`).
+# A request that asks the memory to keep something (compared folded: `knowledge.core.folding`).
 ASKED_TO_REMEMBER = (
     "remember",
     "don't forget",

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowledge import atomic, keys
-from knowledge.graph import Graph
-from knowledge.paths import ProjectPaths
-from knowledge.store import FileState, Links, Store, StoreCorrupt, StoreError
+from knowledge.core import atomic, keys
+from knowledge.core.graph import Graph
+from knowledge.core.paths import ProjectPaths
+from knowledge.core.store import FileState, Links, Store, StoreCorrupt, StoreError
 
 # The indexer is imported when something is indexed: a one-shot `theus recall` that reads
 # the store and its snapshot never pays for it (pathspec, the extractors, the resolvers).
@@ -537,7 +537,7 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     if threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["knowledge.project", "knowledge.index.analyse"])
+    ctx.set_forkserver_preload(["knowledge.index.project", "knowledge.index.analyse"])
     return ctx
 
 
@@ -555,7 +555,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
-    from knowledge.beneath import read_beneath
+    from knowledge.core.beneath import read_beneath
     from knowledge.index.analyse import Analysed, analyse
 
     rel, size, mtime_ns, known_sha1 = item

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from knowledge.graph import Node
+from knowledge.core.graph import Node
 
 _GOLDEN = math.pi * (3 - math.sqrt(5))
 _UNIT = 9.0  # world units per leaf radius

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from knowledge import atomic, keys
-from knowledge.graph import Edge, Graph, Node, first_edges
+from knowledge.core import atomic, keys
+from knowledge.core.graph import Edge, Graph, Node, first_edges
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

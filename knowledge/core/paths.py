@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from knowledge.keys import slugify
+from knowledge.core.keys import slugify
 
 log = logging.getLogger(__name__)
 # Errors that say the data folder refuses writes as a whole, not that one file is bad.

@@ -39,11 +39,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from knowledge import keys
+from knowledge.core import keys
+from knowledge.core.graph import GraphReader, Node
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import VectorSet, embed_texts
-from knowledge.graph import GraphReader, Node
 from knowledge.recall import THRESHOLD, Hit, Rerank
 from knowledge.recall.intent import intent_of
 from knowledge.recall.kinds import kind_of, wanted_kinds

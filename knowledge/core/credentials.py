@@ -7,8 +7,8 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from knowledge import atomic
-from knowledge.paths import config_home
+from knowledge.core import atomic
+from knowledge.core.paths import config_home
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knowledge.beneath import read_beneath
+from knowledge.core.beneath import read_beneath
 
 MAX_FILE_BYTES = 512 * 1024
 PASSAGE_LINES = 30

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from knowledge.dashboard.snapshot import Snapshot
-from knowledge.graph import EDGE_KINDS, NODE_KINDS
+from knowledge.core.graph import EDGE_KINDS, NODE_KINDS
+from theus.dashboard.snapshot import Snapshot
 
 DEFAULT_LIMIT = 2000
 MAX_LIMIT = 20000

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowledge.paths import config_home
-from knowledge.redact import redact
+from knowledge.core.paths import config_home
+from knowledge.core.redact import redact
 
 NAMES = ("AGENTS.md", "CLAUDE.md", "THEUS.md")
 USER_FILE = "AGENTS.md"  # in the config folder: the user's conventions for every project

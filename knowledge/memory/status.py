@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from knowledge.project import Project
-from knowledge.switches import switched_off
+from knowledge.core.switches import switched_off
+from knowledge.index.project import Project
 
 if TYPE_CHECKING:
     from knowledge.memory import Memory
@@ -70,7 +70,7 @@ def _episodes(project: Project, live: Memory | None) -> dict[str, Any]:
 
 
 def _instructions(project: Project, live: Memory | None) -> dict[str, Any]:
-    from knowledge.instructions import read_instructions
+    from knowledge.memory.instructions import read_instructions
 
     found = read_instructions(project.root)
     return {"files": list(found.files), "bytes": len(found.text.encode()), "cut": list(found.cut)}

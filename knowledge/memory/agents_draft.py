@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from knowledge.index.languages import by_suffix
 
 if TYPE_CHECKING:
-    from knowledge.project import Project
+    from knowledge.index.project import Project
 
 FILE_NAME = "AGENTS.md"
 TOP_FOLDERS = 8
