@@ -5,29 +5,34 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from theus.commands.common import UsageError, exit_now, to_devnull
 from theus.printable import printable_last_resort
 
-# Each name is a module in theus.commands exposing `register(subparsers)`.
-COMMANDS = (
-    "index",
-    "status",
-    "recall",
-    "watch",
-    "dashboard",
-    "episodes",
-    "memory",
-    "facts",
-    "sessions",
-    "login",
-    "mcp",
-    "history",
-    "doctor",
-    "init",
-)
+if TYPE_CHECKING:
+    from knowledge.index.project import Project
+from theus.service.process import exit_now, to_devnull
+from theus.service.project import UsageError
+
+# Each command and the module that registers it (`register(subparsers)`): the memory
+# commands are the CLI front end's, `dashboard` and `mcp` start the other two front ends.
+COMMANDS = {
+    "index": "theus.cli.commands.index",
+    "status": "theus.cli.commands.status",
+    "recall": "theus.cli.commands.recall",
+    "watch": "theus.cli.commands.watch",
+    "dashboard": "theus.dashboard.command",
+    "episodes": "theus.cli.commands.episodes",
+    "memory": "theus.cli.commands.memory",
+    "facts": "theus.cli.commands.facts",
+    "sessions": "theus.cli.commands.sessions",
+    "login": "theus.cli.commands.login",
+    "mcp": "theus.mcp_server.command",
+    "history": "theus.cli.commands.history",
+    "doctor": "theus.cli.commands.doctor",
+    "init": "theus.cli.commands.init",
+}
 ONE_PIECE = (
     "the prompt goes in one piece after -p: put the flags before -p or after the "
     "whole prompt, or quote it"
@@ -70,13 +75,7 @@ def build_parser(words: Sequence[str] | None = None) -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     named = _command_named(words) if words is not None else None
     for name in (named,) if named else COMMANDS:
-        try:
-            module = importlib.import_module(f"theus.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"theus.commands.{name}":
-                raise
-            continue  # command not built yet
-        module.register(sub)
+        importlib.import_module(COMMANDS[name]).register(sub)
     return parser
 
 
@@ -300,6 +299,16 @@ class _Version(argparse.Action):
         raise SystemExit(0)
 
 
+def serve_dashboard(
+    project: Project, status: Callable[[], dict[str, Any]]
+) -> tuple[str, Callable[[], None]]:
+    """The app's `/dashboard`: the dashboard front end over the app's project, imported when
+    first asked for."""
+    from theus.dashboard import start_dashboard
+
+    return start_dashboard(project, status_provider=status)
+
+
 def run() -> NoReturn:
     """The `theus` command: `main`, then a quick exit (`exit_now`) once it returned a code.
     An exception or SystemExit (argparse's) leaves the usual way."""
@@ -325,10 +334,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command:
             return int(args.func(args) or 0)
         if args.prompt is not None:
-            from theus.headless import run_headless
+            from theus.cli.headless import run_headless
 
             return run_headless(args)
-        from theus.commands.common import project_root
+        from theus.service.project import project_root
 
         project_root(args.path)
         if not _on_a_terminal():
@@ -338,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         from tui.app import run_app
 
-        run_app(args)
+        run_app(args, dashboard=serve_dashboard)
     except UsageError as exc:
         sys.stderr.write(f"theus: {exc}\n")
         return 2

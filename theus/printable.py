@@ -4,7 +4,7 @@ A reply or a file may carry escape sequences that act on the terminal instead of
 OSC 52 writes the clipboard, `ESC [2J` clears the screen, a hyperlink hides its target, a
 carriage return overwrites the line, bidirectional overrides reorder what the user reads.
 `printable` drops every sequence and control character except newline and tab, before the
-headless text mode prints, before a command prints (`theus.commands.common.out`), before a
+headless text mode prints, before a command prints (`theus.service.command_line.out`), before a
 log line reaches stderr (`PrintableFormatter`) and before the app renders. JSON keeps the text
 as it came, with those characters escaped (`escape_controls`).
 """

@@ -35,6 +35,7 @@ from tui.widgets.status_bar import StatusBar, embedding_text, short_switches, wa
 if TYPE_CHECKING:  # the chat screen is loaded with its mode
     from textual.driver import Driver
 
+    from knowledge.index.project import Project
     from tui.screens.chat import ChatScreen
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,11 @@ log = logging.getLogger(__name__)
 PANELS = Binding.Group("Panels", compact=True)
 STATUS_EVERY_S = 2.0
 QUIT_WINDOW_S = 2.0  # a second Ctrl+C within this quits, as in Claude Code
+# `/dashboard`: (project, status report) -> (url, stop). The entry point hands in the dashboard
+# front end's starter: front ends are siblings, and never import each other.
+DashboardStarter = Callable[
+    ["Project", Callable[[], dict[str, Any]]], tuple[str, Callable[[], None]]
+]
 
 
 def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
@@ -118,12 +124,14 @@ class TheusApp(App[int]):
         pick_session: bool = False,
         first_request: str = "",
         end_process: Callable[[int], NoReturn] | None = None,
+        dashboard: DashboardStarter | None = None,
     ) -> None:
         super().__init__()
         # Given (a real run, not a test): quitting restores the terminal and ends the process
         # once the memory is closed, instead of Textual's teardown, which unmounts every
         # widget one by one (~0.2 s of a quit on a large project, for nothing).
         self._end_process = end_process
+        self._start_dashboard = dashboard
         self.agent_settings = agent_settings
         self.engine = Engine(root)
         # MEMORY.md synced into the graph (the bridge's thread): refresh the memories panel.
@@ -333,14 +341,13 @@ class TheusApp(App[int]):
 
     def dashboard_url(self) -> str:
         """Serve the live graph in the browser (started once, stopped with the app)."""
+        if self._start_dashboard is None:
+            return "not served by this app (run `theus dashboard` beside it)"
         if self._dashboard is None:
             from knowledge.memory.status import gather
-            from theus.dashboard import start_dashboard
 
             project, memory = self.engine.load(), self.engine.memory
-            self._dashboard = start_dashboard(
-                project, status_provider=lambda: gather(project, memory)
-            )
+            self._dashboard = self._start_dashboard(project, lambda: gather(project, memory))
         return self._dashboard[0]
 
     def switch_model(self, name: str) -> str:
@@ -490,11 +497,13 @@ def load_keymap() -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items() if isinstance(v, str)}
 
 
-def run_app(args: argparse.Namespace) -> NoReturn:
-    """Run the chat app until it quits, then end the process (see `exit_now`)."""
+def run_app(args: argparse.Namespace, dashboard: DashboardStarter | None = None) -> NoReturn:
+    """Run the chat app until it quits, then end the process (see `exit_now`); `dashboard`
+    serves `/dashboard`."""
     from knowledge.core.paths import data_home
-    from theus.commands.common import UsageError, exit_now, project_root
     from theus.config import load_model_settings
+    from theus.service.process import exit_now
+    from theus.service.project import UsageError, project_root
 
     root = project_root(getattr(args, "path", "."))
     _log_to_file(data_home())
@@ -519,6 +528,7 @@ def run_app(args: argparse.Namespace) -> NoReturn:
         pick_session=pick,
         first_request=" ".join(getattr(args, "request", None) or ()),
         end_process=exit_now,
+        dashboard=dashboard,
     )
     app.run()
     app._say_how_to_resume()  # quit by another way than action_quit (an error, a signal)

@@ -140,7 +140,7 @@ class Engine:
 
     def close(self) -> None:
         """Stops every layer and closes the store (each fails open), waiting briefly: the app
-        ends with `os._exit` next (`theus.commands.common.exit_now`)."""
+        ends with `os._exit` next (`theus.service.process.exit_now`)."""
         self.memory.close(patience_s=EXIT_PATIENCE_S)
 
 

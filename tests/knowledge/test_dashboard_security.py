@@ -11,7 +11,7 @@ import pytest
 
 from knowledge.core.graph import Graph, Node
 from theus.dashboard import Dashboard, UnsafeHostError
-from theus.dashboard.security import token_ok
+from theus.service.http_guard import token_ok
 
 ROUTES = (
     "/",

@@ -73,7 +73,7 @@ def test_ctrl_c_inside_a_class_body_is_an_interrupt_not_a_crash(
 ) -> None:
     """Seen 1 run in 50 above: Ctrl-C while `rich.table` was being imported reached Python
     3.11 wrapped in a RuntimeError ("Error calling __set_name__") and printed a traceback."""
-    import theus.commands.status as status
+    import theus.cli.commands.status as status
     from entrypoint.cli import main
 
     class Field:

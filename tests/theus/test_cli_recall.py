@@ -102,7 +102,8 @@ import sys
 from entrypoint.cli import main
 assert main(["recall", "--json", "--path", sys.argv[1], "cart total"]) == 0
 print(sorted(m for m in sys.modules
-             if m.startswith(("theus.commands.", "multiprocessing", "concurrent.futures"))))
+             if m.startswith(("theus.cli.commands.", "theus.dashboard", "theus.mcp_server",
+                              "multiprocessing", "concurrent.futures"))))
 """
 
 
@@ -114,9 +115,7 @@ def test_a_one_shot_recall_imports_only_its_own_command(repo: Path) -> None:
         timeout=120,
         check=True,
     )
-    assert done.stdout.strip().splitlines()[-1] == str(
-        ["theus.commands.common", "theus.commands.recall"]
-    )
+    assert done.stdout.strip().splitlines()[-1] == str(["theus.cli.commands.recall"])
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--help", "recall"]])

@@ -303,7 +303,7 @@ def test_the_headless_path_never_imports_textual(server: ScriptedServer, repo: P
         f"code = main(['--path', {str(repo)!r}, '-p', 'hi'])\n"
         "assert code == 0, code\n"
         "assert 'textual' not in sys.modules, 'textual imported'\n"
-        "import theus.headless\nprint('clean')\n"
+        "import theus.cli.headless\nprint('clean')\n"
     )
     env = {
         **os.environ,

@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from tests.conftest import write_tree
 from tests.scripted_server import ScriptedServer
 from theus.config import AgentSettings, ModelSettings
-from tui.app import TheusApp
+from tui.app import DashboardStarter, TheusApp
 
 CART = '''"""Shopping cart."""
 from pricing import price_of
@@ -77,9 +77,17 @@ MakeApp = Callable[..., TheusApp]
 
 @pytest.fixture
 def make_app(repo: Path, server: ScriptedServer) -> MakeApp:
-    def make(*, model: bool = True, first_request: str = "") -> TheusApp:
+    def make(
+        *, model: bool = True, first_request: str = "", dashboard: DashboardStarter | None = None
+    ) -> TheusApp:
         settings = model_settings(server.url) if model else None
-        return TheusApp(repo, settings, agent_settings=SETTINGS, first_request=first_request)
+        return TheusApp(
+            repo,
+            settings,
+            agent_settings=SETTINGS,
+            first_request=first_request,
+            dashboard=dashboard,
+        )
 
     return make
 

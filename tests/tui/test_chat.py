@@ -399,7 +399,9 @@ async def test_dashboard_command_serves_the_live_graph(
     import re
     import urllib.request
 
-    app = make_app()
+    from entrypoint.cli import serve_dashboard
+
+    app = make_app(dashboard=serve_dashboard)  # as the entry point hands it in
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await ask(pilot, "/dashboard")
@@ -415,6 +417,21 @@ async def test_dashboard_command_serves_the_live_graph(
             status = json.load(response)
         assert status["counts"]["file"] >= 1
         assert server.requests == []
+
+
+async def test_an_app_given_no_dashboard_says_where_to_get_one(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(110, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "/dashboard")
+        notice = await wait_for(
+            pilot,
+            lambda: next(
+                (str(n.render()) for n in items(app, Notice) if "dashboard" in str(n.render())),
+                None,
+            ),
+        )
+        assert "run `theus dashboard` beside it" in notice
 
 
 async def test_escape_sequences_from_the_model_and_files_never_reach_the_terminal(

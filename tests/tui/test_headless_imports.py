@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import sys
 from entrypoint.cli import build_parser, main
-import theus.headless
+import theus.cli.headless
 code = main(["-p", "hello", "--path", sys.argv[1]])  # no model configured: a usage error
 assert code == 2, code
 build_parser().parse_args(["status"])

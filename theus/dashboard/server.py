@@ -27,7 +27,8 @@ import assets
 from knowledge.core.graph import Graph
 from knowledge.core.redact import redact_data
 from theus.dashboard import api
-from theus.dashboard.security import (
+from theus.dashboard.snapshot import Snapshot, SnapshotCache
+from theus.service.http_guard import (
     HEADERS,
     allowed_hosts,
     host_ok,
@@ -36,7 +37,6 @@ from theus.dashboard.security import (
     origin_ok,
     token_ok,
 )
-from theus.dashboard.snapshot import Snapshot, SnapshotCache
 
 if TYPE_CHECKING:
     from knowledge.index.project import Project

@@ -474,7 +474,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
     def _status(self) -> str:
         """`/status`: what `theus status` shows, with this app's model and session."""
         from knowledge.memory.status import gather
-        from theus.commands.status import sections
+        from theus.service.status import sections
 
         app = theus_app(self)
         settings = app.model_settings

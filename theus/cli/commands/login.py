@@ -6,7 +6,8 @@ import argparse
 import getpass
 import sys
 
-from theus.commands.common import UsageError, err
+from theus.service.command_line import err
+from theus.service.project import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

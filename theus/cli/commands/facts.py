@@ -10,14 +10,8 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
-from theus.commands.common import (
-    add_project_options,
-    command_root,
-    err,
-    looking_at,
-    out,
-    print_json,
-)
+from theus.service.command_line import add_project_options, command_root, err, out, print_json
+from theus.service.project import looking_at
 
 if TYPE_CHECKING:
     from knowledge.facts import FactView

@@ -14,8 +14,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from theus.commands.common import UsageError, add_path_argument, err, exit_now, out, project_root
 from theus.printable import PrintableFormatter
+from theus.service.command_line import add_path_argument, err, out
+from theus.service.process import exit_now
+from theus.service.project import UsageError, project_root
 
 if TYPE_CHECKING:
     import socket
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.http is not None and not 0 <= args.http <= 65535:
         raise UsageError(f"--http must be a port between 0 and 65535, not {args.http}")
     if args.print_config:
-        from theus.mcp.snippets import snippets
+        from theus.mcp_server.snippets import snippets
 
         out(snippets(root, args.http))
         return 0
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     _log_to_stderr()
 
     from knowledge.memory import Memory
-    from theus.mcp.server import build_server, open_in_background
+    from theus.mcp_server.server import build_server, open_in_background
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt  # unwinds the server (uvicorn re-raises it when it is done)
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _listen(port: int) -> socket.socket:
-    from theus.mcp import http
+    from theus.mcp_server import http
 
     try:
         return http.bind(port)
@@ -99,7 +101,7 @@ def _listen(port: int) -> socket.socket:
 
 
 def _serve_http(server: MCPServer, sock: socket.socket, root: Path) -> None:
-    from theus.mcp import http
+    from theus.mcp_server import http
 
     secret = http.token()
     url = f"http://{http.LOOPBACK}:{sock.getsockname()[1]}{http.PATH}"

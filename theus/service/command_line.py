@@ -1,4 +1,5 @@
-"""What every command shares: resolving the project, one-line usage errors, and output.
+"""What every command-line front end shares (the memory commands, `theus dashboard`, `theus
+mcp`): the project folder a command was given, and output.
 
 A command prints through `out`, `err`, `print_json` and `console` only: file names, memories,
 episodes and sessions may carry escape sequences (`theus.printable`), and these are the one
@@ -7,39 +8,17 @@ place that drops them (JSON escapes them)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from theus.printable import escape_controls, printable
+from theus.service.project import project_root
 
 if TYPE_CHECKING:
-    from knowledge.index.project import Project
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit status 2."""
-
-
-def project_root(arg: str | None) -> Path:
-    path = Path(arg or ".").expanduser()
-    if not path.exists():
-        raise UsageError(f"no such folder: {path} (give the project folder, e.g. `theus index .`)")
-    if not path.is_dir():
-        raise UsageError(f"not a folder: {path} (give the project folder, not a file)")
-    try:  # unreadable, it would index as an empty project
-        with os.scandir(path):
-            pass
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read the folder {path}: {exc.strerror or exc} (check its permissions)"
-        ) from None
-    return path.resolve()
+    pass
 
 
 def command_root(args: argparse.Namespace) -> Path:
@@ -47,34 +26,6 @@ def command_root(args: argparse.Namespace) -> Path:
     after the command, else the global `--path` before it, else the current folder. Every
     command that works on a project resolves it with this."""
     return project_root(getattr(args, "project", None) or getattr(args, "path", None))
-
-
-def has_data(root: Path) -> bool:
-    """Whether Theus keeps anything for this project yet (its data folder exists)."""
-    from knowledge.core.paths import ProjectPaths
-
-    return ProjectPaths.for_root(root).home.exists()
-
-
-@contextlib.contextmanager
-def looking_at(root: Path) -> Iterator[Project]:
-    """The project, for a command that only reads it. A project Theus never saw is opened over
-    a throwaway data folder: it reads as empty, and looking creates nothing on disk."""
-    import tempfile
-
-    from knowledge.core.paths import ProjectPaths
-    from knowledge.index.project import Project
-
-    with contextlib.ExitStack() as stack:
-        paths = ProjectPaths.for_root(root)
-        if not paths.home.exists():
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="theus-"))
-            paths = ProjectPaths(paths.root, Path(scratch))
-        project = Project(root, paths)
-        try:
-            yield project
-        finally:
-            project.close()
 
 
 def out(text: str, *, flush: bool = False) -> None:
@@ -145,31 +96,6 @@ def add_project_options(parser: Any, default: Any) -> None:
         default=False if default is None else default,
         help="print JSON",
     )
-
-
-def exit_now(code: int) -> NoReturn:
-    """End the process without the interpreter's teardown: a final collection and every
-    module's and native library's destructors took ~0.3 s after `theus -p` had answered.
-    Only for a process whose durable work is done (stores closed, saves atomic; our threads
-    are daemons): flush logging and the standard streams, then leave. A reader that went away
-    costs the flush nothing (`| head`)."""
-    import logging
-
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
-def to_devnull(stream: Any) -> None:
-    """Point `stream`'s file descriptor at /dev/null: its reader went away (`| head`), and the
-    flushes still to come (ours, the interpreter's at exit) must not fail."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, stream.fileno())
-    finally:
-        os.close(devnull)
 
 
 def console(**options: Any) -> Any:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from theus.commands.common import add_path_argument, command_root, looking_at
+from theus.service.command_line import add_path_argument, command_root
+from theus.service.project import looking_at
 
 
 def register(sub: argparse._SubParsersAction) -> None:

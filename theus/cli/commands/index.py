@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from theus.commands.common import add_path_argument, command_root, err, out, print_json
+from theus.service.command_line import add_path_argument, command_root, err, out, print_json
 
 if TYPE_CHECKING:
     from pathlib import Path

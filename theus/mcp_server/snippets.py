@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from theus.mcp.http import LOOPBACK, PATH, TOKEN_ENV
+from theus.mcp_server.http import LOOPBACK, PATH, TOKEN_ENV
 
 
 def snippets(root: Path, http_port: int | None = None) -> str:

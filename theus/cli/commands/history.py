@@ -12,14 +12,8 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
-from theus.commands.common import (
-    UsageError,
-    add_project_options,
-    command_root,
-    err,
-    out,
-    print_json,
-)
+from theus.service.command_line import add_project_options, command_root, err, out, print_json
+from theus.service.project import UsageError
 
 if TYPE_CHECKING:
     from knowledge.run_history.layer import RunHistory

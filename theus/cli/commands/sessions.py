@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from theus.commands.common import add_path_argument, command_root, err, out, print_json
+from theus.service.command_line import add_path_argument, command_root, err, out, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +52,7 @@ def _delete(root: Path, ref: str) -> int:
     from knowledge.core.paths import ProjectPaths
     from knowledge.run_history.layer import RunHistory
     from knowledge.vectors.port import StoreUnavailable
-    from theus.commands.history import refuse_unavailable
+    from theus.cli.commands.history import refuse_unavailable
     from theus.sessions import SessionNotFound, SessionStore
 
     try:

@@ -8,15 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from theus.commands.common import (
-    UsageError,
-    add_project_options,
-    command_root,
-    err,
-    looking_at,
-    out,
-    print_json,
-)
+from theus.service.command_line import add_project_options, command_root, err, out, print_json
+from theus.service.project import UsageError, looking_at
 
 if TYPE_CHECKING:
     from knowledge.episodes import EpisodeStore

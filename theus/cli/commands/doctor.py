@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import TextIO, cast
 
-from theus.commands.common import Printed, UsageError
+from theus.service.command_line import Printed
+from theus.service.project import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from knowledge.core.redact import redact, redact_data
 from knowledge.core.switches import is_off
 from knowledge.memory import Memory
-from theus.mcp.memory_tools import MemoryToolError, MemoryTools
+from theus.mcp_server.memory_tools import MemoryToolError, MemoryTools
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from theus.commands.common import UsageError, add_path_option, command_root, err, print_json
-from theus.commands.common import console as console_for
+from theus.service.command_line import add_path_option, command_root, err, print_json
+from theus.service.command_line import console as console_for
+from theus.service.project import UsageError
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -1,5 +1,5 @@
 """`theus mcp --http PORT`: Streamable HTTP on 127.0.0.1 only, behind the dashboard's rules
-(`theus.dashboard.security`): the Host header must name this server, a foreign or `null`
+(`theus.service.http_guard`): the Host header must name this server, a foreign or `null`
 Origin is refused (DNS rebinding), and every request carries the token, compared in constant
 time (`Authorization: Bearer TOKEN`). The token is THEUS_MCP_TOKEN when set (so a client's
 configuration can name it), else a fresh random one printed at start."""
@@ -14,7 +14,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from theus.dashboard.security import allowed_hosts, host_ok, new_token, origin_ok, token_ok
+from theus.service.http_guard import allowed_hosts, host_ok, new_token, origin_ok, token_ok
 
 LOOPBACK = "127.0.0.1"
 PATH = "/mcp"

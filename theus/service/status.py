@@ -1,59 +1,31 @@
-"""`theus status`: what Theus knows about a project and which layers are on."""
+"""What a project's status is, for `theus status`, the app's `/status` and the MCP server
+alike: the memory's report (`knowledge.memory.status.gather`) and the same report as rows of
+one-line text."""
 
 from __future__ import annotations
 
-import argparse
+from pathlib import Path
 from typing import Any
 
-from theus.commands.common import (
-    add_path_argument,
-    command_root,
-    console,
-    has_data,
-    looking_at,
-    print_json,
-)
+from theus.service.project import has_data, looking_at
 
 # The index section's `counts` holds these too; the JSON keeps both, the table shows each once.
 COUNTED = ("files", "symbols", "edges")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("status", help="show the index and memory layers of a project")
-    add_path_argument(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
+def project_status(root: Path) -> dict[str, Any]:
+    """The report for the project at `root`, read without writing: a project Theus never saw
+    reads as empty, with the data folder it will have."""
     from knowledge.core.paths import ProjectPaths
     from knowledge.memory.status import gather
 
-    root = command_root(args)
     seen = has_data(root)
     with looking_at(root) as project:
         report = gather(project)
         scratch = str(project.paths.home)
     if not seen:  # read from a throwaway folder: show where the data will live
         report = _moved(report, scratch, str(ProjectPaths.for_root(root).home))
-    if args.json:
-        print_json(report)
-    else:
-        _print(sections(report))
-    return 0
-
-
-def _print(report: dict[str, list[tuple[str, str]]]) -> None:
-    from rich.table import Table
-
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column()
-    for section, values in report.items():
-        table.add_row(f"[bold]{section}[/]", "")
-        for key, value in values:
-            table.add_row(f"  {key}", value)
-    console().print(table)
+    return report
 
 
 def sections(report: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:

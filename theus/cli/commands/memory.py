@@ -10,16 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from theus.commands.common import (
-    UsageError,
-    add_project_options,
-    command_root,
-    err,
-    has_data,
-    looking_at,
-    out,
-    print_json,
-)
+from theus.service.command_line import add_project_options, command_root, err, out, print_json
+from theus.service.project import UsageError, has_data, looking_at
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from theus.commands.common import UsageError, add_path_argument, command_root, err, out
+from theus.service.command_line import add_path_argument, command_root, err, out
+from theus.service.project import UsageError
 
 DEFAULT_PORT = 7420
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "dashboard",
         help="serve the project graph in a browser (127.0.0.1 only)",

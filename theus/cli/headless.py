@@ -23,7 +23,6 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from theus.commands.common import UsageError, project_root, to_devnull
 from theus.config import MISSING_MODEL_HELP, load_model_settings
 from theus.printable import PrintableFormatter, escape_controls, printable
 from theus.protocol import (
@@ -41,6 +40,8 @@ from theus.protocol import (
     ToolCallStarted,
     Usage,
 )
+from theus.service.process import to_devnull
+from theus.service.project import UsageError, project_root
 from theus.tool_rules import ToolRules
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import signal
 import time
 from collections.abc import Iterable
 
-from theus.commands.common import add_path_argument, command_root, err, out
+from theus.service.command_line import add_path_argument, command_root, err, out
 
 
 def register(sub: argparse._SubParsersAction) -> None:

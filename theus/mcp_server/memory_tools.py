@@ -1,6 +1,6 @@
 """What `theus mcp` answers, over one project's `Memory`: plain functions that return
 JSON-ready dicts and raise `MemoryToolError` (a clear message for the calling model) for bad
-input or a layer that is off. The server (`theus.mcp.server`) turns them into MCP tools."""
+input or a layer that is off. The server (`theus.mcp_server.server`) turns them into MCP tools."""
 
 from __future__ import annotations
 
