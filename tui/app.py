@@ -56,7 +56,8 @@ def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
     def make() -> Screen[Any]:
         import importlib
 
-        return getattr(importlib.import_module(f"tui.screens.{module}"), name)()
+        screen: Screen[Any] = getattr(importlib.import_module(f"tui.screens.{module}"), name)()
+        return screen
 
     return make
 

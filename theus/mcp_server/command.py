@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mcp",
         help="serve the project's memory to other agents (MCP server)",

@@ -586,7 +586,7 @@ class ModelClient:
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         base = self.settings.retry_base_s
-        delay = base * (2**attempt) * (0.5 + random.random() / 2)
+        delay: float = base * (2**attempt) * (0.5 + random.random() / 2)
         response = getattr(exc, "response", None)
         retry_after = response.headers.get("retry-after") if response is not None else None
         if retry_after:

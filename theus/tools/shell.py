@@ -141,14 +141,13 @@ async def _bounded_output(stream: asyncio.StreamReader) -> str:
         tail += chunk
         if len(tail) > 2 * half:  # trimmed in steps, not on every read
             del tail[: len(tail) - half]
-    decode = lambda data: data.decode("utf-8", errors="replace")  # noqa: E731
     if total <= MAX_OUTPUT:
-        return decode(bytes(head + tail))
+        return _decode(bytes(head + tail))
     cut = total - len(head) - min(len(tail), half)
     return (
-        decode(bytes(head))
+        _decode(bytes(head))
         + f"\n... ({cut:,} bytes of output cut) ...\n"
-        + decode(bytes(tail[-half:]))
+        + _decode(bytes(tail[-half:]))
     )
 
 
@@ -180,3 +179,7 @@ SHELL = Tool(
     },
     run_shell,
 )
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")

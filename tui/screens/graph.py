@@ -3,7 +3,7 @@ with its edges (Enter follows one) and a read-only, highlighted preview at the n
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -20,6 +20,9 @@ from tui.app_handle import theus_app
 from tui.messages import RecallDone
 from tui.widgets import fmt
 from tui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from knowledge.recall import Hit
 
 # Tree node data: ("dir", folder) or ("node", key)
 TreeData = tuple[str, str]
@@ -333,7 +336,7 @@ grouped by kind: Enter on one follows it. Backspace goes back.
             self.show(self._edge_keys[int(option_id.removeprefix("edge-"))])
 
 
-def _hit_where(hit: Any) -> str:
+def _hit_where(hit: Hit) -> str:
     """`name  path:line`, without repeating a file's name."""
     where = f"{hit.path}:{hit.line}" if hit.path and hit.line > 1 else hit.path
     if not where:

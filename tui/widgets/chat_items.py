@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -15,6 +15,9 @@ from theus.printable import PrintableStream, printable
 from theus.protocol import KIND, SUMMARY, Message, is_request
 from tui.engine import RecallResult
 from tui.widgets import fmt
+
+if TYPE_CHECKING:
+    from knowledge.recall import Hit
 
 RESULT_CHARS = 4000  # a tool result shown expanded; the model saw all of it
 
@@ -166,7 +169,7 @@ class RecallView(Vertical):
         yield Collapsible(Plain(block or "—", classes="block"), title=title, collapsed=not block)
 
 
-def _where(hit: Any) -> str:
+def _where(hit: Hit) -> str:
     if not hit.path:
         return hit.key
     return f"{hit.path}:{hit.line}" if hit.line else hit.path

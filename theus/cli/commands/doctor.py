@@ -12,7 +12,7 @@ from theus.service.command_line import Printed
 from theus.service.project import UsageError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "doctor", help="check the model server end to end and show what Theus works around"
     )

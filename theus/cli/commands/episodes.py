@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from knowledge.episodes import EpisodeStore
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "episodes",
         help="list or show the project's episodes (past session summaries)",

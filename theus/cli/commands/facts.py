@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from knowledge.facts import FactView
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "facts",
         help="list, show or forget what conversations told the memory",

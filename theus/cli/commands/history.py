@@ -29,7 +29,7 @@ def refuse_unavailable(exc: Exception, nothing: str = "nothing was changed") -> 
     return STORE_UNAVAILABLE
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "history",
         help="list, show, invalidate or delete past runs (few-shot examples)",

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from knowledge.index.project import IndexReport, Project
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "index",
         help="index a project into its knowledge graph",

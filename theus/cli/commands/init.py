@@ -10,7 +10,7 @@ from theus.service.command_line import add_path_argument, command_root
 from theus.service.project import looking_at
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "init",
         help="draft an AGENTS.md for coding agents from the index, and write it once approved",

@@ -10,7 +10,7 @@ from theus.service.command_line import err
 from theus.service.project import UsageError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "login",
         help="save the chat model endpoint and key",

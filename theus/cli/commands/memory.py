@@ -14,7 +14,7 @@ from theus.service.command_line import add_project_options, command_root, err, o
 from theus.service.project import UsageError, has_data, looking_at
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "memory",
         help="list, add, edit or remove the project's memories",

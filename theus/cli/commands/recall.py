@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 WARM_BUDGET_S = 2.0  # reading file contents for the content index, once per CLI call
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "recall",
         help="recall the files and symbols related to a request",

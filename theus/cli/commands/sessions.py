@@ -9,7 +9,7 @@ from pathlib import Path
 from theus.service.command_line import add_path_argument, command_root, err, out, print_json
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "sessions",
         help="list the project's conversations",

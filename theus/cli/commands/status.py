@@ -8,7 +8,7 @@ from theus.service.command_line import add_path_argument, command_root, console,
 from theus.service.status import project_status, sections
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("status", help="show the index and memory layers of a project")
     add_path_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")

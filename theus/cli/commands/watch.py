@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from theus.service.command_line import add_path_argument, command_root, err, out
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "watch",
         help="keep the knowledge graph up to date while files change",
