@@ -1,4 +1,4 @@
-"""Glue between the loop and the memory: time-boxed injection, the recall tool, subagent seeds.
+"""Glue between the loop and the memory: time-boxed injection and subagent seeds.
 
 Everything here fails open. `knowledge.context.ContextBuilder` (recall, facts, examples: the
 sections and their tokens) runs on a daemon thread per request and the loop waits for it at
@@ -181,22 +181,3 @@ class Injector:
         return InjectionInfo(
             context.tokens, took, context.block, best_score=best, examples=context.examples
         )
-
-    def recall_lines(self, query: str, top: int) -> list[str]:
-        """For the recall tool (runs on a worker thread)."""
-        hits = self.recaller().recall(query, top)
-        return [format_hit(h) for h in getattr(hits, "hits", hits)][:top]
-
-
-def format_hit(hit: Any) -> str:
-    """One compact line per recalled item (a knowledge.recall.Hit)."""
-    path = getattr(hit, "path", "") or ""
-    line = getattr(hit, "line", 0) or 0
-    name = getattr(hit, "name", "") or getattr(hit, "key", "")
-    where = f"{path}:{line}" if path and line else path
-    kind = getattr(hit, "kind", "")
-    head = f"{where} {name}".strip() if name not in where else where
-    score = float(getattr(hit, "score", 0.0) or 0.0)
-    why = getattr(hit, "why", "") or ""
-    layer = getattr(hit, "layer", "")
-    return f"{head} ({kind}, {layer}, {score:.2f}{'; ' + why if why else ''})"
