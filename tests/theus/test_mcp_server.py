@@ -71,6 +71,7 @@ async def test_stdio_lists_tools_recalls_the_right_file_and_fails_open(project: 
         names = set(listed)
         assert {
             "recall",
+            "outline",
             "read_node",
             "neighbours",
             "search_memory",
@@ -102,6 +103,16 @@ async def test_stdio_lists_tools_recalls_the_right_file_and_fails_open(project: 
 
         # The tools are served from the agent's own declarations: the same schemas.
         assert listed["recall"].input_schema == memory.recall.parameters
+        assert listed["outline"].input_schema == memory.outline.parameters
+        shown = await client.call_tool("outline", {"path": "cart.py"})
+        assert not shown.is_error
+        assert text_of(shown).splitlines() == [
+            "cart.py (python): 2 definitions",
+            "     5-8     class Cart: class Cart",
+            "     6-8       method Cart.total: def total(self, items)",
+        ]
+        gone = await client.call_tool("outline", {"path": "../elsewhere.py"})
+        assert gone.is_error and "outside the project" in text_of(gone)
 
         near = json.loads(text_of(await client.call_tool("neighbours", {"key": "file:cart.py"})))
         assert "sym:cart.py#Cart" in {n["key"] for n in near["neighbours"]}

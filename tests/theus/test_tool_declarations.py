@@ -126,6 +126,7 @@ def test_the_agent_mcp_and_the_rules_read_the_same_declarations() -> None:
         "edit",
         "write",
         "recall",
+        "outline",
         "shell",
         "task",
     ]

@@ -1,4 +1,4 @@
-"""The project's memory as tools: `recall` for the agent and `theus mcp` alike;
+"""The project's memory as tools: `recall` and `outline` for the agent and `theus mcp` alike;
 the graph, memories, episodes and facts for `theus mcp` alone. A bad key or a layer that is
 off is a `ToolError` with one clear line. Recall and memory results are never microcompacted."""
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 MAX_EDGES = 50  # per direction, in read_node
 MAX_SOURCE_LINES = 200
 FILE_HEAD_LINES = 60  # a file node shows its head; a symbol shows its own lines
+MAX_OUTLINE = 200  # definitions listed by outline
 _TEXT_KINDS = ("memory", "episode", "entity")
 KEY_HINT = (
     "keys look like file:src/app.py or sym:src/app.py#Cart.total; "
@@ -87,6 +88,32 @@ def recall(ctx: ToolContext, query: str, top: Annotated[int, Bounds(1, 50)] = 10
         "block": context.block,
         "notes": result.notes,
     }
+
+
+@tool(Effect.READ, mcp=True)
+def outline(ctx: ToolContext, path: Annotated[str, "path relative to the project root"]) -> str:
+    """A file's outline from the project's graph: its classes, functions and other
+    definitions, with their line ranges and signatures; cheaper than reading the file."""
+    rel = ctx.jail.rel(ctx.jail.resolve(path))
+    graph = _graph(ctx)
+    with graph.lock:
+        file = graph.get(f"file:{rel}")
+        defined = [graph.get(e.dst) for e in graph.out_edges(f"file:{rel}", "defines")]
+    if file is None:
+        raise ToolError(
+            f"{rel} is not in the project's graph (no such file, ignored, or not indexed "
+            "yet); read it instead"
+        )
+    symbols = sorted((n for n in defined if n is not None), key=lambda n: (n.line, n.label))
+    head = f"{rel} ({file.subkind}): {len(symbols)} definitions"
+    rows = [
+        f"{n.line:>6}-{n.end_line:<6}{'  ' * n.label.count('.')}{n.subkind} {n.label}"
+        + (f": {n.signature}" if n.signature else "")
+        for n in symbols[:MAX_OUTLINE]
+    ]
+    if len(symbols) > MAX_OUTLINE:
+        rows.append(f"... ({len(symbols) - MAX_OUTLINE} more; read the file or grep)")
+    return "\n".join([head, *rows])
 
 
 @tool(Effect.MEMORY, clearable=False, agent=False, mcp=True)
