@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import inspect
 import json
 import threading
@@ -200,7 +199,7 @@ def tool(
             ctx = replace(ctx, approve=_asking(effect, name or fn.__name__, ctx.approve))
             if run_fn is not None:
                 return await run_fn(ctx, **values)
-            return await in_thread(functools.partial(fn, ctx, **values))
+            return await in_thread(fn, ctx, *values.values())  # in the signature's order
 
         doc = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0]
         return Tool(
