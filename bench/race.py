@@ -62,7 +62,9 @@ def main() -> int:
     with Swapper(root / "pkg", outside):
         for i in range(args.trials):
             try:
-                asyncio.run(write_file({"path": f"pkg/d{i % 7}/f{i}.py", "content": "x\n"}, ctx))
+                asyncio.run(
+                    write_file.run({"path": f"pkg/d{i % 7}/f{i}.py", "content": "x\n"}, ctx)
+                )
             except (ToolError, JailError):
                 refused += 1
     created = {p.relative_to(outside) for p in outside.rglob("*")} - before

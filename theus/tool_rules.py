@@ -31,6 +31,7 @@ import pathspec
 
 from theus.protocol import ApprovalRequest
 from theus.shell_parts import Unchecked, simple_commands
+from theus.tools.registry import DECLARED
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 CLAUDE_TOOLS = {
@@ -45,7 +46,8 @@ CLAUDE_TOOLS = {
     "LS": "list",
     "Task": "task",
 }
-THEUS_TOOLS = ("read", "list", "grep", "recall", "edit", "write", "shell", "task")
+# The agent's tools, each rule's meaning from its declared effect (`theus.tools.base.Effect`).
+THEUS_TOOLS = tuple(t.name for t in DECLARED if t.agent)
 # Claude Code's tools with no Theus counterpart: a rule about one has nothing to act on.
 ABSENT = frozenset(
     {
@@ -64,8 +66,8 @@ ABSENT = frozenset(
         "Agent",
     }
 )
-KIND_OF = {"shell": "shell", "edit": "edit", "write": "edit"}  # tools that ask approval
-CHANGING = ("edit", "write", "shell")
+KIND_OF = {t.name: t.effect.approval for t in DECLARED if t.agent and t.effect.approval}
+CHANGING = tuple(t.name for t in DECLARED if t.agent and t.effect.changes)
 _RULE = re.compile(r"(?P<name>[A-Za-z_][\w-]*)(?:\((?P<spec>.*)\))?", re.DOTALL)
 MCP_PREFIX = "mcp__"
 

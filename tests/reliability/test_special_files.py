@@ -44,7 +44,7 @@ async def call(tool: Any, args: dict[str, Any], root: Path) -> str:
 
     ctx = ToolContext(jail=Jail(root), approve=approve)
     try:
-        result: str = await asyncio.wait_for(tool(args, ctx), NEVER)
+        result: str = await asyncio.wait_for(tool.run(args, ctx), NEVER)
     except TimeoutError:
         # The reader still blocked gets its end of file, so the test fails instead of hanging.
         with contextlib.suppress(OSError):

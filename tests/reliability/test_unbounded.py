@@ -45,7 +45,7 @@ SHELL_CHILD = textwrap.dedent("""
 
     async def main():
         ctx = ToolContext(jail=Jail(Path(sys.argv[1])), approve=approve)
-        out = await run_shell({"command": "head -c 200000000 /dev/zero | tr '\\\\0' x"}, ctx)
+        out = await run_shell.run({"command": "head -c 200000000 /dev/zero | tr '\\\\0' x"}, ctx)
         # VmHWM: this process's own peak (ru_maxrss would include the forking parent's)
         status = Path("/proc/self/status").read_text()
         peak = next(line for line in status.splitlines() if line.startswith("VmHWM"))

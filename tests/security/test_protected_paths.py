@@ -92,7 +92,7 @@ def write(root: Path, path: str, *, headless: bool = True, allow_config_edits: b
         refuse_protected=headless,
         allow_config_edits=allow_config_edits,
     )
-    return asyncio.run(write_file({"path": path, "content": "echo pwned\n"}, ctx))
+    return asyncio.run(write_file.run({"path": path, "content": "echo pwned\n"}, ctx))
 
 
 @pytest.fixture

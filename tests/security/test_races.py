@@ -68,7 +68,7 @@ def test_writes_during_a_swap_create_nothing_outside(tree: tuple[Path, Path]) ->
         for i in range(400):
             try:
                 asyncio.run(
-                    write_file({"path": f"pkg/new{i % 5}/f{i}.py", "content": "x = 1\n"}, ctx)
+                    write_file.run({"path": f"pkg/new{i % 5}/f{i}.py", "content": "x = 1\n"}, ctx)
                 )
             except (ToolError, JailError):
                 refused += 1
@@ -85,6 +85,6 @@ def test_a_hard_link_to_a_file_elsewhere_is_not_read(tree: tuple[Path, Path]) ->
 
     ctx = ToolContext(jail=Jail(root), approve=yes)
     with pytest.raises(JailError, match="hard-linked"):
-        asyncio.run(read_file({"path": "innocent.py"}, ctx))
-    found = asyncio.run(grep({"pattern": "stolen"}, ctx))
+        asyncio.run(read_file.run({"path": "innocent.py"}, ctx))
+    found = asyncio.run(grep.run({"pattern": "stolen"}, ctx))
     assert found.startswith("no matches")  # the linked file is skipped, like a secret

@@ -76,7 +76,7 @@ CHILD = textwrap.dedent("""
         outs = []
         for command in commands:
             try:
-                outs.append(await run_shell({"command": command, "timeout_s": 60}, ctx))
+                outs.append(await run_shell.run({"command": command, "timeout_s": 60}, ctx))
             except Exception as exc:
                 outs.append(f"error: {exc}")
         print(json.dumps(outs))

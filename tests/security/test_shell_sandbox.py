@@ -83,7 +83,7 @@ def shell(root: Path, command: str, ctx: ToolContext | None = None) -> str:
         return True
 
     context = ctx or ToolContext(jail=Jail(root), approve=yes)
-    return asyncio.run(run_shell({"command": command, "timeout_s": 30}, context))
+    return asyncio.run(run_shell.run({"command": command, "timeout_s": 30}, context))
 
 
 @pytest.mark.parametrize(

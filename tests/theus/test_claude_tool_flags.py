@@ -125,7 +125,7 @@ def test_disallowed_task_is_not_offered_and_plan_leaves_the_reading_tools(
     )
     assert done.returncode == 0, done.stderr
     offered = {t["function"]["name"] for t in server.requests[1]["tools"]}
-    assert offered == {"read", "list", "grep", "recall", "task"}
+    assert offered == {"read", "list", "grep", "recall", "outline", "task"}
     assert lines(done.stdout)[0]["permissionMode"] == "plan"
 
 

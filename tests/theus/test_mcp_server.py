@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import indexed_project
+from theus.tools import memory
 
 CART = '''"""Shopping cart."""
 from pricing import price_of
@@ -66,9 +67,11 @@ def text_of(result: Any) -> str:
 
 async def test_stdio_lists_tools_recalls_the_right_file_and_fails_open(project: Path) -> None:
     async with Client(stdio(project)) as client:
-        names = {t.name for t in (await client.list_tools()).tools}
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        names = set(listed)
         assert {
             "recall",
+            "outline",
             "read_node",
             "neighbours",
             "search_memory",
@@ -97,6 +100,19 @@ async def test_stdio_lists_tools_recalls_the_right_file_and_fails_open(project: 
         assert missing.is_error and "no episode" in text_of(missing)
         empty = await client.call_tool("recall", {"query": "   "})
         assert empty.is_error and "needs a query" in text_of(empty)
+
+        # The tools are served from the agent's own declarations: the same schemas.
+        assert listed["recall"].input_schema == memory.recall.parameters
+        assert listed["outline"].input_schema == memory.outline.parameters
+        shown = await client.call_tool("outline", {"path": "cart.py"})
+        assert not shown.is_error
+        assert text_of(shown).splitlines() == [
+            "cart.py (python): 2 definitions",
+            "     5-8     class Cart: class Cart",
+            "     6-8       method Cart.total: def total(self, items)",
+        ]
+        gone = await client.call_tool("outline", {"path": "../elsewhere.py"})
+        assert gone.is_error and "outside the project" in text_of(gone)
 
         near = json.loads(text_of(await client.call_tool("neighbours", {"key": "file:cart.py"})))
         assert "sym:cart.py#Cart" in {n["key"] for n in near["neighbours"]}

@@ -1,4 +1,4 @@
-"""Glue between the loop and the memory: time-boxed injection, the recall tool, subagent seeds.
+"""Glue between the loop and the memory: time-boxed injection and subagent seeds.
 
 Everything here fails open. `knowledge.memory.context.ContextBuilder` (recall, facts, examples: the
 sections and their tokens) runs on a daemon thread per request and the loop waits for it at
@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from knowledge.memory.context import ContextBlock, ContextBuilder, ExamplesSource, FactsSource
-from knowledge.recall import Hit, Recaller
+from knowledge.recall import Recaller
 from knowledge.recall.gate import gate
 from knowledge.recall.status import InjectionStats
 from theus.config import AgentSettings
@@ -179,16 +179,3 @@ class Injector:
         return InjectionInfo(
             context.tokens, took, context.block, best_score=best, examples=context.examples
         )
-
-    def recall_lines(self, query: str, top: int) -> list[str]:
-        """For the recall tool (runs on a worker thread)."""
-        return [format_hit(h) for h in self.recaller().recall(query, top).hits][:top]
-
-
-def format_hit(hit: Hit) -> str:
-    """One compact line per recalled item."""
-    name = hit.name or hit.key
-    where = f"{hit.path}:{hit.line}" if hit.path and hit.line else hit.path
-    head = f"{where} {name}".strip() if name not in where else where
-    why = f"; {hit.why}" if hit.why else ""
-    return f"{head} ({hit.kind}, {hit.layer}, {hit.score:.2f}{why})"

@@ -57,7 +57,7 @@ from theus.sessions import Session
 from theus.tools.base import Approver, Tool, ToolContext, ToolError
 from theus.tools.jail import Jail, JailError
 from theus.tools.registry import default_tools
-from theus.tools.task import TASK
+from theus.tools.task import task as task_tool
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ class Agent:
             refuse_protected=refuse_protected,
             allow_config_edits=allow_config_edits,
             denied_hint=denied_hint,
-            recall=self._recall_lines,
+            recaller=self.injector.recaller,
             spawn=self._spawn,
             checkpoint=self.checkpoints.save if self.checkpoints is not None else None,
         )
@@ -441,7 +441,7 @@ class Agent:
     async def _run_tools(self, calls: list[ToolCall], deadline: float) -> None:
         """The calls in order, but task calls that follow each other run side by side (at
         most SUBAGENTS_AT_ONCE at once); results join the conversation in the calls' order."""
-        for is_task, group in itertools.groupby(calls, key=lambda c: c.name == TASK.name):
+        for is_task, group in itertools.groupby(calls, key=lambda c: c.name == task_tool.name):
             batch = list(group)
             if is_task and len(batch) > 1:
                 results = await asyncio.gather(*(self._run_tool(c, deadline) for c in batch))
@@ -477,7 +477,7 @@ class Agent:
             args = parsed
             self._emit(ToolCallStarted(call.id, call.name, args))
             started = True
-            result = await self._within(deadline, tool.run(args, self.context))
+            result = await self._within(deadline, tool.answer(args, self.context))
             is_error = False
         except (ToolError, JailError) as exc:
             result = f"error: {exc}"
@@ -566,7 +566,7 @@ class Agent:
 
     def _subagent_tools(self) -> dict[str, Tool]:
         """The parent's tools (MCP servers' included), but no task tool: no recursive trees."""
-        return {name: tool for name, tool in self.tools.items() if name != TASK.name}
+        return {name: tool for name, tool in self.tools.items() if name != task_tool.name}
 
     async def _spawn(self, description: str, prompt: str, fork: bool) -> str:
         async with self._subagent_slots:
@@ -625,9 +625,6 @@ class Agent:
         return result.text or "(the subagent returned no text)"
 
     # -- plumbing ---------------------------------------------------------------------------
-
-    def _recall_lines(self, query: str, top: int) -> list[str]:
-        return self.injector.recall_lines(query, top)
 
     async def _approve(self, request: ApprovalRequest) -> bool:
         return bool(await self.approver(request))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from theus.mcp.client import McpCallError, McpHub
 from theus.mcp.config import ServerConfig
 from theus.protocol import ApprovalRequest
-from theus.tools.base import Tool, ToolContext, ToolError
+from theus.tools.base import Effect, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     import mcp_types
@@ -64,7 +64,7 @@ def _tool(hub: McpHub, config: ServerConfig, spec: mcp_types.Tool, name: str) ->
     schema = dict(spec.input_schema or {})
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
-    return Tool(name, f"[MCP server {server}] {description}", schema, run)
+    return Tool(name, f"[MCP server {server}] {description}", schema, run, effect=Effect.NETWORK)
 
 
 def result_text(result: mcp_types.CallToolResult) -> str:

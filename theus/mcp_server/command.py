@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mcp",
         help="serve the project's memory to other agents (MCP server)",
-        description="An MCP server exposing the project's memory: recall, read_node, "
+        description="An MCP server exposing the project's memory: recall, outline, read_node, "
         "neighbours, search_memory, add_memory, episodes and facts, and MEMORY.md as a "
         "resource. Speaks stdio by default (what Claude Code, Codex and Cursor start).",
     )

@@ -10,14 +10,16 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
 from knowledge.index.ignore import DEFAULT_EXCLUDED_DIRS, IgnoreRules, is_secret
 from theus.protocol import ApprovalRequest
-from theus.tools.base import Tool, ToolContext, ToolError, bool_arg, in_thread, int_arg, string_arg
+from theus.tools.base import Bounds, Effect, ToolContext, ToolError, in_thread, tool
 from theus.tools.jail import Jail, JailError, protected_reason
 
 log = logging.getLogger(__name__)
+
+ProjectPath = Annotated[str, "path relative to the project root"]
 
 MAX_READ_BYTES = 2_000_000
 MAX_LINE_CHARS = 2000
@@ -70,10 +72,14 @@ def _regular(path: Path) -> bool:
         return False
 
 
-async def read_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = string_arg(args, "path")
-    offset = int_arg(args, "offset", 1, low=1)
-    limit = int_arg(args, "limit", 2000, low=1, high=5000)
+@tool(Effect.READ, name="read")
+async def read_file(
+    ctx: ToolContext,
+    path: ProjectPath,
+    offset: Annotated[int, "first line (1-based)", Bounds(low=1)] = 1,
+    limit: Annotated[int, "number of lines", Bounds(1, 5000)] = 2000,
+) -> str:
+    """Read a text file, with line numbers. Use offset/limit for long files."""
     text, resolved = await in_thread(read_jailed_text, ctx.jail, path)
     ctx.files_read.add(ctx.jail.rel(resolved))
     lines = text.splitlines()
@@ -154,10 +160,13 @@ def _list(jail: Jail, path: str, pattern: str) -> str:
     return "\n".join(found[:MAX_LIST]) + more
 
 
-async def list_files(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = string_arg(args, "path", required=False, default=".") or "."
-    pattern = string_arg(args, "pattern", required=False, default="*") or "*"
-    return await in_thread(_list, ctx.jail, path, pattern)
+@tool(Effect.READ, name="list")
+async def list_files(
+    ctx: ToolContext, pattern: str = "*", path: Annotated[str, "folder"] = "."
+) -> str:
+    """List project files matching a glob (e.g. '*.py', 'src/**/*.ts'), skipping ignored
+    and dependency folders."""
+    return await in_thread(_list, ctx.jail, path or ".", pattern or "*")
 
 
 def _grep(jail: Jail, pattern: str, path: str, glob: str, ignore_case: bool) -> str:
@@ -197,11 +206,16 @@ def _grep(jail: Jail, pattern: str, path: str, glob: str, ignore_case: bool) -> 
     return "\n".join(hits) if hits else f"no matches for {pattern!r}"
 
 
-async def grep(args: dict[str, Any], ctx: ToolContext) -> str:
-    pattern = string_arg(args, "pattern")
-    path = string_arg(args, "path", required=False, default=".") or "."
-    glob = string_arg(args, "glob", required=False)
-    return await in_thread(_grep, ctx.jail, pattern, path, glob, bool_arg(args, "ignore_case"))
+@tool(Effect.READ)
+async def grep(
+    ctx: ToolContext,
+    pattern: str,
+    path: ProjectPath = ".",
+    glob: Annotated[str, "file name filter, e.g. '*.py'"] = "",
+    ignore_case: bool = False,
+) -> str:
+    """Search file contents with a regular expression; returns path:line: text."""
+    return await in_thread(_grep, ctx.jail, pattern, path or ".", glob, ignore_case)
 
 
 async def _apply(ctx: ToolContext, path: str, old: str, new: str, verb: str) -> str:
@@ -270,10 +284,17 @@ def _bytes_of(resolved: Path) -> bytes | None:
     return resolved.read_bytes() if resolved.is_file() else None
 
 
-async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = string_arg(args, "path")
-    old = string_arg(args, "old_string")
-    new = string_arg(args, "new_string")
+@tool(Effect.EDIT, name="edit")
+async def edit_file(
+    ctx: ToolContext,
+    path: ProjectPath,
+    old_string: str,
+    new_string: str,
+    replace_all: bool = False,
+) -> str:
+    """Replace an exact piece of a file (old_string must match exactly and be unique
+    unless replace_all). Asks for approval."""
+    old, new = old_string, new_string
     if not old:
         raise ToolError("old_string is empty; use write to create a file")
     if old == new:
@@ -282,7 +303,6 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
     count = text.count(old)
     if count == 0:
         raise ToolError(f"old_string not found in {path} (it must match exactly; read the file)")
-    replace_all = bool_arg(args, "replace_all")
     if count > 1 and not replace_all:
         raise ToolError(
             f"old_string appears {count} times in {path}; add surrounding lines "
@@ -292,75 +312,12 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> str:
     return await _apply(ctx, path, text, updated, "edit")
 
 
-async def write_file(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = string_arg(args, "path")
-    content = string_arg(args, "content")
+@tool(Effect.EDIT, name="write")
+async def write_file(ctx: ToolContext, path: ProjectPath, content: str) -> str:
+    """Create or overwrite a file with the given content. Asks for approval."""
     resolved = ctx.jail.resolve(path)
     old = ""
     # A secret's old content is never read, not even to show a diff.
     if resolved.exists() and not ctx.jail.secret(resolved):
         old, _ = await in_thread(read_jailed_text, ctx.jail, path)
     return await _apply(ctx, path, old, content, "write")
-
-
-def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required}
-
-
-_PATH = {"type": "string", "description": "path relative to the project root"}
-
-READ = Tool(
-    "read",
-    "Read a text file, with line numbers. Use offset/limit for long files.",
-    _schema(
-        {
-            "path": _PATH,
-            "offset": {"type": "integer", "description": "first line (1-based)"},
-            "limit": {"type": "integer", "description": "number of lines"},
-        },
-        ["path"],
-    ),
-    read_file,
-)
-LIST = Tool(
-    "list",
-    "List project files matching a glob (e.g. '*.py', 'src/**/*.ts'), skipping ignored "
-    "and dependency folders.",
-    _schema({"pattern": {"type": "string"}, "path": {**_PATH, "description": "folder"}}, []),
-    list_files,
-)
-GREP = Tool(
-    "grep",
-    "Search file contents with a regular expression; returns path:line: text.",
-    _schema(
-        {
-            "pattern": {"type": "string"},
-            "path": _PATH,
-            "glob": {"type": "string", "description": "file name filter, e.g. '*.py'"},
-            "ignore_case": {"type": "boolean"},
-        },
-        ["pattern"],
-    ),
-    grep,
-)
-EDIT = Tool(
-    "edit",
-    "Replace an exact piece of a file (old_string must match exactly and be unique "
-    "unless replace_all). Asks for approval.",
-    _schema(
-        {
-            "path": _PATH,
-            "old_string": {"type": "string"},
-            "new_string": {"type": "string"},
-            "replace_all": {"type": "boolean"},
-        },
-        ["path", "old_string", "new_string"],
-    ),
-    edit_file,
-)
-WRITE = Tool(
-    "write",
-    "Create or overwrite a file with the given content. Asks for approval.",
-    _schema({"path": _PATH, "content": {"type": "string"}}, ["path", "content"]),
-    write_file,
-)

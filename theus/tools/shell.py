@@ -9,11 +9,11 @@ import logging
 import os
 import secrets
 import signal
-from typing import Any
+from typing import Annotated
 
 from knowledge.core.switches import is_off
 from theus.protocol import ApprovalRequest
-from theus.tools.base import Tool, ToolContext, ToolError, int_arg, string_arg
+from theus.tools.base import Bounds, Effect, ToolContext, ToolError, tool
 from theus.tools.sandbox import (
     NO_SANDBOX,
     TooLarge,
@@ -34,11 +34,15 @@ UNSANDBOXED_HINT = (
 )
 
 
-async def run_shell(args: dict[str, Any], ctx: ToolContext) -> str:
-    command = string_arg(args, "command")
+@tool(Effect.SHELL, name="shell")
+async def run_shell(
+    ctx: ToolContext, command: str, timeout_s: Annotated[int | None, Bounds(1, 600)] = None
+) -> str:
+    """Run a shell command in the project root (asks for approval). Returns exit code and
+    combined output."""
     if not command.strip():
         raise ToolError("command is empty")
-    timeout = int_arg(args, "timeout_s", int(ctx.shell_timeout_s), low=1, high=600)
+    timeout = timeout_s or max(1, min(600, int(ctx.shell_timeout_s)))
     protect = not ctx.allow_config_edits
     # Without a sandbox the request says so: no "always" rule covers it, the app asks with
     # the reason, headless needs --allow-unsandboxed-shell. THEUS_NO_SANDBOX=1 chose it.
@@ -166,19 +170,6 @@ def _kill_leftovers(pid: int, marker: str | None) -> None:
                     os.kill(int(entry.name), signal.SIGKILL)
         except OSError:  # gone, or another user's
             continue
-
-
-SHELL = Tool(
-    "shell",
-    "Run a shell command in the project root (asks for approval). Returns exit code and "
-    "combined output.",
-    {
-        "type": "object",
-        "properties": {"command": {"type": "string"}, "timeout_s": {"type": "integer"}},
-        "required": ["command"],
-    },
-    run_shell,
-)
 
 
 def _decode(data: bytes) -> str:

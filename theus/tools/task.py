@@ -2,32 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
-from theus.tools.base import Tool, ToolContext, ToolError, bool_arg, string_arg
+from theus.tools.base import Effect, ToolContext, ToolError, tool
 
 
-async def task(args: dict[str, Any], ctx: ToolContext) -> str:
-    description = string_arg(args, "description")
-    prompt = string_arg(args, "prompt")
+@tool(Effect.READ)
+async def task(
+    ctx: ToolContext,
+    description: Annotated[str, "short task description"],
+    prompt: Annotated[str, "full instructions for the subagent"],
+    fork: bool = False,
+) -> str:
+    """Start a subagent for a self-contained job (search, investigation, a focused change).
+    It starts fresh, primed with what the project memory knows about the description; set
+    fork=true to give it this conversation instead.
+
+    Its effect is its own (reading): the subagent's tools ask for their own approvals."""
     if ctx.spawn is None:
         raise ToolError("subagents are not available here")
-    return await ctx.spawn(description, prompt, bool_arg(args, "fork"))
-
-
-TASK = Tool(
-    "task",
-    "Start a subagent for a self-contained job (search, investigation, a focused change). "
-    "It starts fresh, primed with what the project memory knows about the description; set "
-    "fork=true to give it this conversation instead.",
-    {
-        "type": "object",
-        "properties": {
-            "description": {"type": "string", "description": "short task description"},
-            "prompt": {"type": "string", "description": "full instructions for the subagent"},
-            "fork": {"type": "boolean"},
-        },
-        "required": ["description", "prompt"],
-    },
-    task,
-)
+    return await ctx.spawn(description, prompt, fork)
