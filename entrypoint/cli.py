@@ -12,6 +12,7 @@ from theus.printable import printable_last_resort
 
 if TYPE_CHECKING:
     from knowledge.index.project import Project
+from knowledge.core.errors import TheusError
 from theus.service.process import exit_now, to_devnull
 from theus.service.project import UsageError
 
@@ -52,7 +53,7 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-class _NoCommand(Exception):
+class _NoCommand(TheusError):
     """The probe parse found no command it could trust (a bad flag, `--help`)."""
 
 

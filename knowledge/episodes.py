@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from knowledge.core import atomic, keys
+from knowledge.core.errors import TheusError
 from knowledge.core.frontmatter import Problem, first_line, parse_frontmatter, render_frontmatter
 from knowledge.core.frontmatter import shorten as _shorten
 from knowledge.core.graph import Graph, Node
@@ -125,11 +126,11 @@ class EpisodeSink(Protocol):
     def record_run(self, run: RunSummary, session_id: str) -> Episode | None: ...
 
 
-class EpisodeNotFound(LookupError):
+class EpisodeNotFound(TheusError, LookupError):
     pass
 
 
-class AmbiguousEpisode(LookupError):
+class AmbiguousEpisode(TheusError, LookupError):
     pass
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from knowledge.core.errors import TheusError
 from knowledge.core.paths import ProjectPaths, report_unwritable
 from knowledge.core.redact import redact_data
 from theus.agent import microcompact
@@ -30,7 +31,7 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,80}$")
 log = logging.getLogger(__name__)
 
 
-class SessionNotFound(Exception):
+class SessionNotFound(TheusError):
     pass
 
 

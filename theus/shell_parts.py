@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from knowledge.core.errors import TheusError
+
 SEPARATORS = ";&|\n"
 BLANKS = " \t"
 _REDIRECT = re.compile(r"(?P<op>&>>|&>|>>|>\||>&|<&|<<|<>|>|<)")
@@ -22,7 +24,7 @@ _HARMLESS_TARGET = {">&": re.compile(r"\d+|-"), "<&": re.compile(r"\d+|-")}
 _NULL_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<"})
 
 
-class Unchecked(ValueError):
+class Unchecked(TheusError, ValueError):
     """The command holds something no rule can vouch for (the message says what)."""
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from knowledge.core import atomic, keys
+from knowledge.core.errors import TheusError
 from knowledge.core.graph import Edge, Graph, Node, first_edges
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ CREATE TABLE IF NOT EXISTS changes (
 """
 
 
-class StoreError(Exception):
+class StoreError(TheusError):
     """The store could not be written (disk full, read-only, locked). State is unchanged."""
 
 
@@ -81,7 +82,7 @@ class StoreUnavailable(StoreError):
     """The store cannot be opened for now (I/O error, permissions, disk full); nothing moved."""
 
 
-class StoreCorrupt(Exception):
+class StoreCorrupt(TheusError):
     """The database is not a readable Theus store. Raised by a read that met damage, after the
     store set the damaged file aside (`Store.recovered_from`) and started a new one."""
 

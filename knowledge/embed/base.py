@@ -11,6 +11,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from knowledge.core.errors import TheusError
+
 Vectors = npt.NDArray[np.float32]
 
 
@@ -36,7 +38,7 @@ class Embedder(Protocol):
         ...
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(TheusError):
     """Base of every failure of the semantic layer."""
 
 

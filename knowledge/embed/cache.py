@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from knowledge.embed.base import DimensionMismatch
 from knowledge.vectors.embedded import EmbeddedStore
-from knowledge.vectors.port import Point, StoreMismatch, StoreUnavailable
+from knowledge.vectors.port import Point, StoreMismatch, VectorStoreUnavailable
 
 
 def text_key(text: str) -> bytes:
@@ -80,7 +80,7 @@ def cached(
     never creates the file (`theus status`)."""
     try:
         store = EmbeddedStore.existing(path, collection(model_id))
-    except StoreUnavailable:
+    except VectorStoreUnavailable:
         store = None
     if store is None:
         return None, 0, set()

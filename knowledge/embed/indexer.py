@@ -31,7 +31,7 @@ from knowledge.core.graph import Graph, Node
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.recall.kinds import CODE, DOC, TEST, kind_of
-from knowledge.vectors.port import StoreUnavailable
+from knowledge.vectors.port import VectorStoreUnavailable
 
 Progress = Callable[[int, int], None]
 
@@ -302,7 +302,7 @@ def _compute(
         if cache is not None:
             try:
                 cache.put_many(texts, vectors)
-            except StoreUnavailable as exc:  # only a cache: the vectors stay in memory
+            except VectorStoreUnavailable as exc:  # only a cache: the vectors stay in memory
                 report.errors.append(f"vector cache: {exc}")
         found.update(zip(texts, vectors, strict=True))
         report.embedded += len(texts)

@@ -40,7 +40,7 @@ from knowledge.embed.indexer import NodeVectors, PassReport, Progress, VectorSet
 from knowledge.embed.select import Selection, select_embedder
 from knowledge.embed.semantic import Ready, RerankStats, SemanticReranker
 from knowledge.embed.status import HasGraph, configured, read_state, saved_point, write_state
-from knowledge.vectors.port import StoreUnavailable
+from knowledge.vectors.port import VectorStoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ class SemanticLayer:
             self.cache_error = str(exc)
             log.warning("vector cache not used: %s", exc)
             return None
-        except StoreUnavailable as exc:
+        except VectorStoreUnavailable as exc:
             self.cache_error = f"{type(exc).__name__}: {exc}"
             return None
         self.cache_error = ""

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from knowledge.core import keys
+from knowledge.core.errors import TheusError
 from knowledge.core.graph import GraphReader, Node
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
@@ -48,7 +49,7 @@ from knowledge.recall import THRESHOLD, Hit, Rerank
 from knowledge.recall.intent import intent_of
 from knowledge.recall.kinds import kind_of, wanted_kinds
 from knowledge.recall.status import Counters
-from knowledge.vectors.port import StoreUnavailable
+from knowledge.vectors.port import VectorStoreUnavailable
 
 DENSE = 0.3  # the weight of meaning against recall's own ranking (bench/recall.py)
 WEIGHT = 0.5  # how much meaning lifts a memory's (or the best file's) own score
@@ -90,7 +91,7 @@ class RerankStats(Counters):
     failed: int = 0  # the embedder raised
 
 
-class _Late(Exception):
+class _Late(TheusError):
     pass
 
 
@@ -364,5 +365,5 @@ def _median(values: npt.NDArray[np.float64]) -> float:
 
 def _put_quietly(cache: VectorCache, texts: list[str], rows: Vector) -> None:
     # Only a cache: a locked or full disk costs a re-embedding later, not this request.
-    with contextlib.suppress(StoreUnavailable):
+    with contextlib.suppress(VectorStoreUnavailable):
         cache.put_many(texts, rows)

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from knowledge.core.errors import TheusError
 from knowledge.facts.ontology import LAYERS, Layer, as_layer
 
 Speaker = Literal["user", "assistant"]
@@ -103,7 +104,7 @@ def extraction_prompt(speaker: Speaker, text: str, known: list[str]) -> list[dic
     ]
 
 
-class ExtractionError(ValueError):
+class ExtractionError(TheusError, ValueError):
     """The model's answer is not an extraction at all (see the module docstring)."""
 
 

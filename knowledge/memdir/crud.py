@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from knowledge.core import atomic, keys
+from knowledge.core.errors import TheusError
 from knowledge.core.frontmatter import first_line, shorten
 from knowledge.core.graph import Node
 from knowledge.core.mentions import Mentions
@@ -35,11 +36,11 @@ class MemoryChange:
     durable: bool = True
 
 
-class MemoryNotFound(LookupError):
+class MemoryNotFound(TheusError, LookupError):
     pass
 
 
-class AmbiguousKey(LookupError):
+class AmbiguousKey(TheusError, LookupError):
     pass
 
 

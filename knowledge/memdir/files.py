@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from knowledge.core import atomic, keys
+from knowledge.core.errors import TheusError
 from knowledge.core.frontmatter import first_line, parse_frontmatter, render_frontmatter
 from knowledge.memdir.format import (
     DEFAULT_CAPS,
@@ -23,7 +24,7 @@ from knowledge.memdir.format import (
 LOCK_NAME = ".lock"
 
 
-class MemdirFull(Exception):
+class MemdirFull(TheusError):
     """A new pointer line would land past the cap, where it would not be loaded."""
 
 

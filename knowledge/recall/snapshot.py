@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from knowledge.core import atomic
+from knowledge.core.errors import TheusError
 
 MAGIC = b"THEUSIDX"
 ALIGN = 64
 
 
-class SnapshotError(Exception):
+class SnapshotError(TheusError):
     """The file is not a snapshot this version can read."""
 
 

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 from knowledge.core import atomic
+from knowledge.core.errors import TheusError
 from knowledge.run_history.record import RunRecord
 
 log = logging.getLogger(__name__)
@@ -20,11 +21,11 @@ log = logging.getLogger(__name__)
 WAITING = "waiting"
 
 
-class NoSuchRun(LookupError):
+class NoSuchRun(TheusError, LookupError):
     pass
 
 
-class AmbiguousRun(LookupError):
+class AmbiguousRun(TheusError, LookupError):
     pass
 
 

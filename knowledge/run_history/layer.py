@@ -8,7 +8,7 @@ text), so recording it costs no model time at exit; when there was none (the emb
 still loading), the local record waits with `stored` false and a later run stores it.
 
 Consistency operations (invalidate, restore, delete, delete a session's runs) are strict: the
-store first, by id; if it cannot be reached they raise `StoreUnavailable` and change nothing,
+store first, by id; if it cannot be reached they raise `VectorStoreUnavailable` and change nothing,
 so the record and the store never disagree about what is valid.
 """
 
@@ -40,9 +40,9 @@ from knowledge.vectors.port import (
     Hit,
     Point,
     StoreMismatch,
-    StoreUnavailable,
     Vector,
     VectorStore,
+    VectorStoreUnavailable,
 )
 
 log = logging.getLogger(__name__)
@@ -255,11 +255,11 @@ class RunHistory:
         return records
 
     def _strict_store(self, record: RunRecord) -> VectorStore:
-        """The store holding `record`'s point; `StoreUnavailable` if it cannot be reached."""
+        """The store holding `record`'s point; `VectorStoreUnavailable` if it cannot be reached."""
         try:
             return self._store_for(record.embed_model, record.dim)
         except StoreMismatch as exc:
-            raise StoreUnavailable(str(exc)) from exc
+            raise VectorStoreUnavailable(str(exc)) from exc
 
     # -- plumbing --------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ def configured_server(env: Mapping[str, str]) -> str:
 def open_store(env: Mapping[str, str], model_id: str, dim: int) -> VectorStore:
     """The history's store for this embedder; raises `StoreMismatch` when a configured
     dimension (`THEUS_QDRANT_DIM`) or the collection's differs from the embedder's, and
-    `StoreUnavailable` when it cannot be reached."""
+    `VectorStoreUnavailable` when it cannot be reached."""
     wanted = env.get("THEUS_QDRANT_DIM", "").strip()
     if wanted and wanted != str(dim):
         raise StoreMismatch(

@@ -37,8 +37,8 @@ from knowledge.vectors.port import (
     Payload,
     Point,
     StoreMismatch,
-    StoreUnavailable,
     Vector,
+    VectorStoreUnavailable,
 )
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class EmbeddedStore:
                 self._move_aside(exc)
                 self._conn = self._open(read_only)
         except sqlite3.Error as exc:
-            raise StoreUnavailable(f"vector store {path}: {exc}") from exc
+            raise VectorStoreUnavailable(f"vector store {path}: {exc}") from exc
 
     @classmethod
     def existing(cls, path: Path, collection: str) -> EmbeddedStore | None:
@@ -357,7 +357,7 @@ class EmbeddedStore:
 
 
 class _Transaction:
-    """The lock, a transaction for writes, and SQLite errors as `StoreUnavailable`."""
+    """The lock, a transaction for writes, and SQLite errors as `VectorStoreUnavailable`."""
 
     def __init__(self, store: EmbeddedStore, write: bool) -> None:
         self.store = store
@@ -370,7 +370,7 @@ class _Transaction:
                 self.store._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 self.store._lock.release()
-                raise StoreUnavailable(f"vector store {self.store.path}: {exc}") from exc
+                raise VectorStoreUnavailable(f"vector store {self.store.path}: {exc}") from exc
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object
@@ -389,7 +389,7 @@ class _Transaction:
         finally:
             self.store._lock.release()
         if isinstance(exc, sqlite3.Error):
-            raise StoreUnavailable(f"vector store {self.store.path}: {exc}") from exc
+            raise VectorStoreUnavailable(f"vector store {self.store.path}: {exc}") from exc
 
 
 def _id(point_id: str) -> bytes:

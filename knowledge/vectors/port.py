@@ -22,17 +22,19 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from knowledge.core.errors import TheusError
+
 Scalar = str | int | float | bool
 Payload = Mapping[str, Scalar | list[Scalar] | None]
 Vector = npt.NDArray[np.float32]
 
 
-class StoreUnavailable(Exception):
+class VectorStoreUnavailable(TheusError):
     """The store cannot be reached or refused the operation (server down, file locked, disk
     full): reads fail open on it; consistency operations refuse and say so."""
 
 
-class StoreMismatch(Exception):
+class StoreMismatch(TheusError):
     """The collection holds vectors of another dimension than the embedder makes: refusing to
     start beats storing vectors nobody can search."""
 

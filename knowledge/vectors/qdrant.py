@@ -8,7 +8,7 @@ payload indexes for the filters every search uses: `project`, `lineage` keyword,
 bool); one that exists with another vector size or distance raises `StoreMismatch`, so nothing
 is ever stored that a search could not find.
 
-The constructor connects (a short timeout), so a server that is down raises `StoreUnavailable`
+The constructor connects (a short timeout), so a server that is down raises `VectorStoreUnavailable`
 there, as does every later failure to reach it or a request it refuses; messages carry the URL,
 never the API key. Qdrant keeps cosine vectors normalised, so `get(with_vectors=True)` returns
 unit vectors. Point ids are UUID strings (anything else is a ValueError), returned in their
@@ -35,8 +35,8 @@ from knowledge.vectors.port import (
     Point,
     Scalar,
     StoreMismatch,
-    StoreUnavailable,
     Vector,
+    VectorStoreUnavailable,
     collection_name,
 )
 
@@ -206,13 +206,14 @@ class QdrantStore:
     # -- plumbing --------------------------------------------------------------------------
 
     def _call(self, request: Callable[[], _T]) -> _T:
-        """`request()`, with a server that cannot be reached or refuses as `StoreUnavailable`."""
+        """`request()`, with a server that cannot be reached or refuses as
+        `VectorStoreUnavailable`."""
         # Connection errors come wrapped in ApiException; a 429 (rate limit) is a QdrantException.
         try:
             return request()
         except (ApiException, QdrantException) as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
-            raise StoreUnavailable(f"Qdrant at {self._where}: {reason}") from exc
+            raise VectorStoreUnavailable(f"Qdrant at {self._where}: {reason}") from exc
 
 
 def _id(point_id: str) -> str:

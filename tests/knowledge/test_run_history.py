@@ -19,7 +19,7 @@ from knowledge.run_history.layer import RunHistory
 from knowledge.run_history.record import RunRecord, lineage
 from knowledge.run_history.settings import HistorySettings
 from knowledge.run_history.stores import normal_remote, open_store
-from knowledge.vectors.port import Point, StoreMismatch, StoreUnavailable
+from knowledge.vectors.port import Point, StoreMismatch, VectorStoreUnavailable
 from tests.conftest import closed_port
 
 PROJECT = "git:example.org/team/app"
@@ -177,7 +177,7 @@ def test_a_store_that_is_down_costs_the_examples_never_the_run(
     down = {"THEUS_QDRANT_URL": _closed_port()}
     history = _history(home, embedder, env=down)
     assert history.examples(ASKED, time.perf_counter() + 5) == []
-    assert history.stats.failed == 1 and "StoreUnavailable" in history.stats.last_error
+    assert history.stats.failed == 1 and "VectorStoreUnavailable" in history.stats.last_error
     kept = _remember(history, LIKE_IT)
     assert not kept.stored and history.journal.find(kept.id) == kept
     assert history.stats.store_failed == 1
@@ -197,7 +197,7 @@ def test_strict_operations_refuse_when_the_store_is_down_and_change_nothing(
         lambda: down.delete(stored.id),
         lambda: down.delete_session("s1"),
     ):
-        with pytest.raises(StoreUnavailable):
+        with pytest.raises(VectorStoreUnavailable):
             change()
     assert down.journal.find(stored.id) == stored
 
@@ -263,7 +263,7 @@ def test_status_counts_what_failed_in_another_process(
     shown = status_section(paths, env=down)
     assert shown["store"].startswith("qdrant http://127.0.0.1:")
     assert (shown["failed"], shown["store_failed"], shown["runs"], shown["stored"]) == (2, 1, 1, 0)
-    assert "StoreUnavailable" in shown["last_error"]
+    assert "VectorStoreUnavailable" in shown["last_error"]
     assert status_section(paths, env={"THEUS_NO_HISTORY": "1"}) == {
         "state": "off: THEUS_NO_HISTORY=1"
     }

@@ -21,9 +21,9 @@ from knowledge.vectors.port import (
     Filter,
     Point,
     StoreMismatch,
-    StoreUnavailable,
     Vector,
     VectorStore,
+    VectorStoreUnavailable,
     collection_name,
 )
 from knowledge.vectors.qdrant import QdrantStore
@@ -293,7 +293,7 @@ def test_qdrant_mismatch_says_what_and_what_to_do(qdrant_url: str) -> None:  # n
 @pytest.mark.filterwarnings("ignore:Api key is used with an insecure connection")
 def test_qdrant_down_is_store_unavailable_with_the_url_and_no_key() -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there any more
-    with pytest.raises(StoreUnavailable) as raised:
+    with pytest.raises(VectorStoreUnavailable) as raised:
         QdrantStore(
             url, api_key="sekrit-key-123", collection_base="t", model_id=MODEL, dim=4, timeout=1
         )
@@ -305,7 +305,7 @@ def test_qdrant_that_never_answers_times_out_as_store_unavailable() -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        with pytest.raises(StoreUnavailable, match=r"127\.0\.0\.1"):
+        with pytest.raises(VectorStoreUnavailable, match=r"127\.0\.0\.1"):
             QdrantStore(url, collection_base="t", model_id=MODEL, dim=4, timeout=1)
 
 
@@ -325,7 +325,7 @@ def test_qdrant_http_errors_are_store_unavailable(status: int) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://user:pw@127.0.0.1:{server.server_address[1]}"
-        with pytest.raises(StoreUnavailable) as raised:
+        with pytest.raises(VectorStoreUnavailable) as raised:
             QdrantStore(url, collection_base="t", model_id=MODEL, dim=4, timeout=1)
         assert "127.0.0.1" in str(raised.value) and "pw@" not in str(raised.value)
     finally:

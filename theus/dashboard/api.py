@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from knowledge.core.errors import TheusError
 from knowledge.core.graph import EDGE_KINDS, NODE_KINDS
 from theus.dashboard.snapshot import Snapshot
 
@@ -29,7 +30,7 @@ _PUBLIC_DATA = ("size", "reason", "references", "language", "relations")
 _TEXT_CAP = 400
 
 
-class QueryError(ValueError):
+class QueryError(TheusError, ValueError):
     """A malformed query parameter: answered with 400."""
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import assets
+from knowledge.core.errors import TheusError
 from knowledge.core.graph import Graph
 from knowledge.core.redact import redact_data
 from theus.dashboard import api
@@ -58,11 +59,11 @@ _GZIP_FROM = 8192  # bytes; smaller answers are not worth compressing
 _REFUSALS = frozenset({401, 403, 405})
 
 
-class UnsafeHostError(ValueError):
+class UnsafeHostError(TheusError, ValueError):
     """Binding beyond loopback was asked for without the explicit unsafe flag."""
 
 
-class StaleCursor(Exception):
+class StaleCursor(TheusError):
     def __init__(self, version: int) -> None:
         super().__init__(version)
         self.version = version
@@ -243,7 +244,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _history_change(self, ref: str, action: str) -> None:
         from knowledge.run_history.journal import AmbiguousRun, NoSuchRun
-        from knowledge.vectors.port import StoreUnavailable
+        from knowledge.vectors.port import VectorStoreUnavailable
 
         history = self.dashboard.history
         if history is None:
@@ -259,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": f"no run matches {ref!r}"})
         except AmbiguousRun as exc:
             self._json(400, {"error": str(exc)})
-        except StoreUnavailable as exc:
+        except VectorStoreUnavailable as exc:
             self._json(
                 503,
                 {"error": f"{exc}; nothing was changed", "code": "VECTOR_STORE_UNAVAILABLE"},

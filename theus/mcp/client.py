@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from knowledge.core.errors import TheusError
 from knowledge.core.paths import data_home
 from theus.mcp.config import ServerConfig
 
@@ -35,7 +36,7 @@ STOP_TIMEOUT_S = 2.0
 SETTLE_GRACE_S = 0.5  # past a start-up deadline, for the hub's timer to mark the server failed
 
 
-class McpCallError(Exception):
+class McpCallError(TheusError):
     """The call did not reach an answer: server not running, timed out, connection lost."""
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import httpx2
 import openai
 
+from knowledge.core.errors import TheusError
 from knowledge.core.token_count import count_tokens
 from theus.config import ModelSettings
 from theus.model import capabilities, limits
@@ -595,7 +596,7 @@ class ModelClient:
         return min(delay, 30.0)
 
 
-class _PastDeadline(Exception):
+class _PastDeadline(TheusError):
     """The caller's deadline passed mid-stream."""
 
 

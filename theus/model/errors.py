@@ -8,6 +8,8 @@ import re
 import httpx2
 import openai
 
+from knowledge.core.errors import TheusError
+
 # A server's words for "the prompt does not fit" (OpenAI, vLLM, llama.cpp, llama-cpp-python).
 _OVERFLOW = re.compile(
     r"context[_ ](length|window|size)|maximum context|exceeds? (the )?"
@@ -25,7 +27,7 @@ _PROMPT_COUNT = re.compile(r"(\d+) in the messages|messages resulted in (\d+) to
 _VALIDATION = re.compile(r"validation error|input should be|field required", re.I)
 
 
-class ModelError(Exception):
+class ModelError(TheusError):
     """A model call that failed for good. `str(exc)` is one line saying what to do.
 
     `partial` is the answer text streamed before the failure (a dropped connection, the turn
@@ -48,15 +50,15 @@ class ModelError(Exception):
         self.context_tokens = context_tokens
 
 
-class Stalled(Exception):
+class Stalled(TheusError):
     """The server sent nothing within a bound; `str` says which, as a phrase."""
 
 
-class Malformed(Exception):
+class Malformed(TheusError):
     """The server answered, but not with a chat stream; `str` says how, as a phrase."""
 
 
-class Unreadable(Exception):
+class Unreadable(TheusError):
     """The server sent a body Theus will not read on (too large, compressed unasked, not
     UTF-8); `str` says how, as a phrase. Never retried: the server would send it again."""
 
@@ -66,7 +68,7 @@ class BodyCut(Unreadable):
     kept; a reply that must be read whole fails."""
 
 
-class EndedEarly(Exception):
+class EndedEarly(TheusError):
     """A 200 stream that ended with no answer and no finish_reason (a server that failed
     after answering 200: a context overflow, a tool mode it cannot stream)."""
 

@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from knowledge.core.errors import TheusError
+
 if TYPE_CHECKING:
     from knowledge.index.project import Project
 
 
-class UsageError(Exception):
+class UsageError(TheusError):
     """Bad input from the user: printed as one line, exit status 2."""
 
 

@@ -14,6 +14,7 @@ from enum import Enum
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+from knowledge.core.errors import TheusError
 from theus.protocol import ApprovalRequest
 from theus.tools.jail import Jail
 
@@ -27,7 +28,7 @@ Approver = Callable[[ApprovalRequest], Awaitable[bool]]
 SpawnFn = Callable[[str, str, bool], Awaitable[str]]
 
 
-class ToolError(Exception):
+class ToolError(TheusError):
     """The tool cannot do what was asked; the message goes back to the model, not to a crash."""
 
 

@@ -12,12 +12,13 @@ import stat
 from pathlib import Path
 
 from knowledge.core.beneath import open_beneath
+from knowledge.core.errors import TheusError
 from knowledge.core.paths import config_home, data_home
 from knowledge.index.ignore import is_secret
 from theus.tools.protected import protected_rule
 
 
-class JailError(Exception):
+class JailError(TheusError):
     """A path the tools refuse; the message is returned to the model as the tool's error."""
 
 

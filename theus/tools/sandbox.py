@@ -40,6 +40,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from knowledge.core.errors import TheusError
 from knowledge.core.paths import config_home, data_home
 from knowledge.core.switches import is_off, is_set
 from knowledge.index.ignore import DEFAULT_EXCLUDED_DIRS, is_secret
@@ -168,7 +169,7 @@ NO_SANDBOX = (
 )
 
 
-class TooLarge(Exception):
+class TooLarge(TheusError):
     """The project has more entries than the secrets scan reads."""
 
 

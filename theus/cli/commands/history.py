@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from knowledge.core.paths import ProjectPaths
     from knowledge.run_history.journal import AmbiguousRun, NoSuchRun
     from knowledge.run_history.layer import RunHistory
-    from knowledge.vectors.port import StoreUnavailable
+    from knowledge.vectors.port import VectorStoreUnavailable
 
     root = command_root(args)
     history = RunHistory.for_project(ProjectPaths.for_root(root))
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         except AmbiguousRun as exc:
             raise UsageError(str(exc)) from exc
-        except StoreUnavailable as exc:
+        except VectorStoreUnavailable as exc:
             return refuse_unavailable(exc)
     finally:
         history.close()

@@ -51,7 +51,7 @@ def _delete(root: Path, ref: str) -> int:
     from knowledge.core import atomic
     from knowledge.core.paths import ProjectPaths
     from knowledge.run_history.layer import RunHistory
-    from knowledge.vectors.port import StoreUnavailable
+    from knowledge.vectors.port import VectorStoreUnavailable
     from theus.cli.commands.history import refuse_unavailable
     from theus.sessions import SessionNotFound, SessionStore
 
@@ -63,7 +63,7 @@ def _delete(root: Path, ref: str) -> int:
     history = RunHistory.for_project(ProjectPaths.for_root(root))
     try:
         runs = history.delete_session(session.id)
-    except StoreUnavailable as exc:
+    except VectorStoreUnavailable as exc:
         return refuse_unavailable(exc, "nothing was deleted")
     finally:
         history.close()
