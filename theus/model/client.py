@@ -8,7 +8,9 @@ failed, no retry starts once THEUS_RETRY_DEADLINE has passed since the call bega
 caller's `deadline` (the turn's) cuts even a stream that keeps sending.
 
 What a server cannot do is learned from its answers (theus.model.capabilities) and worked
-around from then on, each work-around said once in `Completion.notices`."""
+around from then on, each work-around said once in `Completion.notices`. The client steers;
+the wire (`transport`), the retry policy (`retry`) and the answer's assembly (`answer`) are
+modules of their own."""
 
 from __future__ import annotations
 
@@ -17,21 +19,18 @@ import contextlib
 import json
 import logging
 import math
-import random
 import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
 import openai
 
-from knowledge.core.errors import TheusError
 from knowledge.core.token_count import count_tokens
 from theus.config import ModelSettings
-from theus.model import capabilities, limits
-from theus.model.bounds import MAX_ANSWER_CHARS, bounded_client
+from theus.model import capabilities, limits, retry
+from theus.model.answer import Completion, StreamedAnswer, TextCallback, whole_answer
+from theus.model.bounds import bounded_client
 from theus.model.errors import (
     BodyCut,
     EndedEarly,
@@ -47,30 +46,17 @@ from theus.model.errors import (
     short,
 )
 from theus.model.meter import Meter
-from theus.protocol import ToolCall
+from theus.model.transport import (
+    PastDeadline,
+    bounded,
+    clean,
+    is_event_stream,
+    output_limit,
+    request_kwargs,
+)
 
 log = logging.getLogger(__name__)
-# Output room never shrinks below this to fit a known context: a smaller answer is useless.
-MIN_OUTPUT_TOKENS = 256
 _AT_MOST = re.compile(r"at most (\d+)")
-
-
-@dataclass(slots=True)
-class Completion:
-    text: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    finish_reason: str | None = None
-    # The server reported no usage: the counts above are our estimate.
-    usage_estimated: bool = False
-    # Work-arounds started by this call, each said once per process (for the status line).
-    notices: list[str] = field(default_factory=list)
-    # Why the client cut the answer (finish_reason "length" then), when it was not the server.
-    cut: str | None = None
-
-
-TextCallback = Callable[[str], None]
 
 
 class ModelClient:
@@ -150,7 +136,7 @@ class ModelClient:
         """One answer. `deadline` (time.monotonic) bounds the whole call, streaming included:
         past it the call fails with kind "deadline" and the text so far in `partial`."""
         await self._settle_discovery()
-        messages = _clean(messages)
+        messages = clean(messages)
         attempt = 0
         started = time.monotonic()
         notices: list[str] = []
@@ -202,12 +188,16 @@ class ModelClient:
                 if isinstance(exc, json.JSONDecodeError):  # the SSE body was not JSON
                     exc = Malformed(f"sent a malformed stream ({exc})")
                 error = classify(exc, *self._where())
-                retryable = error.kind in ("rate_limit", "server", "network", "timeout")
-                delay = self._delay(attempt, exc)
+                delay = retry.delay_s(attempt, self.settings.retry_base_s, exc)
                 spent = time.monotonic() - started
-                if isinstance(exc, EndedEarly):  # an overflow or a mode it lacks: not transient
-                    retryable = False
-                if not retryable or emitted or attempt >= self.settings.max_retries:
+                if not retry.may_retry(
+                    error.kind,
+                    # An early end is an overflow or a mode the server lacks: not transient.
+                    transient=not isinstance(exc, EndedEarly),
+                    emitted=emitted,
+                    attempt=attempt,
+                    most=self.settings.max_retries,
+                ):
                     raise after(error, attempt + 1, spent) from exc
                 if spent + delay > self.settings.retry_deadline_s:
                     raise after(error, attempt + 1, spent, deadline=True) from exc
@@ -221,40 +211,14 @@ class ModelClient:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, stream: bool
     ) -> dict[str, Any]:
         self._last_sent = (messages, tools)
-        kwargs: dict[str, Any] = {
-            "model": self.settings.model,
-            "messages": messages,
-            "stream": stream,
-        }
-        if stream and self.caps.stream_options:
-            kwargs["stream_options"] = {"include_usage": True}
-        if tools:
-            kwargs["tools"] = tools
-            # Some servers (llama.cpp's) take a missing tool_choice as "none".
-            if self.caps.tool_choice:
-                kwargs["tool_choice"] = "auto"
-            if stream and self.caps.streams_tool_calls is None:
-                # This stream may break off after its 200 (llama-cpp-python): its connection
-                # must not be reused for the next request, which would fail on it.
-                kwargs["extra_headers"] = {"Connection": "close"}
-        limit = self._output_limit(messages, tools)
-        if limit and self.caps.max_tokens_param:
-            kwargs[self.caps.max_tokens_param] = limit
-        return kwargs
-
-    def _output_limit(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> int:
-        """THEUS_MAX_OUTPUT_TOKENS, within what the server allows and the context leaves."""
-        limit = self.settings.max_output_tokens
-        if limit <= 0:
-            return 0
-        if self.caps.max_output_cap:
-            limit = min(limit, self.caps.max_output_cap)
-        if self.caps.context_tokens:
-            room = self.caps.context_tokens - self.estimate_tokens(messages, tools)
-            limit = min(limit, max(MIN_OUTPUT_TOKENS, room))
-        return limit
+        return request_kwargs(
+            self.settings,
+            self.caps,
+            messages,
+            tools,
+            stream,
+            lambda: self.estimate_tokens(messages, tools),
+        )
 
     async def _stream(
         self,
@@ -276,76 +240,37 @@ class ModelClient:
                 f"did not start answering within {first_token:g}s "
                 "(raise THEUS_TIMEOUT or check the server)"
             ) from None
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        result = Completion(text="")
-        size = 0
-        usage_seen = False
+        answer = StreamedAnswer(on_text)
         try:
-            async for chunk in _bounded(
-                stream, first_token, self.settings.idle_timeout_s, deadline
-            ):
+            async for chunk in bounded(stream, first_token, self.settings.idle_timeout_s, deadline):
                 if chunk.usage is not None:
-                    usage_seen = True
-                    result.prompt_tokens = chunk.usage.prompt_tokens or 0
-                    result.completion_tokens = chunk.usage.completion_tokens or 0
                     self.meter.cache(chunk.usage)
-                for choice in chunk.choices or ():
-                    delta = choice.delta
-                    if delta is not None and delta.content:
-                        piece = delta.content[: MAX_ANSWER_CHARS - size]
-                        size += len(piece)
-                        text.append(piece)
-                        on_text(piece)
-                    for tc in (delta.tool_calls or ()) if delta is not None else ():
-                        slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                        if tc.id:
-                            slot["id"] = tc.id
-                        if tc.function is not None:
-                            for part in ("name", "arguments"):
-                                piece = (getattr(tc.function, part) or "")[
-                                    : MAX_ANSWER_CHARS - size
-                                ]
-                                slot[part] += piece
-                                size += len(piece)
-                    if choice.finish_reason:
-                        result.finish_reason = choice.finish_reason
-                if size >= MAX_ANSWER_CHARS:
-                    self._cut(result, f"answer cut at {MAX_ANSWER_CHARS:,} characters")
+                if not answer.add(chunk):
                     break
-        except _PastDeadline:
+        except PastDeadline:
             raise ModelError(
-                self._deadline_line("".join(text)), kind="deadline", partial="".join(text)
+                self._deadline_line(answer.text), kind="deadline", partial=answer.text
             ) from None
         except BodyCut as exc:
-            self._cut(result, f"answer cut: the server {exc}")
+            answer.result.cut_here(f"answer cut: the server {exc}")
         except Unreadable as exc:
-            if result.finish_reason is None:  # past the answer's end, it is whole
+            if answer.result.finish_reason is None:  # past the answer's end, it is whole
                 error = classify(exc, *self._where())
-                raise ModelError(str(error), kind=error.kind, partial="".join(text)) from None
+                raise ModelError(str(error), kind=error.kind, partial=answer.text) from None
         except (httpx2.TransportError, openai.APIConnectionError) as exc:
-            if text or calls:
-                raise dropped(self.settings.base_url, "".join(text)) from exc
+            if answer.started:
+                raise dropped(self.settings.base_url, answer.text) from exc
             raise EndedEarly() from exc  # a 200 that broke off (llama-cpp-python's, often)
-        if result.finish_reason is None:
-            if text or calls:  # the stream stopped mid-answer, without a finish
-                raise dropped(self.settings.base_url, "".join(text))
-            if not _is_event_stream(stream):
+        if answer.result.finish_reason is None:
+            if answer.started:  # the stream stopped mid-answer, without a finish
+                raise dropped(self.settings.base_url, answer.text)
+            if not is_event_stream(stream):
                 raise Malformed("sent no answer (an empty response, or not a chat stream)")
             raise EndedEarly()
-        result.text = "".join(text)
-        result.tool_calls = [
-            ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
-            for i, c in sorted(calls.items())
-        ]
-        if not usage_seen:
+        result = answer.completion()
+        if not answer.usage_seen:
             self._estimate(result, messages, tools)
         return result
-
-    @staticmethod
-    def _cut(result: Completion, why: str) -> None:
-        """The answer ends here, as if the server had stopped at its output limit."""
-        result.finish_reason, result.cut = "length", f"{why} (Theus's bound on one answer)"
 
     async def _once(
         self,
@@ -367,20 +292,11 @@ class ModelClient:
             ) from None
         if not isinstance(reply, openai.types.chat.ChatCompletion):  # an HTML page, say
             raise Malformed("sent no chat completion")
-        choice = reply.choices[0] if reply.choices else None
-        if choice is None:
+        result = whole_answer(reply)
+        if result is None:
             raise Malformed("sent no answer (a response without choices)")
-        text = choice.message.content or ""
-        if text:
-            on_text(text)
-        result = Completion(text=text, finish_reason=choice.finish_reason)
-        result.tool_calls = [
-            ToolCall(
-                id=c.id or f"call_{i}", name=c.function.name, arguments=c.function.arguments or ""
-            )
-            for i, c in enumerate(choice.message.tool_calls or ())
-            if isinstance(c, openai.types.chat.ChatCompletionMessageFunctionToolCall)
-        ]
+        if result.text:
+            on_text(result.text)
         if reply.usage is not None and reply.usage.prompt_tokens:
             result.prompt_tokens = reply.usage.prompt_tokens
             result.completion_tokens = reply.usage.completion_tokens or 0
@@ -395,8 +311,10 @@ class ModelClient:
         """One non-streaming call whose answer must be JSON of `schema` (strict structured
         output). A server that refuses `response_format` is asked again without it (the
         prompt asks for JSON too). No retries: callers are optional layers that fail open."""
-        request: dict[str, Any] = {"model": self.settings.model, "messages": _clean(messages)}
-        limit = self._output_limit(request["messages"], None)
+        request: dict[str, Any] = {"model": self.settings.model, "messages": clean(messages)}
+        limit = output_limit(
+            self.settings, self.caps, lambda: self.estimate_tokens(request["messages"])
+        )
         if limit and self.caps.max_tokens_param:  # a local server would write until its context
             request[self.caps.max_tokens_param] = limit
         formats = [
@@ -584,60 +502,3 @@ class ModelClient:
             f"the turn passed its deadline (THEUS_TURN_DEADLINE) while the model at "
             f"{self.settings.base_url} was still answering{kept}"
         )
-
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        base = self.settings.retry_base_s
-        delay: float = base * (2**attempt) * (0.5 + random.random() / 2)
-        response = getattr(exc, "response", None)
-        retry_after = response.headers.get("retry-after") if response is not None else None
-        if retry_after:
-            with contextlib.suppress(ValueError):
-                delay = max(delay, float(retry_after))
-        return min(delay, 30.0)
-
-
-class _PastDeadline(TheusError):
-    """The caller's deadline passed mid-stream."""
-
-
-def _is_event_stream(stream: Any) -> bool:
-    response = getattr(stream, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    return "text/event-stream" in str(headers.get("content-type", ""))
-
-
-def _clean(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages any server accepts: `content: null` (an assistant step that only called
-    tools, an empty answer in an old session) becomes "", which strict servers require and
-    the others take."""
-    return [
-        {**m, "content": ""} if "content" in m and m["content"] is None else m for m in messages
-    ]
-
-
-async def _bounded(stream: Any, first_s: float, idle_s: float, deadline: float | None) -> Any:
-    """The stream's chunks, failing with `Stalled` when the first takes longer than
-    `first_s` or any later one longer than `idle_s`, and with `_PastDeadline` once
-    `deadline` passes; the stream is closed either way."""
-    chunks = stream.__aiter__()
-    wait, phrase = first_s, f"did not start answering within {first_s:g}s (THEUS_TIMEOUT)"
-    try:
-        while True:
-            bound = wait
-            if deadline is not None:
-                bound = min(bound, deadline - time.monotonic())
-                if bound <= 0:
-                    raise _PastDeadline()
-            try:
-                chunk = await asyncio.wait_for(chunks.__anext__(), bound)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise _PastDeadline() from None
-                raise Stalled(phrase) from None
-            yield chunk
-            wait, phrase = idle_s, f"sent nothing for {idle_s:g}s mid-answer (THEUS_IDLE_TIMEOUT)"
-    finally:
-        with contextlib.suppress(Exception):
-            await stream.close()
