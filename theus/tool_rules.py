@@ -23,6 +23,7 @@ are accepted and change nothing; any other name is one clear error.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -31,7 +32,6 @@ import pathspec
 
 from theus.protocol import ApprovalRequest
 from theus.shell_parts import Unchecked, simple_commands
-from theus.tools.registry import DECLARED
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 CLAUDE_TOOLS = {
@@ -46,8 +46,6 @@ CLAUDE_TOOLS = {
     "LS": "list",
     "Task": "task",
 }
-# The agent's tools, each rule's meaning from its declared effect (`theus.tools.base.Effect`).
-THEUS_TOOLS = tuple(t.name for t in DECLARED if t.agent)
 # Claude Code's tools with no Theus counterpart: a rule about one has nothing to act on.
 ABSENT = frozenset(
     {
@@ -66,8 +64,31 @@ ABSENT = frozenset(
         "Agent",
     }
 )
-KIND_OF = {t.name: t.effect.approval for t in DECLARED if t.agent and t.effect.approval}
-CHANGING = tuple(t.name for t in DECLARED if t.agent and t.effect.changes)
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """The agent's tools, each rule's meaning from its declared effect
+    (`theus.tools.base.Effect`): read when a rule or a mode first needs them, so that a run
+    without any imports the tools where it builds the agent, not at start."""
+
+    names: tuple[str, ...]
+    kind_of: dict[str, str]  # the approval each tool asks for
+    changing: tuple[str, ...]  # what plan mode takes away
+
+
+@functools.cache
+def _declared() -> _Declared:
+    from theus.tools.registry import DECLARED
+
+    agent = [t for t in DECLARED if t.agent]
+    return _Declared(
+        tuple(t.name for t in agent),
+        {t.name: t.effect.approval for t in agent if t.effect.approval},
+        tuple(t.name for t in agent if t.effect.changes),
+    )
+
+
 _RULE = re.compile(r"(?P<name>[A-Za-z_][\w-]*)(?:\((?P<spec>.*)\))?", re.DOTALL)
 MCP_PREFIX = "mcp__"
 
@@ -113,7 +134,7 @@ class ToolRules:
         elif rules.mode == "bypassPermissions":
             rules.kinds |= {"edit", "shell"}
         elif rules.mode == "plan":
-            rules.removed |= set(CHANGING)
+            rules.removed |= set(_declared().changing)
         for text in split_rules(allowed):
             rules._add(text, allow=True)
         for text in split_rules(disallowed):
@@ -136,26 +157,28 @@ class ToolRules:
             return
         if name in ABSENT:
             return
-        tool = CLAUDE_TOOLS.get(name, name if name in THEUS_TOOLS else "")
+        declared = _declared()
+        tool = CLAUDE_TOOLS.get(name, name if name in declared.names else "")
         if not tool:
             raise ValueError(
                 f"{flag}: unknown tool {name!r} (Bash, Edit, Write, Read, Grep, "
                 "Glob, Task, mcp__SERVER__TOOL, or Theus's own names)"
             )
         if spec is None:
-            if allow and tool in KIND_OF:
-                self.kinds.add(KIND_OF[tool])
+            if allow and tool in declared.kind_of:
+                self.kinds.add(declared.kind_of[tool])
             elif not allow:
                 self.removed.add(tool)
             return  # reading tools ask nothing: allowing them changes nothing
-        if tool not in KIND_OF:
+        if tool not in declared.kind_of:
             if allow:
                 return
             raise ValueError(
                 f"{flag}: {text!r}: {name} asks no approval, so only the whole "
                 f"tool can be disallowed ({name})"
             )
-        (self.allowed if allow else self.denied).append(_pattern(KIND_OF[tool], spec, flag))
+        pattern = _pattern(declared.kind_of[tool], spec, flag)
+        (self.allowed if allow else self.denied).append(pattern)
 
     @property
     def shell_denied(self) -> bool:
