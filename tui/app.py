@@ -44,25 +44,22 @@ STATUS_EVERY_S = 2.0
 QUIT_WINDOW_S = 2.0  # a second Ctrl+C within this quits, as in Claude Code
 
 
-def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
-    """A screen factory that imports its module on first use."""
+def _lazy(panel: str) -> Callable[[], Screen[Any]]:
+    """The factory of a panel's screen, `<Panel>Screen` in `tui/screens/<panel>.py`: its
+    module is imported on first use."""
 
     def make() -> Screen[Any]:
         import importlib
 
-        return getattr(importlib.import_module(f"tui.screens.{module}"), name)()
+        module = importlib.import_module(f"tui.screens.{panel}")
+        return getattr(module, f"{panel.capitalize()}Screen")()
 
     return make
 
 
 class TheusApp(App[int]):
     TITLE = "theus"
-    MODES: ClassVar[dict[str, Any]] = {
-        "chat": _lazy("chat", "ChatScreen"),
-        "graph": _lazy("graph", "GraphScreen"),
-        "episodes": _lazy("episodes", "EpisodesScreen"),
-        "memories": _lazy("memories", "MemoriesScreen"),
-    }
+    MODES: ClassVar[dict[str, Any]] = {c.panel: _lazy(c.panel) for c in REGISTRY if c.panel}
     DEFAULT_MODE = "chat"
     COMMANDS = App.COMMANDS | {AppCommands}
     BINDINGS: ClassVar[list[BindingType]] = [

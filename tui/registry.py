@@ -37,7 +37,8 @@ class Key:
 class Command:
     """`name` is typed after `/` (unless `slash` is False: a panel reached by key and palette
     only); `title` names it in the palette; a command that is not `while_busy` answers that a
-    turn is running instead of running."""
+    turn is running instead of running; `panel` is the app mode the command opens, whose
+    screen the app loads from `tui/screens/<panel>.py` on first use."""
 
     name: str
     help: str
@@ -47,6 +48,7 @@ class Command:
     title: str
     slash: bool
     while_busy: bool
+    panel: str
 
     @property
     def anywhere(self) -> bool:
@@ -70,6 +72,7 @@ class Registry:
         title: str = "",
         slash: bool = True,
         while_busy: bool = True,
+        panel: str = "",
     ) -> Callable[[Handler], Handler]:
         """Declare the decorated handler as `/name` (and `/alias`), with a one-line help."""
 
@@ -79,7 +82,7 @@ class Registry:
                     raise ValueError(f"/{typed} is declared twice")
                 self._names[typed] = name
             self._commands[name] = Command(
-                name, help, run, aliases, key, title or f"/{name}", slash, while_busy
+                name, help, run, aliases, key, title or f"/{name}", slash, while_busy, panel
             )
             return run
 

@@ -63,6 +63,7 @@ async def recall(chat: ChatScreen, arg: str) -> None:
     "the conversation",
     key=Key("f2", "Chat", "The conversation", id="app.chat", group=PANELS),
     title="Chat",
+    panel="chat",
     slash=False,
 )
 async def chat_panel(chat: ChatScreen, arg: str) -> None:
@@ -74,6 +75,7 @@ async def chat_panel(chat: ChatScreen, arg: str) -> None:
     "open the graph panel (optionally searching)",
     key=Key("f3", "Graph", "Search and browse the knowledge graph", id="app.graph", group=PANELS),
     title="Graph panel",
+    panel="graph",
 )
 async def graph(chat: ChatScreen, arg: str) -> None:
     await theus_app(chat).open_panel("graph", arg)
@@ -84,6 +86,7 @@ async def graph(chat: ChatScreen, arg: str) -> None:
     "open the episodes panel",
     key=Key("f4", "Episodes", "What earlier sessions did", id="app.episodes", group=PANELS),
     title="Episodes panel",
+    panel="episodes",
 )
 async def episodes(chat: ChatScreen, arg: str) -> None:
     await theus_app(chat).open_panel("episodes")
@@ -95,6 +98,7 @@ async def episodes(chat: ChatScreen, arg: str) -> None:
     aliases=("memories",),
     key=Key("f5", "Memories", "Add, edit and delete memories", id="app.memories", group=PANELS),
     title="Memories panel",
+    panel="memories",
 )
 async def memory(chat: ChatScreen, arg: str) -> None:
     if arg:

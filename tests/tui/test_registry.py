@@ -148,8 +148,10 @@ async def test_undo_and_resume_wait_for_the_running_turn(
         await app.workers.wait_for_complete()
 
 
-def test_the_keys_keep_their_ids_and_order() -> None:
-    """A user's keymap names these ids; the footer shows them in this order."""
+def test_the_keys_and_panels_keep_their_names() -> None:
+    """A user's keymap names these ids; the footer shows them in this order; the panels are
+    the app's modes."""
+    assert list(TheusApp.MODES) == ["chat", "graph", "episodes", "memories"]
     assert [b.id for b in TheusApp.BINDINGS if not isinstance(b, tuple)] == [
         "app.help",
         "app.chat",
