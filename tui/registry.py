@@ -1,6 +1,6 @@
-"""The registry behind the slash commands and the panels: each is declared once with
-`@registry.command(...)` next to its handler, and the app's bindings, the command palette, the
-help screen, the prompt's suggestions and the dispatch are all read from it."""
+"""The registry behind the slash commands and the panels: each is declared once, with
+`@REGISTRY.command(...)` on its handler in `tui/slash.py`, and the app's modes and bindings, the
+command palette, the help screen, the prompt's suggestions and the dispatch are read from it."""
 
 from __future__ import annotations
 
