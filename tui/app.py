@@ -26,10 +26,11 @@ from theus.config import AgentSettings, ModelSettings
 from theus.permissions import Permissions
 from theus.printable import PrintableFormatter
 from theus.protocol import Message, Usage
-from tui.commands import PanelCommands
+from tui.commands import AppCommands
 from tui.engine import Engine
 from tui.mcp_servers import McpServers
 from tui.messages import GraphLoaded, IndexChanged, InjectedTokens, RecallDone
+from tui.slash import REGISTRY
 from tui.widgets.status_bar import StatusBar, embedding_text, short_switches, watcher_text
 
 if TYPE_CHECKING:  # the chat screen is loaded with its mode
@@ -40,7 +41,6 @@ if TYPE_CHECKING:  # the chat screen is loaded with its mode
 
 log = logging.getLogger(__name__)
 
-PANELS = Binding.Group("Panels", compact=True)
 STATUS_EVERY_S = 2.0
 QUIT_WINDOW_S = 2.0  # a second Ctrl+C within this quits, as in Claude Code
 # `/dashboard`: (project, status report) -> (url, stop). The entry point hands in the dashboard
@@ -50,13 +50,15 @@ DashboardStarter = Callable[
 ]
 
 
-def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
-    """A screen factory that imports its module on first use."""
+def _lazy(panel: str) -> Callable[[], Screen[Any]]:
+    """The factory of a panel's screen, `<Panel>Screen` in `tui/screens/<panel>.py`: its
+    module is imported on first use."""
 
     def make() -> Screen[Any]:
         import importlib
 
-        screen: Screen[Any] = getattr(importlib.import_module(f"tui.screens.{module}"), name)()
+        module = importlib.import_module(f"tui.screens.{panel}")
+        screen: Screen[Any] = getattr(module, f"{panel.capitalize()}Screen")()
         return screen
 
     return make
@@ -64,44 +66,11 @@ def _lazy(module: str, name: str) -> Callable[[], Screen[Any]]:
 
 class TheusApp(App[int]):
     TITLE = "theus"
-    MODES: ClassVar[dict[str, Any]] = {
-        "chat": _lazy("chat", "ChatScreen"),
-        "graph": _lazy("graph", "GraphScreen"),
-        "episodes": _lazy("episodes", "EpisodesScreen"),
-        "memories": _lazy("memories", "MemoriesScreen"),
-    }
+    MODES: ClassVar[dict[str, Any]] = {c.panel: _lazy(c.panel) for c in REGISTRY if c.panel}
     DEFAULT_MODE = "chat"
-    COMMANDS = App.COMMANDS | {PanelCommands}
+    COMMANDS = App.COMMANDS | {AppCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f1", "help", "Help", id="app.help", tooltip="Keys, slash commands, model setup"),
-        Binding(
-            "f2", "panel('chat')", "Chat", id="app.chat", group=PANELS, tooltip="The conversation"
-        ),
-        Binding(
-            "f3",
-            "panel('graph')",
-            "Graph",
-            id="app.graph",
-            group=PANELS,
-            tooltip="Search and browse the knowledge graph",
-        ),
-        Binding(
-            "f4",
-            "panel('episodes')",
-            "Episodes",
-            id="app.episodes",
-            group=PANELS,
-            tooltip="What earlier sessions did",
-        ),
-        Binding(
-            "f5",
-            "panel('memories')",
-            "Memories",
-            id="app.memories",
-            group=PANELS,
-            tooltip="Add, edit and delete memories",
-        ),
-        Binding("ctrl+q", "quit", "Quit", id="app.quit", tooltip="Leave theus", priority=True),
+        *REGISTRY.bindings("app"),
         # Priority, so the request box's copy does not take it: Ctrl+C stops, as in a shell.
         Binding(
             "ctrl+c",
@@ -313,8 +282,14 @@ class TheusApp(App[int]):
             )
 
     # -- panels and actions ---------------------------------------------------------------------
-    async def action_panel(self, name: str) -> None:
-        await self.open_panel(name)
+    async def action_run_command(self, name: str) -> None:
+        """A command's key or palette entry: run it as if typed with nothing after its name;
+        one that answers in the chat brings the chat forward first."""
+        command = REGISTRY[name]
+        if not command.anywhere and self.current_mode != "chat":
+            await self.switch_mode("chat")
+        assert self.chat is not None  # the default mode: mounted before any key is read
+        await self.chat.run_command(command, "")
 
     async def open_panel(self, name: str, query: str = "") -> None:
         await self.switch_mode(name)
@@ -325,7 +300,7 @@ class TheusApp(App[int]):
             if isinstance(screen, GraphScreen):
                 screen.search_for(query)
 
-    def action_help(self) -> None:
+    def show_help(self) -> None:
         from tui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):

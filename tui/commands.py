@@ -1,4 +1,5 @@
-"""Command palette (ctrl+p): the panels and their actions, by name."""
+"""Command palette (ctrl+p): every panel and slash command, and the actions of the panel you are
+on, by name."""
 
 from __future__ import annotations
 
@@ -10,31 +11,26 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.screen import Screen
 
 from tui.app_handle import theus_app
+from tui.slash import REGISTRY
 
 Command = tuple[str, str, Callable[[], Any]]
 
 
-class PanelCommands(Provider):
-    """Open a panel or run one of its actions; the list follows the screen you are on."""
+class AppCommands(Provider):
+    """Open a panel, run a slash command (as if typed with nothing after it) or one of the
+    actions of the screen you are on."""
 
     def _commands(self) -> list[Command]:
         app = theus_app(self)
         screen = self.screen
-        found: list[Command] = [
-            ("Chat", "the conversation (F2)", partial(app.open_panel, "chat")),
-            (
-                "Graph panel",
-                "browse files, symbols and edges (F3)",
-                partial(app.open_panel, "graph"),
-            ),
-            (
-                "Episodes panel",
-                "what earlier sessions did (F4)",
-                partial(app.open_panel, "episodes"),
-            ),
-            ("Memories panel", "MEMORY.md entries (F5)", partial(app.open_panel, "memories")),
-            ("Help", "keys, slash commands, setting a model (F1)", app.action_help),
-        ]
+        keys = {a.binding.id: a.binding for a in screen.active_bindings.values()}
+        found: list[Command] = []
+        for command in REGISTRY:
+            key = keys.get(command.key.id) if command.key else None
+            help_text = key.tooltip if key else command.help
+            if key:  # as the user's keymap has it
+                help_text += f" ({app.get_key_display(key)})"
+            found.append((command.title, help_text, partial(app.action_run_command, command.name)))
         # The panel's own bindings, so every action is reachable by name too.
         for binding in getattr(screen, "BINDINGS", []):
             if binding.description and binding.id:

@@ -20,10 +20,12 @@ from textual.widgets import Footer, Static, TextArea
 
 from theus import protocol as ev
 from theus.permissions import rules_for
-from tui import attachments, slash
+from tui import attachments
 from tui.app_handle import theus_app
 from tui.messages import AgentEvent, InjectedTokens, RecallDone, TextBatch
+from tui.registry import Command
 from tui.screens.approval import ApprovalScreen
+from tui.slash import REGISTRY
 from tui.widgets.busy import BusyIndicator
 from tui.widgets.chat_items import (
     AssistantReply,
@@ -65,13 +67,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             id="chat.cancel",
             tooltip="Stop the running turn (the conversation is kept)",
         ),
-        Binding(
-            "ctrl+l",
-            "clear",
-            "Clear",
-            id="chat.clear",
-            tooltip="Clear the conversation and start a new one (/clear)",
-        ),
+        *REGISTRY.bindings("chat"),
     ]
     log_view = getters.query_one("#log", VerticalScroll)
 
@@ -137,7 +133,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
     @on(PromptInput.Submitted)
     async def submitted(self, event: PromptInput.Submitted) -> None:
         self.log_view.scroll_end(animate=False)  # back to the newest, anchored again
-        command = slash.parse(event.text)
+        command = REGISTRY.parse(event.text)
         if command is not None:
             await self.run_slash(*command)
         elif theus_app(self).model_settings is None:
@@ -333,64 +329,29 @@ with; approvals offer "always" for this session or this project (`/permissions` 
         self.action_cancel_turn()
         return True
 
-    async def action_clear(self) -> None:
-        await self.run_slash("clear", "")
-
     async def run_slash(self, name: str, arg: str) -> None:
-        app = theus_app(self)
-        if name == "help":
-            app.action_help()
-        elif name == "clear":
-            await self._end_session()
-        elif name == "resume":
-            if arg:
-                self.resume(arg)
-            else:
-                self.pick_session()
-        elif name == "permissions":
-            await self.add(Notice(await asyncio.to_thread(self._permissions, arg)))
-        elif name == "compact":
-            self.compact()
-        elif name == "recall":
-            if arg:
-                self.recall(arg)
-            else:
-                await self.add(Notice("usage: /recall QUERY"))
-        elif name in ("graph", "episodes", "memory", "memories"):
-            if name == "memory" and arg:
-                app.remember(arg)
-            else:
-                await app.open_panel("memories" if name.startswith("mem") else name, arg)
-        elif name == "model":
-            await self.add(Notice(app.switch_model(arg)))
-        elif name == "sessions":
-            self.list_sessions()
-        elif name == "mcp":
-            self.show_mcp(arg)
-        elif name == "dashboard":
-            self.open_dashboard()
-        elif name == "status":
-            await self.add(Notice(await asyncio.to_thread(self._status)))
-        elif name == "cost":
-            await self.add(Notice(self._cost()))
-        elif name == "exit":
-            await app.action_quit()
-        elif name == "init":
-            self.init_agents_file()
-        elif name == "undo":
-            await self.add(Notice(await asyncio.to_thread(self._undo)))
-        elif name == "diff":
-            await self.add(Notice(await asyncio.to_thread(self._diff)))
-        else:
+        """Run `/name` typed in the request box; an unknown name gets the commands it may mean."""
+        command = REGISTRY.find(name)
+        if command is None:
             await self.add(
                 Notice(
                     f"unknown command /{name}; try "
-                    + ", ".join("/" + c for c in slash.suggest(name)),
+                    + ", ".join("/" + c for c in REGISTRY.suggest(name)),
                     error=True,
                 )
             )
+        else:
+            await self.run_command(command, arg)
 
-    async def _end_session(self) -> None:
+    async def run_command(self, command: Command, arg: str) -> None:
+        """Run `command` (typed, or from its key or the palette) unless a turn runs and the
+        command waits for the turn to end."""
+        if self.busy and not command.while_busy:
+            await self.add(Notice(f"a turn is running: stop it (Escape) before /{command.name}"))
+        else:
+            await command.run(self, arg)
+
+    async def end_session(self) -> None:
         """Stop the turn, end the session (its episode) and clear the screen and its figures."""
         app = theus_app(self)
         self.workers.cancel_group(self, "agent")
@@ -454,24 +415,22 @@ with; approvals offer "always" for this session or this project (`/permissions` 
     @work(group="resume", exit_on_error=False)
     async def resume(self, session_id: str) -> None:
         """Go on with an earlier session (a unique prefix of its id will do): its
-        conversation on screen, and the next request sends it to the model."""
+        conversation on screen, and the next request sends it to the model. No turn runs
+        meanwhile: `/resume` is declared to wait for it, and the picker is modal."""
         from theus.sessions import SessionNotFound, SessionStore
 
         app = theus_app(self)
-        if self.busy:
-            await self.add(Notice("a turn is running: stop it (Escape) before resuming"))
-            return
         try:
             session = await asyncio.to_thread(SessionStore(app.engine.root).open, session_id)
         except SessionNotFound as exc:
             await self.add(Notice(str(exc), error=True))
             return
         messages = await asyncio.to_thread(session.messages)
-        await self._end_session()
+        await self.end_session()
         app.resume_session, app.resume = session, messages
         await self.show_history(session.id, messages)
 
-    def _status(self) -> str:
+    def status_text(self) -> str:
         """`/status`: what `theus status` shows, with this app's model and session."""
         from knowledge.memory.status import gather
         from theus.service.status import sections
@@ -492,14 +451,12 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             lines.append(f"{section}: " + "; ".join(f"{k} {v}" for k, v in rows))
         return "\n".join(lines)
 
-    def _undo(self) -> str:
+    def undo_text(self) -> str:
         """`/undo`: the files the last turn's edits and writes changed, put back."""
         from theus.tools.files import put_back
 
         if self.agent is None or self.agent.checkpoints is None:
             return "nothing to undo in this conversation"
-        if self.busy:
-            return "a turn is running: stop it (Esc) before /undo"
         jail = self.agent.context.jail
         try:
             files = self.agent.checkpoints.undo(lambda rel, data: put_back(jail, rel, data))
@@ -513,7 +470,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             + " (changes made by shell commands are not undone)"
         )
 
-    def _diff(self) -> str:
+    def diff_text(self) -> str:
         """`/diff`: what this conversation's edits and writes changed, file by file."""
         from theus.tools.files import current_bytes
 
@@ -525,7 +482,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             or "no changes in this conversation (by the edit and write tools)"
         )
 
-    def _cost(self) -> str:
+    def cost_text(self) -> str:
         """`/cost`: the conversation's tokens, as the status bar counts them, and a price
         where the price table has the model."""
         from theus.pricing import cost_usd
@@ -549,7 +506,7 @@ with; approvals offer "always" for this session or this project (`/permissions` 
             )
         )
 
-    def _permissions(self, arg: str) -> str:
+    def permissions_text(self, arg: str) -> str:
         """`/permissions`: the standing approvals; `/permissions revoke N` drops one."""
         permissions = theus_app(self).permissions
         verb, _, number = arg.partition(" ")

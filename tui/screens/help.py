@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -11,10 +10,11 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Markdown
 
-from tui import slash
+from tui.registry import key_order
+from tui.slash import REGISTRY
 
 SLASH_HELP = "## Slash commands\n\n| command | what it does |\n|---|---|\n" + "\n".join(
-    f"| `/{name}` | {text} |" for name, text in slash.COMMANDS.items()
+    f"| `/{c.name}` | {c.help} |" for c in REGISTRY.slash()
 )
 
 MODEL_HELP = """\
@@ -38,7 +38,7 @@ def keys_markdown(screen: Screen[object]) -> str:
             for a in screen.active_bindings.values()
             if a.binding.id and a.binding.description
         }.values(),
-        key=_key_order,
+        key=key_order,
     )
     rows = [
         f"| `{screen.app.get_key_display(b)}` | {b.description} | `{b.id}` | {b.tooltip} |"
@@ -47,14 +47,6 @@ def keys_markdown(screen: Screen[object]) -> str:
     table = "| key | action | id | |\n|---|---|---|---|\n" + "\n".join(rows)
     widget_help = [w.HELP for w in screen.query("*") if w.HELP]
     return "\n\n".join(["## Keys", table, *dict.fromkeys(widget_help)])
-
-
-def _key_order(binding: Binding) -> tuple[int, int, str]:
-    """F1, F2, … in number order first, then the other keys by binding id."""
-    key = binding.key.split(",")[0]
-    if re.fullmatch(r"f\d+", key):
-        return (0, int(key[1:]), "")
-    return (1, 0, str(binding.id))
 
 
 class HelpScreen(ModalScreen[None]):

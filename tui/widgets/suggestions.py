@@ -11,7 +11,7 @@ from textual.fuzzy import Matcher
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from tui import slash
+from tui.slash import REGISTRY
 
 SHOWN = 8  # rows of suggestions
 # The word being typed at the cursor, when it is a file mention: `@` at a word's start.
@@ -41,9 +41,9 @@ def completing(text: str, line: int, column: int) -> Completing | None:
 def slash_options(query: str) -> list[tuple[str, str]]:
     """(completion, label) of the commands starting with `query`, in the help's order."""
     return [
-        (f"/{name} ", f"/{name}  {help_text}")
-        for name, help_text in slash.COMMANDS.items()
-        if name.startswith(query.lower())
+        (f"/{c.name} ", f"/{c.name}  {c.help}")
+        for c in REGISTRY.slash()
+        if c.name.startswith(query.lower())
     ]
 
 
