@@ -86,6 +86,19 @@ class Hit:
     why: str
     layer: str  # "HOT" | "WARM" | "COLD"
 
+    def as_json(self) -> dict[str, str | int | float]:
+        """The hit as `theus recall --json` and the MCP recall tool show it."""
+        return {
+            "key": self.key,
+            "kind": self.kind,
+            "path": self.path,
+            "name": self.name,
+            "line": self.line,
+            "score": self.score,
+            "why": self.why,
+            "layer": self.layer,
+        }
+
     def rescored(self, score: float) -> Hit:
         """This hit at another score (a fifth of `dataclasses.replace`'s cost: a hot path)."""
         return Hit(

@@ -72,19 +72,7 @@ def recall(ctx: ToolContext, query: str, top: Annotated[int, Bounds(1, 50)] = 10
         "took_ms": round(result.took_ms, 2),
         "best_score": round(result.best_score, 3),
         "files": result.files[:top],
-        "results": [
-            {
-                "key": h.key,
-                "kind": h.kind,
-                "path": h.path,
-                "name": h.name,
-                "line": h.line,
-                "score": round(h.score, 3),
-                "why": h.why,
-                "layer": h.layer,
-            }
-            for h in result.hits[:top]
-        ],
+        "results": [{**h.as_json(), "score": round(h.score, 3)} for h in result.hits[:top]],
         "block": context.block,
         "notes": result.notes,
     }

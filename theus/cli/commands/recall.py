@@ -61,19 +61,7 @@ def run(args: argparse.Namespace) -> int:
                 "took_ms": result.took_ms,
                 "best_score": result.best_score,
                 "files": result.files,
-                "results": [
-                    {
-                        "key": h.key,
-                        "kind": h.kind,
-                        "path": h.path,
-                        "name": h.name,
-                        "line": h.line,
-                        "score": h.score,
-                        "why": h.why,
-                        "layer": h.layer,
-                    }
-                    for h in result.hits
-                ],
+                "results": [h.as_json() for h in result.hits],
                 "context": block,
                 "injected_tokens": tokens,
                 "notes": result.notes,
