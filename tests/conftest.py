@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -29,7 +31,10 @@ def theus_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     return home
 
 
-def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+T = TypeVar("T")
+
+
+def write_tree(root: Path, files: Mapping[str, str | bytes]) -> Path:
     """Create files under root; str content is written as UTF-8."""
     for rel, content in files.items():
         path = root / rel
@@ -41,7 +46,7 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
-def indexed_project(root: Path, files: dict[str, str | bytes]) -> Project:
+def indexed_project(root: Path, files: Mapping[str, str | bytes]) -> Project:
     """A project written from `files` and indexed."""
     project = Project(write_tree(root, files))
     project.index()
@@ -138,3 +143,10 @@ def file_types_history(root: Path, home: Path) -> Path:
             fh.write(f"TYPES.append(('{language}', '*.{language}'))\n")
         run_git(root, home, "commit", "-q", "-am", f"add support for {language} files")
     return root
+
+
+def present(value: T | None) -> T:
+    """`value`, which the test expects to be there (a node, an episode): a clear failure
+    where it is missing, and a type without None for what follows."""
+    assert value is not None
+    return value

@@ -6,6 +6,7 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -77,7 +78,9 @@ SUFFIXES = [".py", ".ts", ".tsx", ".js", ".go", ".rs", ".java", ".md", ".sql", "
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=2048), suffix=st.sampled_from(SUFFIXES))
-def test_arbitrary_bytes_never_crash(tmp_path_factory, data: bytes, suffix: str) -> None:
+def test_arbitrary_bytes_never_crash(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, suffix: str
+) -> None:
     root = tmp_path_factory.mktemp("fuzz")
     (root / f"f{suffix}").write_bytes(data)
     result = analyse(str(root), f"f{suffix}", len(data), 0)

@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import write_tree
 
@@ -34,9 +35,10 @@ def read_url(proc: subprocess.Popen[str]) -> str:
     raise AssertionError(f"no URL printed; stderr: {proc.stderr.read() if proc.stderr else ''}")
 
 
-def get(url: str) -> dict[str, object]:
+def get(url: str) -> dict[str, Any]:
     with urllib.request.urlopen(url, timeout=10) as resp:
-        return json.loads(resp.read())
+        answer: dict[str, Any] = json.loads(resp.read())
+        return answer
 
 
 def test_serves_an_unindexed_project_and_stops_on_ctrl_c(tmp_path: Path, theus_home: Path) -> None:

@@ -51,7 +51,7 @@ def stored_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Project
 
 
 def _serve(history: RunHistory) -> Iterator[Client]:
-    dash = Dashboard(lambda: None, history=history).start()  # type: ignore[arg-type]
+    dash = Dashboard(lambda: None, history=history).start()  # type: ignore[arg-type, return-value]
     try:
         yield Client(dash.port, dash.token)
     finally:

@@ -22,7 +22,8 @@ class FakeLocal:
     dim = 3
 
     def embed(self, texts: list[str], max_tokens: int | None = None) -> Vectors:
-        return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
+        rows: Vectors = np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
+        return rows
 
     def close(self) -> None:
         pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from knowledge.episodes import (
 )
 from knowledge.index.project import Project
 from knowledge.recall import Recaller
-from tests.conftest import indexed_project, write_tree
+from tests.conftest import indexed_project, present, write_tree
 
 COMPACTION = """# Login redirect fixed
 
@@ -31,7 +32,7 @@ Open question: should logout also keep `next`?
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Project:
+def project(tmp_path: Path) -> Iterator[Project]:
     proj = indexed_project(
         tmp_path / "repo",
         {
@@ -70,7 +71,7 @@ def test_compaction_summary_becomes_a_file_and_a_node(project: Project) -> None:
         'files: ["src/login.py"]\n---\n'
     )
     assert COMPACTION.strip() in text
-    node = project.graph.get(keys.episode_key("2026-03-14", "login-redirect-fixed"))
+    node = present(project.graph.get(keys.episode_key("2026-03-14", "login-redirect-fixed")))
     assert node.kind == "episode" and node.source == "episode"
     assert node.label == "Login redirect fixed"
     assert node.summary.startswith("The redirect after login sent users")
@@ -91,8 +92,8 @@ def test_compaction_summary_becomes_a_file_and_a_node(project: Project) -> None:
 def test_session_end_summary_and_long_text_cap(project: Project) -> None:
     store = EpisodeStore(project, Clock())
     long = "Session wrap-up: billing invoices\n" + "details " * 400
-    episode = store.record("session-end", long, "s-2", ["src/billing.py#invoice"])
-    node = project.graph.get(episode.key)
+    episode = present(store.record("session-end", long, "s-2", ["src/billing.py#invoice"]))
+    node = present(project.graph.get(episode.key))
     assert len(node.data["text"]) == TEXT_CAP
     assert (project.paths.episodes / episode.file_name).read_text().count("details") == 400
     assert {e.dst for e in project.graph.out_edges(episode.key)} == {
@@ -154,7 +155,7 @@ def test_only_a_run_that_changed_ran_or_was_asked_to_remember_is_an_episode(
 
 def test_recall_finds_an_episode_by_its_subject(project: Project) -> None:
     store = EpisodeStore(project, Clock())
-    login = store.record("compaction", COMPACTION, "s-1", ["src/login.py"])
+    login = present(store.record("compaction", COMPACTION, "s-1", ["src/login.py"]))
     store.record("session-end", "Invoices now round to cents in `src/billing.py`.", "s-2")
     store.record("manual", "Renamed the cart helpers; nothing else changed.", "s-3")
     hits = Recaller(project.graph, project.root).recall("what did we do with the login?").hits
@@ -166,8 +167,9 @@ def test_recall_finds_an_episode_by_its_subject(project: Project) -> None:
 
 def test_load_rebuilds_episodes_into_a_fresh_store_idempotently(project: Project) -> None:
     store = EpisodeStore(project, Clock())
-    first = store.record("compaction", COMPACTION, "s-1", ["src/login.py"])
-    second = store.record("compaction", COMPACTION, "s-1")  # same title, same day: new name
+    first = present(store.record("compaction", COMPACTION, "s-1", ["src/login.py"]))
+    # same title, same day: new name
+    second = present(store.record("compaction", COMPACTION, "s-1"))
     assert second.id == first.id + "-2"
     root = project.root
     project.close()
@@ -191,7 +193,7 @@ def test_load_rebuilds_episodes_into_a_fresh_store_idempotently(project: Project
 
 def test_malformed_episode_files_are_reported_and_skipped(project: Project) -> None:
     store = EpisodeStore(project, Clock())
-    good = store.record("manual", "A good one", "s")
+    good = present(store.record("manual", "A good one", "s"))
     write_tree(
         project.paths.episodes,
         {
@@ -217,10 +219,10 @@ def test_malformed_episode_files_are_reported_and_skipped(project: Project) -> N
 
 def test_get_by_id_prefix_and_errors(project: Project) -> None:
     store = EpisodeStore(project, Clock())
-    a = store.record("manual", "Alpha work", "s")
+    a = present(store.record("manual", "Alpha work", "s"))
     store.record("manual", "Alpha review", "s")
-    assert store.get(a.key).id == a.id and store.get(a.file_name).id == a.id
-    assert store.get("2026-03-14-alpha-w").id == a.id
+    assert present(store.get(a.key)).id == a.id and present(store.get(a.file_name)).id == a.id
+    assert present(store.get("2026-03-14-alpha-w")).id == a.id
     with pytest.raises(AmbiguousEpisode):
         store.get("2026-03-14-alpha")
     with pytest.raises(EpisodeNotFound):
@@ -255,8 +257,8 @@ def test_unwritable_folder_fails_open(project: Project) -> None:
 def test_parse_round_trip_of_awkward_values(tmp_path: Path, project: Project) -> None:
     store = EpisodeStore(project, Clock())
     title = 'Fix: "quotes", [brackets] & # hashes'
-    episode = store.record(
-        "manual", "body", 'id: with "quotes"', ["a b.py", "src/x.py#Y"], title=title
+    episode = present(
+        store.record("manual", "body", 'id: with "quotes"', ["a b.py", "src/x.py#Y"], title=title)
     )
     parsed, problems = parse_episode(project.paths.episodes / episode.file_name)
     assert problems == [] and parsed is not None
@@ -274,5 +276,5 @@ def test_the_agent_port_takes_its_spelling_of_the_type(project: Project) -> None
     sink.project.close()
     project.close()
     again = Project(project.root)
-    assert again.graph.get(episode.key).label == "Requests: fix login | Outcome: done"
+    assert present(again.graph.get(episode.key)).label == "Requests: fix login | Outcome: done"
     again.close()

@@ -23,9 +23,10 @@ from knowledge.facts import (
     register_relation,
     register_type,
 )
+from knowledge.facts.ontology import Layer
 from knowledge.index.project import Project
 from knowledge.recall import Recaller
-from tests.conftest import TickingClock, indexed_project
+from tests.conftest import TickingClock, indexed_project, present
 
 FILES: dict[str, str | bytes] = {
     "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
@@ -41,7 +42,8 @@ def project(tmp_path: Path) -> Iterator[Project]:
     proj.close()
 
 
-P, U = "PERSONAL", "UNIVERSAL"  # the two layers, short for the tables below
+P: Layer = "PERSONAL"  # the two layers, short for the tables below
+U: Layer = "UNIVERSAL"
 
 
 def layer_of(project: Project) -> FactsLayer:
@@ -299,8 +301,8 @@ def test_a_person_is_never_a_table_or_a_class_of_the_same_name(tmp_path: Path) -
     )
     graph = project.graph
     assert report.refused == []
-    assert graph.get(keys.table_key("user")).facts == []  # the table is not the user
-    assert graph.get(keys.symbol_key("src/heroes.py", "Batman")).facts == []
+    assert present(graph.get(keys.table_key("user"))).facts == []  # the table is not the user
+    assert present(graph.get(keys.symbol_key("src/heroes.py", "Batman"))).facts == []
     user, batman = graph.get("ent:user"), graph.get("ent:batman")
     assert user is not None and user.subkind == "Person"
     assert [f["text"] for f in user.facts] == ["likes Batman"]
@@ -639,14 +641,14 @@ def test_what_was_said_of_a_file_outlives_its_re_index_and_is_recalled(project: 
         "user",
     )
     cart = keys.file_key("src/cart.py")
-    assert [f["text"] for f in project.graph.get(cart).facts] == [
+    assert [f["text"] for f in present(project.graph.get(cart)).facts] == [
         "cart.py belongs to the payments team"
     ]
     (project.root / "src/cart.py").write_text(
         "class Cart:\n    def total(self):\n        return 1\n"
     )
     project.update(["src/cart.py"])  # the file's nodes are rebuilt from the code
-    node = project.graph.get(cart)
+    node = present(project.graph.get(cart))
     assert [f["text"] for f in node.facts] == ["cart.py belongs to the payments team"]
     assert any(e.kind == "rel:USES_TECHNOLOGY" for e in project.graph.out_edges(cart))
     hits = Recaller(project.graph, project.root).recall("which file do the payments team own")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,11 +15,11 @@ from knowledge import memdir
 from knowledge.core import frontmatter, keys
 from knowledge.index.project import Project
 from knowledge.memdir import Caps, MemoryDir, SyncReport
-from tests.conftest import indexed_project, write_tree
+from tests.conftest import indexed_project, present, write_tree
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Project:
+def project(tmp_path: Path) -> Iterator[Project]:
     proj = indexed_project(
         tmp_path / "repo",
         {
@@ -128,7 +129,7 @@ def test_memory_from_the_graph_is_a_topic_file_and_pointer_and_never_echoes(
         assert not memdir.sync(project).changed
     nodes = list(project.graph.nodes("memory"))
     assert len(nodes) == 2
-    node = project.graph.get(change.key)
+    node = present(project.graph.get(change.key))
     assert node.source == "graph" and node.data["topic"] == change.topic
     assert keys.file_key("src/login.py") in {e.dst for e in project.graph.out_edges(change.key)}
     # Saving the same memory again changes nothing.
@@ -152,7 +153,7 @@ def test_edit_and_delete_apis(project: Project) -> None:
     assert "key: " + old in (project.paths.memory / edited.topic).read_text()
     assert memory_keys(project) == {old}
     assert memdir.edit_memory(project, old, "third version").key == old
-    assert project.graph.get(old).data["text"] == "third version"
+    assert present(project.graph.get(old)).data["text"] == "third version"
 
     saved = memdir.add_memory(project, "agent memory")
     changed = memdir.edit_memory(project, saved.key, "agent memory, corrected")
@@ -179,7 +180,7 @@ def test_a_persons_topic_file_is_read_and_kept_on_delete(project: Project) -> No
     write_index(project, "- [Deploys](deploys.md) — how we ship\n")
     memdir.sync(project)
     key = keys.memory_key("[Deploys](deploys.md) — how we ship")
-    node = project.graph.get(key)
+    node = present(project.graph.get(key))
     assert node.source == "memdir" and node.label == "Deploys"
     assert node.data["text"] == "Staging first." and node.data["topic"] == "deploys.md"
     change = memdir.delete_memory(project, key)
@@ -217,13 +218,13 @@ def test_full_index_keeps_new_memories_in_the_graph_until_there_is_room(
     write_index(project, "- one\n- two\n- three\n")
     change = memdir.add_memory(project, "four", caps)
     assert any("kept in the graph only" in w for w in change.warnings)
-    assert project.graph.get(change.key).source == "graph"
+    assert present(project.graph.get(change.key)).source == "graph"
     assert index_file(project).read_text() == "- one\n- two\n- three\n"
     assert memdir.sync(project, caps).removed == []  # not exported yet is not deleted
     write_index(project, "- one\n")
     report = memdir.sync(project, caps)
     assert report.exported == [change.key]
-    assert project.graph.get(change.key).data["topic"]
+    assert present(project.graph.get(change.key)).data["topic"]
     assert len(index_file(project).read_text().splitlines()) == 2
 
 

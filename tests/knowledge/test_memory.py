@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.index.project import Project
 from knowledge.memory import Memory, open_memory
-from tests.conftest import write_tree
+from tests.conftest import present, write_tree
 
 
 @pytest.fixture
@@ -66,7 +67,7 @@ def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
     first = open_memory(repo, one_shot=True, index_if_missing=True)
     first.close()
     first = open_memory(repo, one_shot=True)
-    assert make_recaller(first.project, one_shot=True).frozen  # built from the store, saved
+    assert make_recaller(present(first.project), one_shot=True).frozen  # from the store, saved
     first.close()
     memory = open_memory(repo, one_shot=True)  # the real watcher runs
     assert memory.recaller().frozen and memory.recaller() is memory.recaller()  # kept
@@ -74,8 +75,8 @@ def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
     deadline = time.monotonic() + 20
     while memory.recaller().frozen and time.monotonic() < deadline:
         time.sleep(0.05)
-    live = memory.recaller()
-    assert not live.frozen and live.graph is memory.project.graph  # the watcher's graph
+    live = present(memory.recaller())
+    assert not live.frozen and live.graph is present(memory.project).graph  # the watcher's graph
     assert any(h.path == "refunds.py" for h in live.recall("refund order").hits)
     memory.close()
 
@@ -88,7 +89,7 @@ def test_a_hand_edit_to_memory_md_reaches_a_one_shot_recall_from_a_saved_snapsho
     first = open_memory(repo, one_shot=True, index_if_missing=True)
     first.recaller()  # saves the snapshot
     first.close()
-    memory_md = first.project.paths.memory / "MEMORY.md"  # type: ignore[union-attr]
+    memory_md = present(first.project).paths.memory / "MEMORY.md"
     memory_md.parent.mkdir(parents=True, exist_ok=True)
     memory_md.write_text("- refunds go through the ledger service\n")
     memory = open_memory(repo, one_shot=True)
@@ -115,10 +116,10 @@ def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
         memory.open()
         assert memory.indexed_now and memory.bridge is not None
         assert memory.bridge.ready.wait(20)  # watching (a write before that is not seen)
-        memory_md = memory.project.paths.memory / "MEMORY.md"  # type: ignore[union-attr]
+        memory_md = project_of(memory).paths.memory / "MEMORY.md"
         memory_md.write_text("- deploys happen on fridays\n")
         assert synced.wait(20), "the bridge must sync a hand edit while the app runs"
-        graph = memory.project.graph  # type: ignore[union-attr]
+        graph = project_of(memory).graph
         assert any("fridays" in n.label for n in graph.nodes("memory"))
         # Status reads the live layers this memory holds, not what another process sees.
         from knowledge.memory.status import gather
@@ -140,7 +141,7 @@ def test_a_one_shot_memory_syncs_memory_md_only_when_something_moved(
     monkeypatch.setenv("THEUS_NO_WATCH", "1")
     first = open_memory(repo, one_shot=True, index_if_missing=True)
     assert first.project is not None
-    memory_md = first.project.paths.memory / "MEMORY.md"
+    memory_md = present(first.project).paths.memory / "MEMORY.md"
     first.close()
     quiet = open_memory(repo, one_shot=True)
     assert quiet.project is not None and not quiet.project.graph_loaded
@@ -154,3 +155,8 @@ def test_a_one_shot_memory_syncs_memory_md_only_when_something_moved(
     again = open_memory(repo, one_shot=True)
     assert again.project is not None and not again.project.graph_loaded
     again.close()
+
+
+def project_of(memory: Memory) -> Project:
+    """The memory's project, once it is open (past any narrowing of `memory.project`)."""
+    return present(memory.project)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -9,7 +10,7 @@ from knowledge.core import keys
 from knowledge.core.graph import Graph, Node
 from knowledge.index import analyse as analyse_module
 from knowledge.index.project import Project
-from tests.conftest import write_tree
+from tests.conftest import present, write_tree
 
 FILES = {
     "pkg/__init__.py": "",
@@ -46,9 +47,12 @@ def test_unchanged_reindex_parses_nothing(repo: Path, monkeypatch: pytest.Monkey
     Project(repo).index()
     calls: list[str] = []
     real = analyse_module.analyse
-    monkeypatch.setattr(
-        "knowledge.index.analyse.analyse", lambda *a, **k: calls.append(a[1]) or real(*a, **k)
-    )
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append(a[1])
+        return real(*a, **k)
+
+    monkeypatch.setattr("knowledge.index.analyse.analyse", counted)
     project = Project(repo)
     report = project.index()
     assert report.parsed == 0 and calls == []
@@ -151,10 +155,10 @@ def test_schema_discovery_is_order_independent(
     project = Project(root)
     project.index()
     graph = project.graph
-    post = graph.get("table:post")
+    post = present(graph.get("table:post"))
     assert post.path == "prisma/schema.prisma" and post.subkind == "prisma"
     # Prisma's definition wins; the migration adds the column Prisma does not declare.
-    assert graph.get("column:post.authorid").signature == "authorId Int"
+    assert present(graph.get("column:post.authorid")).signature == "authorId Int"
     assert "column:post.title" in graph
     edges = {(e.src, e.dst, e.kind) for e in graph.edges()}
     assert ("column:post.authorid", "column:user.id", "references") in edges
@@ -163,7 +167,7 @@ def test_schema_discovery_is_order_independent(
     # Touching the migration alone must not hand the table over to it.
     (root / "prisma/migrations/001/migration.sql").write_text(MIGRATION + "-- touched\n")
     project.update(["prisma/migrations/001/migration.sql"])
-    assert graph.get("table:post").path == "prisma/schema.prisma"
+    assert present(graph.get("table:post")).path == "prisma/schema.prisma"
     # A new model appears after a schema change.
     (root / "prisma/schema.prisma").write_text(PRISMA + "model Tag {\n  id Int @id\n}\n")
     project.update(["prisma/schema.prisma"])

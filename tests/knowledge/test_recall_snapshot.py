@@ -5,6 +5,7 @@ since (in place: tests/knowledge/test_recall_snapshot_delta.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from knowledge.core.store import StoreGraph
 from knowledge.index.project import Project
@@ -34,7 +35,7 @@ REQUESTS = [
 ]
 
 
-def shown(recaller: Recaller, request: str) -> tuple[object, ...]:
+def shown(recaller: Recaller, request: str) -> tuple[Any, ...]:
     context = build_context(recaller, request)
     hits = [(h.key, h.score, h.why, h.layer) for h in context.recall.hits]
     return context.recall.files, hits, context.block, context.tokens, context.recall.best_score

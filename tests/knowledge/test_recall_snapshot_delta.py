@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -140,7 +141,7 @@ def index(root: Path) -> None:
     project.close()
 
 
-def saved_now(root: Path) -> tuple[dict[str, object], dict[str, object]]:
+def saved_now(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A one-shot command's catch-up; the metas of the base and the delta after it."""
     project = Project(root)
     assert make_recaller(project, one_shot=True).frozen

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -111,7 +112,7 @@ def test_never_a_run_marked_invalid_or_not_marked_at_all(
     store = open_store({}, embedder.model_id, embedder.dim)
     vector = embedder.embed([LIKE_IT])[0]
     for payload_flag in ({}, {"invalid": 0}):
-        payload = {
+        payload: dict[str, Any] = {
             "project": PROJECT,
             "request": LIKE_IT,
             "done": "x",

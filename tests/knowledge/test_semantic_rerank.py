@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.embed.base import Vectors
 from knowledge.embed.indexer import NodeVectors, embed_pass
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.local import LocalEmbedder
@@ -85,11 +86,14 @@ class _Recording:
         self.bounds: list[int | None] = []
         self.model_id, self.dim = self.inner.model_id, self.inner.dim
 
-    def embed(self, texts: list[str], max_tokens: int | None = None):  # type: ignore[no-untyped-def]
+    def embed(self, texts: list[str], max_tokens: int | None = None) -> Vectors:
         self.events.append("embed")
         self.texts += texts
         self.bounds.append(max_tokens)
         return self.inner.embed(texts, max_tokens)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def test_the_request_is_embedded_beside_the_keyword_search(

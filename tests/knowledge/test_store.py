@@ -15,7 +15,7 @@ from knowledge.core import keys
 from knowledge.core.graph import Edge, Graph, Node
 from knowledge.core.store import Store, StoreError
 from knowledge.index.project import Project
-from tests.conftest import write_tree
+from tests.conftest import present, write_tree
 from tests.knowledge.store_child import FILES, SYMBOLS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def test_kill_9_at_random_moments_never_loses_an_acknowledged_save(tmp_path: Pat
             assert graph.edge_count() == FILES * SYMBOLS
             # Every owner's rows come from one whole save: no file is half old, half new.
             for owner in graph.owners():
-                gens = {graph.get(k).data["gen"] for k in graph.owned(owner)}
+                gens = {present(graph.get(k)).data["gen"] for k in graph.owned(owner)}
                 assert len(gens) == 1 and gens.pop() <= gen
         store.close()
 
@@ -123,9 +123,9 @@ def test_locked_database_keeps_last_good_state_and_retries(tmp_path: Path) -> No
     assert graph.dirty_owners == {"a.py"}, "unsaved changes must be kept for the retry"
     blocker.rollback()
     blocker.close()
-    assert store.load_graph().get("file:a.py").label == "first"
+    assert present(store.load_graph().get("file:a.py")).label == "first"
     store.save(graph)
-    assert store.load_graph().get("file:a.py").label == "second"
+    assert present(store.load_graph().get("file:a.py")).label == "second"
 
 
 DISK_FULL_CHILD = """
@@ -161,4 +161,4 @@ def test_disk_full_reports_and_keeps_the_previous_state(tmp_path: Path) -> None:
     assert out.stdout.startswith("refused:"), out.stdout + out.stderr
     store = Store.open(db)
     assert store.recovered_from is None
-    assert store.load_graph().get("file:a.py").label == "first"
+    assert present(store.load_graph().get("file:a.py")).label == "first"

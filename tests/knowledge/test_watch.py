@@ -10,7 +10,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ def start(watchers: list[Watcher]) -> Callable[..., Watcher]:
     return _start
 
 
-def indexed(root: Path, files: dict[str, str | bytes]) -> Project:
+def indexed(root: Path, files: Mapping[str, str | bytes]) -> Project:
     write_tree(root, files)
     project = Project(root)
     project.index()
@@ -105,7 +105,9 @@ def inotify_watched_inodes() -> set[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts inotify watches")
-def test_excluded_and_ignored_folders_get_no_watch(tmp_path: Path, start) -> None:
+def test_excluded_and_ignored_folders_get_no_watch(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     root = tmp_path / "proj"
     project = indexed(
         root,
@@ -154,7 +156,7 @@ def test_excluded_and_ignored_folders_get_no_watch(tmp_path: Path, start) -> Non
 # -- saves, every way editors do them -----------------------------------------------------------
 
 
-def test_in_place_save(tmp_path: Path, start) -> None:
+def test_in_place_save(tmp_path: Path, start: Callable[..., Watcher]) -> None:
     project = indexed(tmp_path / "p", {"app.py": "def one():\n    pass\n"})
     watcher = start(project)
     (project.root / "app.py").write_text("def one():\n    pass\n\ndef two():\n    pass\n")
@@ -162,7 +164,7 @@ def test_in_place_save(tmp_path: Path, start) -> None:
     assert "sym:app.py#one" in project.graph
 
 
-def test_temp_file_and_rename_save(tmp_path: Path, start) -> None:
+def test_temp_file_and_rename_save(tmp_path: Path, start: Callable[..., Watcher]) -> None:
     project = indexed(tmp_path / "p", {"app.py": "def old():\n    pass\n"})
     watcher = start(project)
     tmp = project.root / "app.py.tmp"
@@ -174,7 +176,7 @@ def test_temp_file_and_rename_save(tmp_path: Path, start) -> None:
     assert not any("tmp" in k for k in node_keys(project))
 
 
-def test_vim_style_rename_write_delete(tmp_path: Path, start) -> None:
+def test_vim_style_rename_write_delete(tmp_path: Path, start: Callable[..., Watcher]) -> None:
     project = indexed(tmp_path / "p", {"app.py": "def before():\n    pass\n"})
     watcher = start(project)
     root = project.root
@@ -191,7 +193,9 @@ def test_vim_style_rename_write_delete(tmp_path: Path, start) -> None:
     assert "file:app.py~" not in project.graph and "file:4913" not in project.graph
 
 
-def test_delete_removes_exactly_its_nodes_and_edges(tmp_path: Path, start) -> None:
+def test_delete_removes_exactly_its_nodes_and_edges(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     project = indexed(
         tmp_path / "p",
         {
@@ -213,7 +217,7 @@ def test_delete_removes_exactly_its_nodes_and_edges(tmp_path: Path, start) -> No
     assert "b.py" not in project.files
 
 
-def test_rename_and_delete_of_a_folder(tmp_path: Path, start) -> None:
+def test_rename_and_delete_of_a_folder(tmp_path: Path, start: Callable[..., Watcher]) -> None:
     project = indexed(
         tmp_path / "p",
         {
@@ -244,7 +248,9 @@ def test_rename_and_delete_of_a_folder(tmp_path: Path, start) -> None:
     assert set(project.files) == {"lib/a.py", "main.py"}
 
 
-def test_new_nested_folders_are_indexed_and_watched(tmp_path: Path, start) -> None:
+def test_new_nested_folders_are_indexed_and_watched(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     project = indexed(tmp_path / "p", {"main.py": "X = 1\n"})
     watcher = start(project)
     write_tree(project.root, {"one/two/three/deep.py": "def deep():\n    pass\n"})
@@ -254,7 +260,9 @@ def test_new_nested_folders_are_indexed_and_watched(tmp_path: Path, start) -> No
     settled(watcher, has(project, "sym:one/two/later.py#later"))
 
 
-def test_a_burst_of_saves_is_reindexed_at_most_twice(tmp_path: Path, start) -> None:
+def test_a_burst_of_saves_is_reindexed_at_most_twice(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     project = indexed(tmp_path / "p", {"burst.py": "def f0():\n    pass\n"})
     watcher = start(project)
     path = project.root / "burst.py"
@@ -269,7 +277,9 @@ def test_a_burst_of_saves_is_reindexed_at_most_twice(tmp_path: Path, start) -> N
     ]
 
 
-def test_temp_and_swap_files_never_enter_the_graph(tmp_path: Path, start) -> None:
+def test_temp_and_swap_files_never_enter_the_graph(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
     updates: list[Update] = []
     watcher = start(project, on_update=updates.append)
@@ -300,7 +310,9 @@ def test_temp_and_swap_files_never_enter_the_graph(tmp_path: Path, start) -> Non
 # -- storms, schema, loops ----------------------------------------------------------------------
 
 
-def test_a_3000_file_change_is_one_rescan_equal_to_a_fresh_index(tmp_path: Path, start) -> None:
+def test_a_3000_file_change_is_one_rescan_equal_to_a_fresh_index(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     root = tmp_path / "p"
     files = {
         f"pkg{d}/m{i}.py": f"from pkg{d} import m{(i + 1) % 100}\n\ndef func_{d}_{i}():\n"
@@ -348,7 +360,9 @@ def test_a_3000_file_change_is_one_rescan_equal_to_a_fresh_index(tmp_path: Path,
     assert snapshot(reloaded.graph) == snapshot(project.graph)
 
 
-def test_schema_changes_rerun_schema_discovery(tmp_path: Path, start) -> None:
+def test_schema_changes_rerun_schema_discovery(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     project = indexed(
         tmp_path / "p",
         {
@@ -382,7 +396,7 @@ def test_schema_changes_rerun_schema_discovery(tmp_path: Path, start) -> None:
     )
 
 
-def test_symlink_loops_terminate(tmp_path: Path, start) -> None:
+def test_symlink_loops_terminate(tmp_path: Path, start: Callable[..., Watcher]) -> None:
     project = indexed(tmp_path / "p", {"src/a.py": "def alpha():\n    pass\n"})
     root = project.root
     os.symlink(root, root / "src" / "loop")  # back to the root
@@ -414,7 +428,9 @@ async def nothing_works(*paths: str, **options: Any) -> AsyncIterator[set[Any]]:
     yield set()  # pragma: no cover - makes this an async generator
 
 
-def test_a_watcher_that_cannot_start_falls_back_to_polling(tmp_path: Path, start) -> None:
+def test_a_watcher_that_cannot_start_falls_back_to_polling(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
     watcher = start(project, open_watch=native_fails, poll_ms=100, rescan_every=1.0)
     assert watcher.mode == "polling"
@@ -429,7 +445,9 @@ def test_a_watcher_that_cannot_start_falls_back_to_polling(tmp_path: Path, start
     assert list(watcher.warnings) == ["watch"]
 
 
-def test_when_polling_fails_too_it_rescans_periodically(tmp_path: Path, start) -> None:
+def test_when_polling_fails_too_it_rescans_periodically(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
     watcher = start(project, open_watch=nothing_works, rescan_every=0.3)
     assert watcher.mode == "rescan"
@@ -438,7 +456,9 @@ def test_when_polling_fails_too_it_rescans_periodically(tmp_path: Path, start) -
     settled(watcher, has(project, "sym:app.py#rescanned"))
 
 
-def test_a_locked_store_is_one_warning_and_the_watcher_goes_on(tmp_path: Path, start) -> None:
+def test_a_locked_store_is_one_warning_and_the_watcher_goes_on(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     import sqlite3
 
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
@@ -462,13 +482,19 @@ def test_a_locked_store_is_one_warning_and_the_watcher_goes_on(tmp_path: Path, s
     assert "sym:app.py#during_lock" in reloaded and "sym:b.py#still_watching" in reloaded
 
 
-def test_saves_are_grouped_apart_from_reindexing(tmp_path: Path, start) -> None:
+def test_saves_are_grouped_apart_from_reindexing(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     import sqlite3
 
     project = indexed(tmp_path / "p", {"a.py": "X = 1\n", "b.py": "X = 1\n", "c.py": "X = 1\n"})
     watcher = start(project, save_every=3.0)
     reader = sqlite3.connect(project.paths.store)
-    commits = lambda: reader.execute("PRAGMA data_version").fetchone()[0]  # noqa: E731
+
+    def commits() -> int:
+        version: int = reader.execute("PRAGMA data_version").fetchone()[0]
+        return version
+
     before = commits()
     for name in ("a", "b", "c"):  # typing in three files, each re-indexed on its own
         (project.root / f"{name}.py").write_text(f"def typed_{name}():\n    pass\n")
@@ -480,7 +506,7 @@ def test_saves_are_grouped_apart_from_reindexing(tmp_path: Path, start) -> None:
     reader.close()
 
 
-def test_an_ignore_file_change_rescans(tmp_path: Path, start) -> None:
+def test_an_ignore_file_change_rescans(tmp_path: Path, start: Callable[..., Watcher]) -> None:
     project = indexed(
         tmp_path / "p",
         {
@@ -524,7 +550,9 @@ async def test_run_inside_an_existing_event_loop(tmp_path: Path) -> None:
 # -- status and switches -----------------------------------------------------------------------
 
 
-def test_status_tells_running_from_stopped_and_dead(tmp_path: Path, start) -> None:
+def test_status_tells_running_from_stopped_and_dead(
+    tmp_path: Path, start: Callable[..., Watcher]
+) -> None:
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
     assert status_section(project)["running"] is False
     watcher = start(project)
@@ -561,7 +589,9 @@ def test_a_dead_watcher_is_not_running(tmp_path: Path) -> None:
     assert section["running"] is False and section["last_update"]
 
 
-def test_kill_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watchers) -> None:
+def test_kill_switch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watchers: list[Watcher]
+) -> None:
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
     monkeypatch.setenv("THEUS_NO_WATCH", "1")
     assert maybe_start(project) is None
