@@ -59,7 +59,7 @@ def _handler(script: EmbeddingsScript) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 self.wfile.write(page)
                 return
-            data = [
+            data: list[dict[str, Any]] = [
                 {"object": "embedding", "index": i, "embedding": script.vector(text, script.dim)}
                 for i, text in enumerate(body["input"])
             ]
