@@ -110,7 +110,8 @@ class Browser:
             if reply.get("id") == ident:
                 if "error" in reply:
                     raise CDPError(f"{method}: {reply['error']}")
-                return reply.get("result", {})
+                result: dict[str, Any] = reply.get("result", {})
+                return result
             if "method" in reply:
                 self.events.append(reply)
 
@@ -126,7 +127,8 @@ class Browser:
                     raise CDPError("Chromium closed the pipe")
                 self._buffer += chunk
         raw, self._buffer = self._buffer.split(b"\0", 1)
-        return json.loads(raw)
+        reply: dict[str, Any] = json.loads(raw)
+        return reply
 
     # -- conveniences ---------------------------------------------------------------------------
     def navigate(self, url: str) -> None:

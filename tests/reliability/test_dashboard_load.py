@@ -9,10 +9,11 @@ import time
 import pytest
 
 from tests.knowledge.test_dashboard_security import dash, fetch, good  # noqa: F401
+from theus.dashboard import Dashboard
 
 
 def test_idle_connections_then_a_mass_close_leave_it_responsive(
-    dash,  # noqa: F811
+    dash: Dashboard,  # noqa: F811
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     idle = []

@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.conftest import write_tree
 from tests.scripted_server import Reply, ScriptedServer, text, tools
-from tests.theus.conftest import NoRecall, model_settings
+from tests.theus.conftest import NO_RECALL, model_settings
 from tests.theus.test_headless import theus
 from theus.agent.injection import Injector
 from theus.agent.loop import SUBAGENTS_AT_ONCE, Agent
@@ -73,7 +73,7 @@ async def test_task_calls_run_side_by_side_at_most_so_many_at_once(tmp_path: Pat
             ModelClient(model_settings(server.url)),
             root,
             settings=settings,
-            injector=Injector(settings, NoRecall),
+            injector=Injector(settings, NO_RECALL),
         )
         result = await agent.run_turn("do six jobs")
         await agent.model.close()

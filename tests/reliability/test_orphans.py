@@ -24,7 +24,8 @@ def children(pid: int) -> set[int]:
             fields = stat.rsplit(")", 1)[1].split()
             if fields[0] != "Z":  # a zombie is dead, only not yet reaped
                 parents[int(entry)] = int(fields[1])
-    found, frontier = set(), {pid}
+    found: set[int] = set()
+    frontier = {pid}
     while frontier:
         frontier = {p for p, parent in parents.items() if parent in frontier} - found
         found |= frontier

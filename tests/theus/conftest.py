@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from tests.conftest import write_tree
 from tests.scripted_server import ScriptedServer
-from theus.agent.injection import Injector
+from theus.agent.injection import Injector, RecallerFactory
 from theus.agent.loop import Agent
 from theus.config import AgentSettings, ModelSettings
 from theus.model import ModelClient
@@ -53,7 +53,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def model_settings(url: str, **kw: Any) -> ModelSettings:
-    base = {
+    base: dict[str, Any] = {
         "base_url": url,
         "api_key": "k",
         "model": "test-model",
@@ -93,6 +93,13 @@ class NoRecall:
     def recall(self, query: str, top: int = 10, **options: Any) -> Any:
         raise RuntimeError("no memory in this test")
 
+    def warm(self, budget_s: float | None = None) -> bool:
+        return True
+
+
+# `NoRecall` stands where the agent expects the memory's recaller.
+NO_RECALL = cast("RecallerFactory", NoRecall)
+
 
 MakeAgent = Callable[..., tuple[Agent, Recorder]]
 
@@ -109,7 +116,7 @@ def make_agent(server: ScriptedServer, repo: Path) -> MakeAgent:
         settings = settings or AgentSettings()
         recorder = Recorder(approve)
         client = ModelClient(model_settings(server.url))
-        injector = Injector(settings, recaller_factory or NoRecall)
+        injector = Injector(settings, recaller_factory or NO_RECALL)
         agent = Agent(
             client,
             repo,

@@ -367,8 +367,8 @@ def test_injects_from_the_indexed_project_and_a_question_leaves_no_episode(
     # that would take a memory's place in later blocks.
     assert list(ProjectPaths.for_root(repo).episodes.glob("*.md")) == []
     server.add(text("Noted."))
-    asked = theus(["-p", "remember that price_of rounds half up"], server, repo)
-    assert asked.returncode == 0, asked.stderr
+    remembered = theus(["-p", "remember that price_of rounds half up"], server, repo)
+    assert remembered.returncode == 0, remembered.stderr
     [episode] = ProjectPaths.for_root(repo).episodes.glob("*.md")
     assert "remember that price_of rounds half up" in episode.read_text()
     # One pipeline, one token counter: `theus recall` showed the block that was injected.
