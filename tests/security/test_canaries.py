@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_types import TextResourceContents
 
 from knowledge.core.redact import redact, redact_data
 from tests.conftest import write_tree
@@ -278,16 +279,18 @@ async def test_mcp_answers_hold_no_canary(victim: Path, tmp_path: Path) -> None:
         await call("list_episodes")
         await call("read_episode", episode_id="2026-01-02-keys")
         await call("facts")
-        index = (await client.read_resource("theus://memory/MEMORY.md")).contents[0].text
-        sinks.seen("mcp MEMORY.md", index)
-        episode = await client.read_resource("theus://episodes/2026-01-02-keys")
-        sinks.seen("mcp episode", episode.contents[0].text)
+        index = (await client.read_resource("theus://memory/MEMORY.md")).contents[0]
+        assert isinstance(index, TextResourceContents)
+        sinks.seen("mcp MEMORY.md", index.text)
+        episode = (await client.read_resource("theus://episodes/2026-01-02-keys")).contents[0]
+        assert isinstance(episode, TextResourceContents)
+        sinks.seen("mcp episode", episode.text)
     errlog.seek(0)
     sinks.seen("mcp log", errlog.read())
     hand_written = episodes / "2026-01-02-keys.md"
     sinks.stores(home)
     assert sinks.found == {f"{hand_written.relative_to(home).as_posix()}": ["pem-grep-miie"]}
-    assert "(release-with-redacted-github-token-from.md)" in index  # its name says so too
+    assert "(release-with-redacted-github-token-from.md)" in index.text  # its name says so too
 
 
 def test_dashboard_answers_hold_no_canary(victim: Path, tmp_path: Path) -> None:

@@ -40,7 +40,8 @@ def write(project: Path, path: Path) -> str:
     ctx = ToolContext(
         jail=Jail(project), approve=yes, refuse_protected=True, allow_config_edits=True
     )
-    return asyncio.run(write_file.run({"path": str(path), "content": GRANT_ALL}, ctx))
+    said: str = asyncio.run(write_file.run({"path": str(path), "content": GRANT_ALL}, ctx))
+    return said
 
 
 @pytest.mark.parametrize("home_inside", [False, True], ids=["home-outside", "home-inside"])

@@ -92,7 +92,8 @@ def write(root: Path, path: str, *, headless: bool = True, allow_config_edits: b
         refuse_protected=headless,
         allow_config_edits=allow_config_edits,
     )
-    return asyncio.run(write_file.run({"path": path, "content": "echo pwned\n"}, ctx))
+    said: str = asyncio.run(write_file.run({"path": path, "content": "echo pwned\n"}, ctx))
+    return said
 
 
 @pytest.fixture

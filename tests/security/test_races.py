@@ -86,5 +86,5 @@ def test_a_hard_link_to_a_file_elsewhere_is_not_read(tree: tuple[Path, Path]) ->
     ctx = ToolContext(jail=Jail(root), approve=yes)
     with pytest.raises(JailError, match="hard-linked"):
         asyncio.run(read_file.run({"path": "innocent.py"}, ctx))
-    found = asyncio.run(grep.run({"pattern": "stolen"}, ctx))
+    found: str = asyncio.run(grep.run({"pattern": "stolen"}, ctx))
     assert found.startswith("no matches")  # the linked file is skipped, like a secret

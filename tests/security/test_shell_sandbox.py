@@ -83,7 +83,8 @@ def shell(root: Path, command: str, ctx: ToolContext | None = None) -> str:
         return True
 
     context = ctx or ToolContext(jail=Jail(root), approve=yes)
-    return asyncio.run(run_shell.run({"command": command, "timeout_s": 30}, context))
+    said: str = asyncio.run(run_shell.run({"command": command, "timeout_s": 30}, context))
+    return said
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import inspect
 import json
 import threading
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import ModuleType
@@ -87,7 +87,7 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
-    run: Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
+    run: Callable[[dict[str, Any], ToolContext], Coroutine[Any, Any, Any]]
     # Microcompact may clear old results of this tool (never recall/memory results).
     clearable: bool = True
     effect: Effect = Effect.READ
