@@ -340,20 +340,16 @@ class ModelClient:
                 raise classify(exc, *self._where()) from exc
             except (openai.APIError, Unreadable) as exc:
                 raise classify(exc, *self._where()) from exc
-            choice = reply.choices[0] if reply.choices else None
             usage = reply.usage
+            result = whole_answer(reply) or Completion(text="")
+            if usage is not None:
+                result.prompt_tokens = usage.prompt_tokens or 0
+                result.completion_tokens = usage.completion_tokens or 0
             self.meter.count(
-                time.monotonic() - started,
-                (usage.prompt_tokens or 0) if usage else 0,
-                (usage.completion_tokens or 0) if usage else 0,
+                time.monotonic() - started, result.prompt_tokens, result.completion_tokens
             )
             self.meter.cache(usage)
-            return Completion(
-                text=(choice.message.content or "") if choice is not None else "",
-                prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
-                completion_tokens=(usage.completion_tokens or 0) if usage else 0,
-                finish_reason=choice.finish_reason if choice is not None else None,
-            )
+            return result
         raise ModelError("the server refused every response format", kind="request")
 
     # -- learning -----------------------------------------------------------------------------
