@@ -102,13 +102,6 @@ class ContextBlock:
         return self.recall.best_score
 
 
-def build_block(
-    recall: Recall, graph: GraphReader, max_lines: int = 40, threshold: float = THRESHOLD
-) -> str:
-    """The block for `recall`, or "" when its best score is below `threshold`."""
-    return "\n".join(t for t in recalled_texts(recall, graph, max_lines, threshold) if t)
-
-
 def recalled_texts(
     recall: Recall, graph: GraphReader, max_lines: int = 40, threshold: float = THRESHOLD
 ) -> tuple[str, str]:

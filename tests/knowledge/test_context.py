@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.core.graph import Graph, Node
+from knowledge.core.graph import Graph, GraphReader, Node
 from knowledge.core.token_count import count_tokens
-from knowledge.memory.context import ContextBuilder, build_block, build_context
+from knowledge.memory.context import ContextBuilder, build_context, recalled_texts
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 from knowledge.run_history.layer import Example
 from tests.conftest import indexed_project
@@ -21,6 +21,13 @@ CART = {
     "shop/pricing.py": '"""Prices."""\n\n\ndef price_of(item):\n    return 1\n',
     "shop/__init__.py": "",
 }
+
+
+def build_block(
+    recall: Recall, graph: GraphReader, max_lines: int = 40, threshold: float = THRESHOLD
+) -> str:
+    """The recalled code and memories as one text, as the block shows them."""
+    return "\n".join(t for t in recalled_texts(recall, graph, max_lines, threshold) if t)
 
 
 def test_block_shows_hot_in_detail_with_imports(tmp_path: Path) -> None:

@@ -426,7 +426,7 @@ def test_an_entity_brings_its_neighbourhood_warm_then_cold(project: Project) -> 
     """Acervo's BFS over what the conversation related: Supabase and the project that says it
     uses it (HOT: the request's words) -> the project's other framework (WARM) -> what that is
     built on (COLD), and into the block within its memory lines."""
-    from knowledge.memory.context import build_block
+    from tests.knowledge.test_context import build_block
 
     layer_of(project).apply(
         ex(
