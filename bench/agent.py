@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from entrypoint.settings import apply as apply_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from knowledge.core.token_count import count_tokens
@@ -173,6 +175,7 @@ def main() -> int:
     root = Path(args.path).resolve()
     os.environ["THEUS_HOME"] = tempfile.mkdtemp(prefix="theus-bench-")
     os.environ.setdefault("THEUS_NO_EMBEDDINGS", "1")
+    apply_settings({}, os.environ)
     start = time.perf_counter()
     project = Project(root)
     report = project.index()

@@ -15,11 +15,14 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from entrypoint.settings import apply as apply_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.e2e.chromium
 
@@ -272,6 +275,7 @@ def bench_page(dash: Dashboard, runs: int, screenshot: Path | None) -> None:
 
 
 def main() -> None:
+    apply_settings({}, os.environ)  # as `theus` does at start
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[20000, 100000])
     parser.add_argument("--runs", type=int, default=5)

@@ -9,11 +9,13 @@ Queries are embedded one at a time (the recall path); snippets in batches of cod
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
 import tokenizers
 
+from entrypoint.settings import apply as apply_settings
 from knowledge.embed.local import LocalEmbedder, default_tokenizer_path
 
 QUERIES = [
@@ -60,6 +62,7 @@ def bench_snippets(embedder: LocalEmbedder, template: str, runs: int, count: int
 
 
 def main() -> None:
+    apply_settings({}, os.environ)  # as `theus` does at start
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--snippets", type=int, default=128)

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from entrypoint.settings import apply as apply_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from knowledge.core.token_count import count_tokens
@@ -57,6 +59,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     os.environ.setdefault("THEUS_HOME", tempfile.mkdtemp(prefix="theus-bench-facts-"))
+    apply_settings({}, os.environ)
     for path in sorted(SPECS.glob("*.json")):
         spec = json.loads(path.read_text(encoding="utf-8"))
         figures = [

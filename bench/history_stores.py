@@ -25,6 +25,7 @@ on 2 cores: the default command runs for about an hour.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -40,6 +41,8 @@ import numpy as np
 import qdrant_edge as edge
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
+
+from entrypoint.settings import apply as apply_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -288,6 +291,7 @@ def no_server() -> Iterator[str]:
 
 
 def main() -> None:
+    apply_settings({}, os.environ)  # as `theus` does at start
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from entrypoint.settings import apply as apply_settings
 
 CHILD = r"""
 import json, os, resource, sys, time
@@ -78,6 +81,7 @@ def bench(path: Path, runs: int) -> dict[str, object]:
 
 
 def main() -> None:
+    apply_settings({}, os.environ)  # as `theus` does at start
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--runs", type=int, default=3)

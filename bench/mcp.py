@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from entrypoint.settings import apply as apply_settings
+
 # The repository instead of bench/, whose mcp.py (this file) would hide the `mcp` package.
 sys.path.pop(0)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -154,6 +156,7 @@ def report(name: str, runs: list[tuple[float, float]]) -> None:
 
 
 def main() -> None:
+    apply_settings({}, os.environ)  # as `theus` does at start
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path", type=Path)
     parser.add_argument("--calls", type=int, default=100)

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from entrypoint.settings import apply as apply_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
@@ -40,6 +42,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="theus-bench-memdir-") as tmp:
         os.environ["THEUS_HOME"] = str(Path(tmp) / "home")
         os.environ.pop("THEUS_NO_MEMDIR", None)
+        apply_settings({}, os.environ)
         root = args.project or _synthetic(Path(tmp) / "repo")
         run(root.resolve(), args.memories, args.runs)
     return 0

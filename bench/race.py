@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from entrypoint.settings import apply as apply_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from knowledge.index.project import Project
@@ -39,6 +41,7 @@ def main() -> int:
     outside = write_tree(top / "outside", {"loot.py": f"def {MARKER}():\n    return 1\n"})
     root = write_tree(top / "repo", {"pkg/mod.py": "def inside():\n    return 1\n"})
     os.environ["THEUS_HOME"] = str(top / "home")
+    apply_settings({}, os.environ)
     raised = leaked = 0
     with Swapper(root / "pkg", outside):
         for _ in range(args.trials):

@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from entrypoint.settings import apply as apply_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads with one BLAS thread
@@ -326,6 +328,7 @@ def main() -> int:
     variants = ["full", "subject"] if args.query == "both" else [args.query]
     home = tempfile.mkdtemp(prefix="theus-bench-home-")
     os.environ["THEUS_HOME"] = home
+    apply_settings({}, os.environ)
     needs_model = bool({"theus+sem", "dense", "rrf"} & set(names))
     emb = base.Embeddings(args.cache or Path(home) / "vectors.db") if needs_model else None
     repos: list[Repo] = []

@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from entrypoint.settings import apply as apply_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads with one BLAS thread
@@ -160,6 +162,7 @@ def semantic(project: Project) -> Reranker:
 def run(size: int, queries: int, seed: int, with_semantic: bool) -> dict[str, float]:
     home = tempfile.mkdtemp(prefix="theus-scale-home-")
     os.environ["THEUS_HOME"] = home
+    apply_settings({}, os.environ)
     root = Path(tempfile.mkdtemp(prefix="theus-scale-"))
     try:
         modules, words = write_project(root, size, seed)

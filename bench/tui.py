@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from entrypoint.settings import apply as apply_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from knowledge.index.project import Project
@@ -238,6 +240,7 @@ def main() -> int:
     os.environ["THEUS_HOME"] = str(work / "home")
     os.environ["THEUS_NO_WATCH"] = "1"
     os.environ["THEUS_NO_EMBEDDINGS"] = "1"
+    apply_settings({}, os.environ)
     root = args.project
     if root is None:
         root = work / "project"

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from entrypoint.settings import apply as apply_settings
+
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", "build", "dist", "target"}
 
 
@@ -77,6 +79,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="theus-bench-watch-") as tmp:
         os.environ["THEUS_HOME"] = str(Path(tmp) / "home")
+        apply_settings({}, os.environ)
         from knowledge.core.paths import ProjectPaths
         from knowledge.index.project import Project
         from knowledge.recall import Recaller

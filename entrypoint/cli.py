@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -12,6 +13,7 @@ from theus.printable import printable_last_resort
 
 if TYPE_CHECKING:
     from knowledge.index.project import Project
+from entrypoint.settings import apply as apply_settings
 from knowledge.core.errors import TheusError
 from theus.service.process import exit_now, to_devnull
 from theus.service.project import UsageError
@@ -331,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command and args.prompt is not None:  # `theus -p --max-turns 2 status`
         parser.error(ONE_PIECE)
     printable_last_resort()  # a command's warnings (file names, server errors) on stderr
+    apply_settings(flags(args), os.environ)
     try:
         if args.command:
             return int(args.func(args) or 0)
@@ -364,6 +367,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write("theus: interrupted\n")
             return 130
         raise
+
+
+def flags(args: argparse.Namespace) -> dict[str, object]:
+    """The settings the command line gives (None: not given)."""
+    return {"model": getattr(args, "model", None), "max_turns": getattr(args, "max_turns", None)}
 
 
 def _reader_went_away() -> int:

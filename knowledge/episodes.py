@@ -31,8 +31,8 @@ from knowledge.core.mentions import Mentions
 from knowledge.core.paths import report_unwritable
 from knowledge.core.redact import redact
 from knowledge.core.runs import NOTE, RunSummary
+from knowledge.core.settings import is_off
 from knowledge.core.store import StoreError
-from knowledge.core.switches import is_off
 from knowledge.index.project import Project
 
 log = logging.getLogger(__name__)

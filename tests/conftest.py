@@ -1,21 +1,28 @@
-"""Shared fixtures: every test gets its own THEUS_HOME so no state leaks between tests."""
+"""Shared fixtures: every test gets its own THEUS_HOME so no state leaks between tests, and
+runs with the default settings (`configure` changes them for one test)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
-from knowledge.core.switches import LAYERS
+from knowledge.core import settings as installed
+from knowledge.core.settings import LAYERS
 from knowledge.index.project import Project
+from theus.settings import Settings, current
 
 
 @pytest.fixture(autouse=True)
 def theus_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("theus-home")
-    monkeypatch.setenv("THEUS_HOME", str(home))
+    # The process's settings for this test (restored after it) and the same home for the
+    # processes it starts, which load their settings from the environment.
+    monkeypatch.setattr(installed, "_current", Settings())
+    configure(monkeypatch, home=str(home))
     for name in (
         "THEUS_BASE_URL",
         "THEUS_API_KEY",
@@ -25,10 +32,32 @@ def theus_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
         "THEUS_EMBEDDINGS_URL",
         "THEUS_EMBEDDINGS_KEY",
         "THEUS_EMBEDDINGS_MODEL",
-        *(f"THEUS_NO_{layer}" for layer in LAYERS),
+        *(f"THEUS_NO_{layer.upper()}" for layer in LAYERS),
     ):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+def configure(monkeypatch: pytest.MonkeyPatch, **changes: object) -> Settings:
+    """Run the rest of the test with these settings changed, in this process (the entry
+    point's job in a real one) and in the processes it starts (their `THEUS_*` variables);
+    restored after the test."""
+    changed = replace(current(), **changes)  # type: ignore[arg-type]
+    monkeypatch.setattr(installed, "_current", changed)
+    for name, value in changes.items():
+        variable = f"THEUS_{name.upper()}"
+        if value in ("", False, None):
+            monkeypatch.delenv(variable, raising=False)
+        else:
+            monkeypatch.setenv(variable, "1" if value is True else str(value))
+    return changed
+
+
+def from_env(environ: Mapping[str, str]) -> Settings:
+    """The settings a process started with these variables runs with (no flags, no file)."""
+    from entrypoint.settings import resolve
+
+    return resolve({}, environ, {})
 
 
 T = TypeVar("T")

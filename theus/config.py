@@ -1,26 +1,27 @@
 """Model settings: which OpenAI-compatible server, key and model the agent talks to.
 
-Sources, in order: THEUS_BASE_URL / THEUS_API_KEY, the standard OPENAI_BASE_URL /
-OPENAI_API_KEY, then the credentials saved by `theus login`. Each source is taken whole for
-the endpoint and key: a saved key is only ever sent to the saved server, so setting
-THEUS_BASE_URL alone cannot leak it (or OPENAI_API_KEY) to another host. The model comes
-from `--model`, then THEUS_MODEL, then the saved credentials.
+Sources, in order: the settings' endpoint (THEUS_BASE_URL / THEUS_API_KEY or config.toml,
+else the standard OPENAI_BASE_URL / OPENAI_API_KEY), then the credentials saved by `theus
+login`. Each source is taken whole for the endpoint and key: a saved key is only ever sent to
+the saved server, so setting THEUS_BASE_URL alone cannot leak it (or OPENAI_API_KEY) to
+another host. The model comes from the settings (`--model`, THEUS_MODEL, config.toml), then
+the saved credentials.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 
-from knowledge.core.switches import is_off
+from theus.settings import Settings, current
 
 log = logging.getLogger(__name__)
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 MISSING_MODEL_HELP = (
     "no model configured: set THEUS_MODEL and THEUS_BASE_URL (and THEUS_API_KEY if the server "
-    "needs one; OPENAI_BASE_URL / OPENAI_API_KEY work too), or run `theus login`"
+    "needs one; OPENAI_BASE_URL / OPENAI_API_KEY, or model and base_url in config.toml, work "
+    "too), or run `theus login`"
 )
 # Placeholder key for local servers that need none; the openai client refuses an empty key.
 NO_KEY = "not-needed"
@@ -41,19 +42,6 @@ class ModelSettings:
     max_output_tokens: int = 8192
 
 
-def _env(name: str) -> str:
-    return os.environ.get(name, "").strip()
-
-
-def _float_env(name: str, default: float) -> float:
-    raw = _env(name)
-    try:
-        return float(raw) if raw else default
-    except ValueError:
-        log.warning("ignoring %s=%r: not a number", name, raw)
-        return default
-
-
 def _saved_credentials() -> object | None:
     try:
         from knowledge.core.credentials import load_credentials
@@ -64,17 +52,14 @@ def _saved_credentials() -> object | None:
         return None
 
 
-def load_model_settings(model_override: str | None = None) -> ModelSettings | None:
+def load_model_settings(settings: Settings | None = None) -> ModelSettings | None:
     """The configured model, or None when there is none (callers print MISSING_MODEL_HELP)."""
-    model = (model_override or "").strip() or _env("THEUS_MODEL")
-    base_url = api_key = source = ""
-    # Each source is taken whole: a key from one place is never sent to a URL from another.
-    for prefix in ("THEUS", "OPENAI"):
-        base_url, api_key = _env(f"{prefix}_BASE_URL"), _env(f"{prefix}_API_KEY")
-        if base_url or api_key:
-            source = f"{prefix}_BASE_URL/{prefix}_API_KEY"
-            break
-    if not source:
+    settings = settings or current()
+    model, base_url, api_key = settings.model, settings.base_url, settings.api_key
+    # The settings took the endpoint whole from one place: saved credentials only fill in
+    # when no place set it, so a key from one place is never sent to a URL from another.
+    source = settings.source("base_url" if base_url else "api_key")
+    if not (base_url or api_key):
         saved = _saved_credentials()
         if saved is None:
             return None
@@ -89,18 +74,18 @@ def load_model_settings(model_override: str | None = None) -> ModelSettings | No
         api_key=api_key or NO_KEY,
         model=model,
         source=source,
-        timeout_s=_float_env("THEUS_TIMEOUT", 120.0),
-        max_retries=int(_float_env("THEUS_MAX_RETRIES", 4)),
-        retry_base_s=_float_env("THEUS_RETRY_BASE", 0.5),
-        idle_timeout_s=_float_env("THEUS_IDLE_TIMEOUT", 60.0),
-        retry_deadline_s=_float_env("THEUS_RETRY_DEADLINE", 180.0),
-        max_output_tokens=max(0, int(_float_env("THEUS_MAX_OUTPUT_TOKENS", 8192))),
+        timeout_s=settings.timeout,
+        max_retries=max(0, settings.max_retries),
+        retry_base_s=settings.retry_base,
+        idle_timeout_s=settings.idle_timeout,
+        retry_deadline_s=settings.retry_deadline,
+        max_output_tokens=max(0, settings.max_output_tokens),
     )
 
 
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
-    """How the loop behaves; from the environment by default, overridable in tests."""
+    """How the loop behaves: from the settings (`from_settings`), overridable in tests."""
 
     inject: bool = True
     semantic_on: bool = False
@@ -127,13 +112,16 @@ class AgentSettings:
         return self.deadline_ms + (self.semantic_extra_ms if self.semantic_on else 0.0)
 
     @classmethod
-    def from_env(cls, *, semantic_on: bool = False) -> AgentSettings:
+    def from_settings(
+        cls, settings: Settings | None = None, *, semantic_on: bool = False
+    ) -> AgentSettings:
+        settings = settings or current()
         return cls(
-            inject=not is_off("knowledge_inject"),
+            inject=not settings.no_knowledge_inject,
             semantic_on=semantic_on,
-            deadline_ms=_float_env("THEUS_RECALL_DEADLINE_MS", 150.0),
-            context_tokens=int(_float_env("THEUS_CONTEXT_TOKENS", 128_000)),
-            max_turns=max(1, int(_float_env("THEUS_MAX_TURNS", 50))),
-            facts_timeout_s=_float_env("THEUS_FACTS_TIMEOUT", 30.0),
-            turn_deadline_s=_float_env("THEUS_TURN_DEADLINE", 1800.0),
+            deadline_ms=settings.recall_deadline_ms,
+            context_tokens=settings.context_tokens,
+            max_turns=max(1, settings.max_turns),
+            facts_timeout_s=settings.facts_timeout,
+            turn_deadline_s=settings.turn_deadline,
         )

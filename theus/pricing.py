@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from knowledge.core.paths import config_home
+from theus.settings import current
 
 log = logging.getLogger(__name__)
-
-PRICES_ENV = "THEUS_PRICES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +33,8 @@ class Price:
 
 
 def prices_path() -> Path:
-    override = os.environ.get(PRICES_ENV, "").strip()
-    return Path(override).expanduser() if override else config_home() / "prices.json"
+    chosen = current().prices
+    return Path(chosen).expanduser() if chosen else config_home() / "prices.json"
 
 
 def load_prices() -> dict[str, Price]:
@@ -46,8 +44,8 @@ def load_prices() -> dict[str, Price]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        if os.environ.get(PRICES_ENV, "").strip():
-            log.warning("%s names %s, which does not exist: no costs shown", PRICES_ENV, path)
+        if current().prices:
+            log.warning("THEUS_PRICES names %s, which does not exist: no costs shown", path)
         return {}
     except (OSError, ValueError) as exc:
         log.warning("ignoring the price table %s: %s", path, exc)

@@ -142,10 +142,10 @@ class TheusApp(App[int]):
 
     # -- start ----------------------------------------------------------------------------------
     def on_mount(self) -> None:
-        from knowledge.core.switches import switched_off
+        from knowledge.core.settings import current
 
         self.set_keymap(load_keymap())
-        self.update_status(off=short_switches(switched_off()))
+        self.update_status(off=short_switches(current().switched_off()))
         # A daemon thread, not a Textual thread worker: those run in the event loop's default
         # executor, which the loop joins at exit, so quitting would wait for the graph load.
         threading.Thread(target=self.load_graph, name="theus-load", daemon=True).start()
@@ -498,7 +498,7 @@ def run_app(args: argparse.Namespace, dashboard: DashboardStarter | None = None)
         messages = session.messages()
     app = TheusApp(
         root,
-        load_model_settings(getattr(args, "model", None)),
+        load_model_settings(),
         resume=messages,
         session=session,
         pick_session=pick,

@@ -1,9 +1,9 @@
 """The memory's bottom layer: what every other part of `knowledge` stands on and that imports
 nothing above it. The graph and its store (`graph`, `store`), node keys (`keys`), where data
 lives (`paths`), durable writes (`atomic`), safe file reads inside a root (`beneath`,
-`filetext`), redaction (`redact`), the one token estimator (`token_count`), the kill switches
-(`switches`), saved credentials, the frontmatter format, text folding, the links free text
-makes to code (`mentions`) and the record of one agent run (`runs`).
+`filetext`), redaction (`redact`), the one token estimator (`token_count`), the settings
+and kill switches (`settings`), saved credentials, the frontmatter format, text folding, the
+links free text makes to code (`mentions`) and the record of one agent run (`runs`).
 
 Import the modules themselves (`from knowledge.core import keys`); nothing is re-exported.
 """
@@ -21,7 +21,7 @@ __all__ = [
     "paths",
     "redact",
     "runs",
+    "settings",
     "store",
-    "switches",
     "token_count",
 ]

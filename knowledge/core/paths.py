@@ -1,11 +1,11 @@
-"""Where Theus keeps its data: THEUS_HOME, else the platformdirs user data dir."""
+"""Where Theus keeps its data: the `home` setting (THEUS_HOME), else the platformdirs user
+data dir."""
 
 from __future__ import annotations
 
 import errno
 import hashlib
 import logging
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +13,10 @@ from pathlib import Path
 import platformdirs
 
 from knowledge.core.keys import slugify
+from knowledge.core.settings import current
 
 log = logging.getLogger(__name__)
+CONFIG_FILE = "config.toml"
 # Errors that say the data folder refuses writes as a whole, not that one file is bad.
 _REFUSED = frozenset({errno.EROFS, errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EDQUOT})
 _told: set[str] = set()
@@ -41,14 +43,24 @@ def report_unwritable(exc: OSError) -> bool:
 
 
 def data_home() -> Path:
-    override = os.environ.get("THEUS_HOME")
-    return Path(override).expanduser() if override else Path(platformdirs.user_data_dir("theus"))
+    home = current().home
+    return Path(home).expanduser() if home else Path(platformdirs.user_data_dir("theus"))
 
 
 def config_home() -> Path:
-    override = os.environ.get("THEUS_HOME")
-    if override:
-        return Path(override).expanduser() / "config"
+    return config_folder(current().home)
+
+
+def config_file() -> Path:
+    """`config.toml`, the settings file (read once at start by the entry point)."""
+    return config_home() / CONFIG_FILE
+
+
+def config_folder(home: str) -> Path:
+    """The config folder: `config` in the data folder `home` when one is set (THEUS_HOME),
+    else the platform's."""
+    if home:
+        return Path(home).expanduser() / "config"
     return Path(platformdirs.user_config_dir("theus"))
 
 

@@ -27,12 +27,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from knowledge.core.credentials import ChatCredentials, load_credentials
+from knowledge.core.settings import MemorySettings, current
 from knowledge.core.store import Store, StoreError
-from knowledge.core.switches import is_off
 from knowledge.embed import frozen
 from knowledge.embed.base import DimensionMismatch, Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
@@ -64,7 +64,7 @@ class SemanticLayer:
         self,
         project: LayerProject,
         *,
-        env: Mapping[str, str] | None = None,
+        settings: MemorySettings | None = None,
         credentials: ChatCredentials | None = _UNSET,
         threads: int | None = 1,
         local_loader: Callable[[], Embedder] | None = None,
@@ -73,7 +73,7 @@ class SemanticLayer:
     ) -> None:
         self.project = project
         self._one_shot = one_shot
-        self._env = dict(os.environ if env is None else env)
+        self._settings = settings or current()
         self._credentials = credentials
         self._threads = threads
         self._local_loader = local_loader
@@ -108,7 +108,7 @@ class SemanticLayer:
     # -- what callers read -----------------------------------------------------------------
     @property
     def killed(self) -> bool:
-        return is_off("embeddings", self._env)
+        return self._settings.is_off("embeddings")
 
     @property
     def on(self) -> bool:
@@ -118,7 +118,7 @@ class SemanticLayer:
             return False
         if self.selection is not None:
             return self.selection.embedder is not None
-        return configured(self._env, self._credentials_now()).embedder is not None
+        return configured(self._settings, self._credentials_now()).embedder is not None
 
     @property
     def reranker(self) -> SemanticReranker | None:
@@ -149,7 +149,7 @@ class SemanticLayer:
     def _prepare(self) -> Ready | None:
         loader = self._local_loader or self._load_local
         self.selection = select_embedder(
-            self._env, self._credentials_now(), local_loader=loader, timeout=self._timeout
+            self._settings, self._credentials_now(), local_loader=loader, timeout=self._timeout
         )
         embedder = self.selection.embedder
         if embedder is None:

@@ -12,12 +12,12 @@ Choosing a hosted embedder does no I/O; its first request happens on first use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from knowledge.core.credentials import ChatCredentials
-from knowledge.core.switches import is_off
+from knowledge.core.settings import MemorySettings
 from knowledge.embed.base import Embedder, EmbedderUnavailable
 
 Provider = Literal["hosted", "local", "chat-endpoint", "off"]
@@ -42,7 +42,7 @@ def _load_local_default() -> Embedder:
 
 
 def select_embedder(
-    env: Mapping[str, str],
+    settings: MemorySettings,
     credentials: ChatCredentials | None,
     *,
     local_loader: Callable[[], Embedder] = _load_local_default,
@@ -50,13 +50,13 @@ def select_embedder(
 ) -> Selection:
     """Resolve the cascade. `local_loader` returns a loaded embedder or raises (normally
     `EmbedderUnavailable`); `timeout` (seconds) applies to hosted requests."""
-    if is_off("embeddings", env):
+    if settings.is_off("embeddings"):
         return Selection(None, "off", "semantic layer off: THEUS_NO_EMBEDDINGS=1")
 
-    model = env.get("THEUS_EMBEDDINGS_MODEL") or DEFAULT_HOSTED_MODEL
-    url = env.get("THEUS_EMBEDDINGS_URL")
+    model = settings.embeddings_model or DEFAULT_HOSTED_MODEL
+    url = settings.embeddings_url
     if url:
-        embedder = _hosted(url, env.get("THEUS_EMBEDDINGS_KEY"), model, timeout)
+        embedder = _hosted(url, settings.embeddings_key or None, model, timeout)
         return Selection(embedder, "hosted", f"{model} at {url} (THEUS_EMBEDDINGS_URL)")
 
     try:
@@ -70,7 +70,7 @@ def select_embedder(
     else:
         return Selection(local, "local", f"local ONNX model {local.model_id} ({local.dim}-d)")
 
-    endpoint = _chat_endpoint(env, credentials)
+    endpoint = _chat_endpoint(settings, credentials)
     if endpoint is None:
         return Selection(None, "off", f"semantic layer off: {local_failure}; no endpoint set")
     base_url, api_key, source = endpoint
@@ -88,17 +88,17 @@ def _hosted(base_url: str, api_key: str | None, model: str, timeout: float | Non
 
 
 def _chat_endpoint(
-    env: Mapping[str, str], credentials: ChatCredentials | None
+    settings: MemorySettings, credentials: ChatCredentials | None
 ) -> tuple[str, str | None, str] | None:
-    """(base_url, api_key, source) of the chat endpoint, or None.
-
-    Each source is taken whole: a key from one place is never sent to a URL from another.
-    """
-    for prefix in ("THEUS", "OPENAI"):
-        base_url = env.get(f"{prefix}_BASE_URL")
-        api_key = env.get(f"{prefix}_API_KEY")
-        if base_url or api_key:
-            return base_url or OPENAI_BASE_URL, api_key, f"{prefix}_BASE_URL/{prefix}_API_KEY"
+    """(base_url, api_key, source) of the chat endpoint, or None. The settings take the
+    endpoint whole from one place, so a key from one place is never sent to a URL from
+    another; saved credentials come last."""
+    if settings.base_url or settings.api_key:
+        return (
+            settings.base_url or OPENAI_BASE_URL,
+            settings.api_key or None,
+            settings.source("base_url" if settings.base_url else "api_key"),
+        )
     if credentials is not None and credentials.base_url:
         return credentials.base_url, credentials.api_key or None, "saved credentials"
     return None

@@ -10,9 +10,8 @@ and pending counts are read from the vector cache (read-only).
 from __future__ import annotations
 
 import importlib.util
-import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,8 +19,8 @@ from knowledge.core import atomic
 from knowledge.core.credentials import ChatCredentials, load_credentials
 from knowledge.core.graph import Graph
 from knowledge.core.paths import ProjectPaths
+from knowledge.core.settings import MemorySettings, current
 from knowledge.core.store import Store, StoreError
-from knowledge.core.switches import is_off
 from knowledge.embed.base import Embedder, EmbedderUnavailable
 from knowledge.embed.cache import cached
 from knowledge.embed.select import Selection, select_embedder
@@ -68,9 +67,9 @@ def _probe_local() -> Embedder:
     return LocalEmbedder()
 
 
-def configured(env: Mapping[str, str], credentials: ChatCredentials | None) -> Selection:
+def configured(settings: MemorySettings, credentials: ChatCredentials | None) -> Selection:
     """What the cascade would pick, without loading a model or touching the network."""
-    return select_embedder(env, credentials, local_loader=_probe_local)
+    return select_embedder(settings, credentials, local_loader=_probe_local)
 
 
 def state_path(paths: ProjectPaths) -> Path:
@@ -87,7 +86,7 @@ def read_state(paths: ProjectPaths) -> dict[str, Any]:
 
 def status_section(
     project: HasStore,
-    env: Mapping[str, str] | None = None,
+    settings: MemorySettings | None = None,
     live: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """`live`: the state of the layer running in this process (`SemanticLayer.state`), which
@@ -95,11 +94,11 @@ def status_section(
     when its last pass saw the graph as it is saved now."""
     from knowledge.embed.indexer import embed_texts
 
-    env = os.environ if env is None else env
+    settings = settings or current()
     state = live() if live is not None else read_state(project.paths)
-    if is_off("embeddings", env):
+    if settings.is_off("embeddings"):
         return {"provider": "off", "reason": "semantic layer off: THEUS_NO_EMBEDDINGS=1"}
-    selection = configured(env, load_credentials())
+    selection = configured(settings, load_credentials())
     out: dict[str, Any] = {"provider": selection.provider, "reason": selection.reason}
     if selection.embedder is None:
         return out

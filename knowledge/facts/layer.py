@@ -31,8 +31,8 @@ from dataclasses import replace
 
 from knowledge.core.graph import RELATION_EDGE, Graph, Node
 from knowledge.core.redact import redact
+from knowledge.core.settings import is_off
 from knowledge.core.store import StoreError
-from knowledge.core.switches import is_off
 from knowledge.facts.apply import ApplyReport, Turn, commit, redacted
 from knowledge.facts.extraction import Extraction, Speaker
 from knowledge.facts.match import Names, Said, mentioned

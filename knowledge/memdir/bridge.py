@@ -9,8 +9,8 @@ from typing import Any
 
 from knowledge.core.graph import Node
 from knowledge.core.mentions import Mentions
+from knowledge.core.settings import is_off
 from knowledge.core.store import StoreError
-from knowledge.core.switches import is_off
 from knowledge.index.project import Project
 from knowledge.memdir.files import MemdirFull, MemoryDir
 from knowledge.memdir.format import DEFAULT_CAPS, Caps, pointer_line

@@ -11,7 +11,7 @@ from knowledge.core.frontmatter import first_line, shorten
 from knowledge.core.graph import Node
 from knowledge.core.mentions import Mentions
 from knowledge.core.redact import redact
-from knowledge.core.switches import is_off
+from knowledge.core.settings import is_off
 from knowledge.index.project import Project
 from knowledge.memdir.bridge import (
     OFF_REASON,

@@ -10,7 +10,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from knowledge.core import atomic
-from knowledge.core.switches import is_off
+from knowledge.core.settings import is_off
 
 if TYPE_CHECKING:
     from knowledge.index.project import Project

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from knowledge.core.switches import is_off
+from knowledge.core.settings import is_off
 from knowledge.index.project import Project
 from knowledge.memdir.bridge import OFF_REASON
 from knowledge.memdir.files import MemoryDir

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from knowledge.core import atomic
-from knowledge.core.switches import is_off
+from knowledge.core.settings import is_off
 from knowledge.index.project import Project
 from knowledge.memdir.bridge import SyncReport, memory_dir, sync
 from knowledge.memdir.format import DEFAULT_CAPS, Caps

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from knowledge.core.switches import switched_off
+from knowledge.core.settings import current
 from knowledge.index.project import Project
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def index_section(project: Project) -> dict[str, Any]:
         "skipped": dict(sorted(project.skipped_counts().items())),
         "last_index": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last)) if last else None,
         "recovered_from": str(project.store.recovered_from or "") or None,
-        "switched_off": switched_off(),
+        "switched_off": current().switched_off(),
     }
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knowledge.core.switches import is_off
+from knowledge.core.settings import current, is_off
 
 if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs few of them
     from knowledge.core.runs import RunSummary
@@ -412,11 +412,7 @@ def _history_server_first() -> bool:
     with the chat model's client is imported here first, on the thread that builds the memory:
     openai reads `sys.modules["httpx"]` as it starts, and must never find it half imported by
     another thread."""
-    import os
-
-    from knowledge.run_history.stores import configured_server
-
-    if is_off("history") or not configured_server(os.environ):
+    if is_off("history") or not current().qdrant_url:
         return False
     for shared in ("httpx", "pydantic"):
         _import_quietly(shared)

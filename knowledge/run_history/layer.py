@@ -15,10 +15,9 @@ so the record and the store never disagree about what is valid.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ import numpy as np
 
 from knowledge.core.frontmatter import shorten
 from knowledge.core.paths import ProjectPaths
-from knowledge.core.switches import is_off
+from knowledge.core.settings import MemorySettings, current
 from knowledge.embed.base import Embedder
 from knowledge.recall.status import Counters
 from knowledge.run_history import settings as settings_file
@@ -105,7 +104,7 @@ class RunHistory:
     project: str  # `stores.project_id`
     home: Path  # the project's data folder (its settings file)
     embedder_by: EmbedderSource
-    env: Mapping[str, str]
+    config: MemorySettings  # where the store is (THEUS_QDRANT_*)
     stats: HistoryStats = field(default_factory=HistoryStats)  # persisted by `for_project`
     _stores: dict[tuple[str, int], VectorStore] = field(default_factory=dict)
     _vectors: dict[str, Vector] = field(default_factory=dict)  # lineage → request embedding
@@ -116,7 +115,7 @@ class RunHistory:
         cls,
         paths: ProjectPaths,
         embedder_by: EmbedderSource = no_embedder,
-        env: Mapping[str, str] | None = None,
+        config: MemorySettings | None = None,
     ) -> RunHistory:
         """The project's history; without `embedder_by` it finds no examples and stores no
         points (what the strict operations and listing need: the records know their store)."""
@@ -125,7 +124,7 @@ class RunHistory:
             project_id(paths.root),
             paths.home,
             embedder_by,
-            dict(os.environ if env is None else env),
+            config or current(),
             HistoryStats.load(paths.home / STATS_FILE),
         )
 
@@ -283,7 +282,7 @@ class RunHistory:
         with self._lock:
             store = self._stores.get((model_id, dim))
             if store is None:
-                store = self._stores[(model_id, dim)] = open_store(self.env, model_id, dim)
+                store = self._stores[(model_id, dim)] = open_store(self.config, model_id, dim)
             return store
 
     def close(self) -> None:
@@ -310,15 +309,13 @@ def _example(hit: Hit) -> Example:
     )
 
 
-def status_section(paths: ProjectPaths, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def status_section(paths: ProjectPaths, config: MemorySettings | None = None) -> dict[str, Any]:
     """`theus status`: where the history lives, how many runs it keeps, and the counters."""
-    from knowledge.run_history.stores import configured_server
-
-    env = os.environ if env is None else env
-    if is_off("history", env):
+    config = config or current()
+    if config.is_off("history"):
         return {"state": "off: THEUS_NO_HISTORY=1"}
     records = Journal(paths.home / "runs").records()
-    server = configured_server(env)
+    server = config.qdrant_url
     return {
         "store": f"qdrant {server}" if server else "embedded",
         **asdict(settings_file.load(paths.home)),

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
 from knowledge.core.paths import data_home
+from knowledge.core.settings import MemorySettings
 from knowledge.vectors.port import StoreMismatch, VectorStore, collection_name
 
 DEFAULT_COLLECTION = "theus_runs"
@@ -20,29 +20,23 @@ GIT_TIMEOUT_S = 2.0
 _SCP_LIKE = re.compile(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)$")  # git@host:owner/repo
 
 
-def configured_server(env: Mapping[str, str]) -> str:
-    """The Qdrant server's URL when one is configured, else ""."""
-    return env.get("THEUS_QDRANT_URL", "").strip()
-
-
-def open_store(env: Mapping[str, str], model_id: str, dim: int) -> VectorStore:
+def open_store(settings: MemorySettings, model_id: str, dim: int) -> VectorStore:
     """The history's store for this embedder; raises `StoreMismatch` when a configured
     dimension (`THEUS_QDRANT_DIM`) or the collection's differs from the embedder's, and
     `VectorStoreUnavailable` when it cannot be reached."""
-    wanted = env.get("THEUS_QDRANT_DIM", "").strip()
-    if wanted and wanted != str(dim):
+    wanted = settings.qdrant_dim
+    if wanted and wanted != dim:
         raise StoreMismatch(
             f"THEUS_QDRANT_DIM={wanted} but the embedder ({model_id}) makes "
             f"{dim}-d vectors: unset it or set it to {dim}"
         )
-    base = env.get("THEUS_QDRANT_COLLECTION", "").strip() or DEFAULT_COLLECTION
-    url = configured_server(env)
-    if url:
+    base = settings.qdrant_collection or DEFAULT_COLLECTION
+    if settings.qdrant_url:
         from knowledge.vectors.qdrant import QdrantStore
 
         return QdrantStore(
-            url=url,
-            api_key=env.get("THEUS_QDRANT_API_KEY", "").strip() or None,
+            url=settings.qdrant_url,
+            api_key=settings.qdrant_api_key or None,
             collection_base=base,
             model_id=model_id,
             dim=dim,

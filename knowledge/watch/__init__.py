@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from knowledge.core.switches import is_off
+from knowledge.core.settings import is_off
 from knowledge.index.project import Project
 from knowledge.watch import state as persisted
 from knowledge.watch.watcher import Update, Watcher

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from knowledge.core.paths import ProjectPaths
+from knowledge.core.settings import MemorySettings, current
 from knowledge.run_history.layer import RunHistory
 from knowledge.run_history.record import RunRecord
 from knowledge.run_history.stores import open_store
 from knowledge.vectors.port import Point
-from tests.conftest import closed_port
+from tests.conftest import closed_port, configure
 from tests.knowledge.test_dashboard import Client
 from theus.dashboard import Dashboard
 
@@ -30,7 +31,7 @@ def _closed_port() -> str:
 @pytest.fixture
 def stored_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ProjectPaths, RunRecord]:
     """A run whose point the embedded store holds, as a finished run leaves it."""
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    configure(monkeypatch, home=str(tmp_path / "home"))
     paths = ProjectPaths.for_root(tmp_path)
     record = RunRecord(
         id=str(uuid.uuid4()),
@@ -44,9 +45,11 @@ def stored_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Project
         dim=DIM,
         stored=True,
     )
-    history = RunHistory.for_project(paths, env={})
+    history = RunHistory.for_project(paths)
     history.journal.write(record)
-    open_store({}, MODEL, DIM).put([Point(record.id, np.ones(DIM, np.float32), record.payload())])
+    open_store(current(), MODEL, DIM).put(
+        [Point(record.id, np.ones(DIM, np.float32), record.payload())]
+    )
     return paths, record
 
 
@@ -60,13 +63,13 @@ def _serve(history: RunHistory) -> Iterator[Client]:
 
 @pytest.fixture
 def up(stored_run: tuple[ProjectPaths, RunRecord]) -> Iterator[Client]:
-    yield from _serve(RunHistory.for_project(stored_run[0], env={}))
+    yield from _serve(RunHistory.for_project(stored_run[0]))
 
 
 @pytest.fixture
 def down(stored_run: tuple[ProjectPaths, RunRecord]) -> Iterator[Client]:
     yield from _serve(
-        RunHistory.for_project(stored_run[0], env={"THEUS_QDRANT_URL": _closed_port()})
+        RunHistory.for_project(stored_run[0], config=MemorySettings(qdrant_url=_closed_port()))
     )
 
 
@@ -78,15 +81,16 @@ def test_invalidate_restore_and_delete_by_id(
     assert listed["id"] == record.id and listed["invalid"] is False
     status, _, body = up.request(f"/api/history/{record.id[:8]}/invalidate", method="POST")
     assert status == 200 and json.loads(body)["invalid"] is True
-    (point,) = open_store({}, MODEL, DIM).get([record.id])
+    (point,) = open_store(current(), MODEL, DIM).get([record.id])
     assert point.payload["invalid"] is True  # the store changed, by id
     status, _, _ = up.request(f"/api/history/{record.id}/restore", method="POST")
     assert (
-        status == 200 and open_store({}, MODEL, DIM).get([record.id])[0].payload["invalid"] is False
+        status == 200
+        and open_store(current(), MODEL, DIM).get([record.id])[0].payload["invalid"] is False
     )
     status, _, _ = up.request(f"/api/history/{record.id}", method="DELETE")
     assert status == 200
-    assert open_store({}, MODEL, DIM).get([record.id]) == []
+    assert open_store(current(), MODEL, DIM).get([record.id]) == []
     assert up.json("/api/history")["runs"] == []
     status, _, _ = up.request(f"/api/history/{record.id}", method="DELETE")
     assert status == 404

@@ -13,13 +13,14 @@ from knowledge.core.credentials import (
     load_credentials,
     save_credentials,
 )
+from tests.conftest import configure
 
 CREDS = ChatCredentials("https://gateway.example/v1", "sk-secret", "theus-chat")
 
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path))
+    configure(monkeypatch, home=str(tmp_path))
     return tmp_path
 
 

@@ -13,6 +13,7 @@ from knowledge.core.credentials import ChatCredentials
 from knowledge.embed.base import EmbedderUnavailable, Vectors
 from knowledge.embed.hosted import HostedEmbedder
 from knowledge.embed.select import DEFAULT_HOSTED_MODEL, OPENAI_BASE_URL, select_embedder
+from tests.conftest import from_env
 
 SAVED = ChatCredentials("https://gateway.example/v1", "sk-saved", "chat-model")
 
@@ -55,7 +56,7 @@ def hosted(selection_embedder: object) -> HostedEmbedder:
 def test_kill_switch_wins_over_everything_and_loads_nothing() -> None:
     loader = Loader()
     env = {"THEUS_NO_EMBEDDINGS": "1", "THEUS_EMBEDDINGS_URL": "http://e/v1"}
-    selection = select_embedder(env, SAVED, local_loader=loader)
+    selection = select_embedder(from_env(env), SAVED, local_loader=loader)
     assert (selection.embedder, selection.provider) == (None, "off")
     assert "THEUS_NO_EMBEDDINGS" in selection.reason
     assert loader.calls == 0
@@ -68,8 +69,9 @@ def test_kill_switch_imports_neither_runtime_nor_client() -> None:
         import sys
         from knowledge.core.credentials import ChatCredentials
         from knowledge.embed import select_embedder
-        env = {"THEUS_NO_EMBEDDINGS": "1", "THEUS_EMBEDDINGS_URL": "http://e/v1"}
-        s = select_embedder(env, ChatCredentials("http://g/v1", "k", "m"))
+        from knowledge.core.settings import MemorySettings
+        off = MemorySettings(no_embeddings=True, embeddings_url="http://e/v1")
+        s = select_embedder(off, ChatCredentials("http://g/v1", "k", "m"))
         assert s.provider == "off", s
         loaded = [m for m in ("onnxruntime", "tokenizers", "openai") if m in sys.modules]
         assert not loaded, loaded
@@ -86,7 +88,7 @@ def test_embeddings_url_always_wins() -> None:
         "THEUS_EMBEDDINGS_MODEL": "nomic-embed",
         "THEUS_BASE_URL": "http://chat.local/v1",
     }
-    selection = select_embedder(env, SAVED, local_loader=loader)
+    selection = select_embedder(from_env(env), SAVED, local_loader=loader)
     embedder = hosted(selection.embedder)
     assert selection.provider == "hosted"
     assert (embedder.base_url, embedder.api_key, embedder.model) == (
@@ -100,7 +102,7 @@ def test_embeddings_url_always_wins() -> None:
 
 def test_embeddings_url_without_model_uses_default() -> None:
     selection = select_embedder(
-        {"THEUS_EMBEDDINGS_URL": "http://e/v1"}, None, local_loader=Loader()
+        from_env({"THEUS_EMBEDDINGS_URL": "http://e/v1"}), None, local_loader=Loader()
     )
     embedder = hosted(selection.embedder)
     assert (embedder.model, embedder.api_key) == (DEFAULT_HOSTED_MODEL, None)
@@ -108,7 +110,7 @@ def test_embeddings_url_without_model_uses_default() -> None:
 
 def test_local_model_is_next() -> None:
     env = {"THEUS_BASE_URL": "http://chat.local/v1", "THEUS_API_KEY": "ck"}
-    selection = select_embedder(env, SAVED, local_loader=Loader())
+    selection = select_embedder(from_env(env), SAVED, local_loader=Loader())
     assert selection.provider == "local"
     assert isinstance(selection.embedder, FakeLocal)
     assert "fake-local" in selection.reason
@@ -132,7 +134,7 @@ def test_local_model_is_next() -> None:
             None,
             "THEUS_BASE_URL",
         ),
-        ({"THEUS_API_KEY": "tk"}, None, OPENAI_BASE_URL, "tk", "THEUS_BASE_URL"),
+        ({"THEUS_API_KEY": "tk"}, None, OPENAI_BASE_URL, "tk", "THEUS_API_KEY"),
         (
             {"OPENAI_BASE_URL": "http://oai/v1", "OPENAI_API_KEY": "ok"},
             SAVED,
@@ -140,7 +142,7 @@ def test_local_model_is_next() -> None:
             "ok",
             "OPENAI_BASE_URL",
         ),
-        ({"OPENAI_API_KEY": "ok"}, None, OPENAI_BASE_URL, "ok", "OPENAI_BASE_URL"),
+        ({"OPENAI_API_KEY": "ok"}, None, OPENAI_BASE_URL, "ok", "OPENAI_API_KEY"),
         ({}, SAVED, SAVED.base_url, SAVED.api_key, "saved credentials"),
     ],
 )
@@ -151,7 +153,7 @@ def test_chat_endpoint_when_local_cannot_load(
     api_key: str | None,
     source: str,
 ) -> None:
-    selection = select_embedder(env, credentials, local_loader=failing())
+    selection = select_embedder(from_env(env), credentials, local_loader=failing())
     embedder = hosted(selection.embedder)
     assert selection.provider == "chat-endpoint"
     assert (embedder.base_url, embedder.api_key, embedder.model) == (
@@ -164,23 +166,25 @@ def test_chat_endpoint_when_local_cannot_load(
 
 def test_chat_endpoint_uses_embeddings_model_setting() -> None:
     env = {"THEUS_BASE_URL": "http://chat/v1", "THEUS_EMBEDDINGS_MODEL": "theus-embed"}
-    selection = select_embedder(env, None, local_loader=failing())
+    selection = select_embedder(from_env(env), None, local_loader=failing())
     assert hosted(selection.embedder).model == "theus-embed"
 
 
 def test_off_when_nothing_is_available_says_why() -> None:
-    selection = select_embedder({}, None, local_loader=failing())
+    selection = select_embedder(from_env({}), None, local_loader=failing())
     assert (selection.embedder, selection.provider) == (None, "off")
     assert "model file missing" in selection.reason
 
 
 def test_unexpected_loader_crash_fails_open() -> None:
-    selection = select_embedder({}, None, local_loader=Loader(RuntimeError("onnx exploded")))
+    selection = select_embedder(
+        from_env({}), None, local_loader=Loader(RuntimeError("onnx exploded"))
+    )
     assert selection.provider == "off"
     assert "RuntimeError: onnx exploded" in selection.reason
 
 
 def test_default_loader_loads_the_real_local_model() -> None:
-    selection = select_embedder({}, None)
+    selection = select_embedder(from_env({}), None)
     assert selection.provider == "local"
     assert selection.embedder is not None and selection.embedder.dim == 384

@@ -21,7 +21,7 @@ from knowledge.episodes import (
 )
 from knowledge.index.project import Project
 from knowledge.recall import Recaller
-from tests.conftest import indexed_project, present, write_tree
+from tests.conftest import configure, indexed_project, present, write_tree
 
 COMPACTION = """# Login redirect fixed
 
@@ -232,7 +232,7 @@ def test_get_by_id_prefix_and_errors(project: Project) -> None:
 def test_kill_switch_stops_all_episode_writing(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("THEUS_NO_EPISODES", "1")
+    configure(monkeypatch, no_episodes=True)
     store = EpisodeStore(project)
     assert store.record("compaction", COMPACTION, "s-1") is None
     kept = RunSummary(("fix it",), "fixed", "answered", files_changed=("src/login.py",))

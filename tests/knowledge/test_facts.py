@@ -26,7 +26,7 @@ from knowledge.facts import (
 from knowledge.facts.ontology import Layer
 from knowledge.index.project import Project
 from knowledge.recall import Recaller
-from tests.conftest import TickingClock, indexed_project, present
+from tests.conftest import TickingClock, configure, indexed_project, present
 
 FILES: dict[str, str | bytes] = {
     "src/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
@@ -522,7 +522,7 @@ def test_a_failed_save_keeps_the_facts_in_the_graph(
 def test_the_kill_switch_turns_the_layer_off(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("THEUS_NO_FACTS", "1")
+    configure(monkeypatch, no_facts=True)
     layer = layer_of(project)
     report = layer.apply(ex(entities=[("Butaco", "Project", P)]), "Butaco", "user")
     assert not report.enabled and report.counts()["added"] == 0

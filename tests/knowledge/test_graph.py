@@ -120,16 +120,18 @@ def test_keys_survive_index_reuse() -> None:
 
 
 def test_kill_switches_share_one_rule() -> None:
-    from knowledge.core.switches import is_off, switched_off
+    from tests.conftest import from_env
 
-    env = {
-        "THEUS_NO_WATCH": "1",
-        "THEUS_NO_EMBEDDINGS": "true",
-        "THEUS_NO_MEMDIR": "0",
-        "THEUS_NO_EPISODES": "",
-        "THEUS_NO_KNOWLEDGE_INJECT": "off",
-    }
-    assert is_off("watch", env) and is_off("EMBEDDINGS", env)
-    assert not is_off("memdir", env) and not is_off("episodes", env)
-    assert not is_off("knowledge_inject", env)
-    assert switched_off(env) == ["THEUS_NO_EMBEDDINGS", "THEUS_NO_WATCH"]
+    settings = from_env(
+        {
+            "THEUS_NO_WATCH": "1",
+            "THEUS_NO_EMBEDDINGS": "true",
+            "THEUS_NO_MEMDIR": "0",
+            "THEUS_NO_EPISODES": "",
+            "THEUS_NO_KNOWLEDGE_INJECT": "off",
+        }
+    )
+    assert settings.is_off("watch") and settings.is_off("EMBEDDINGS")
+    assert not settings.is_off("memdir") and not settings.is_off("episodes")
+    assert not settings.is_off("knowledge_inject")
+    assert settings.switched_off() == ["THEUS_NO_EMBEDDINGS", "THEUS_NO_WATCH"]

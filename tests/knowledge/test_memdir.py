@@ -15,7 +15,7 @@ from knowledge import memdir
 from knowledge.core import frontmatter, keys
 from knowledge.index.project import Project
 from knowledge.memdir import Caps, MemoryDir, SyncReport
-from tests.conftest import indexed_project, present, write_tree
+from tests.conftest import configure, indexed_project, present, write_tree
 
 
 @pytest.fixture
@@ -285,7 +285,7 @@ def test_kill_switch_turns_the_bridge_off(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_index(project, "- from the file\n")
-    monkeypatch.setenv("THEUS_NO_MEMDIR", "1")
+    configure(monkeypatch, no_memdir=True)
     report = memdir.sync(project)
     assert not report.enabled and "THEUS_NO_MEMDIR" in report.warnings[0]
     assert memory_keys(project) == set()
@@ -295,7 +295,7 @@ def test_kill_switch_turns_the_bridge_off(
     assert sorted(p.name for p in project.paths.memory.iterdir()) == ["MEMORY.md"]
     assert memdir.status_section(project)["enabled"] is False
     assert not memdir.MemdirWatcher(project).start()
-    monkeypatch.delenv("THEUS_NO_MEMDIR")
+    configure(monkeypatch, no_memdir=False)
     report = memdir.sync(project)
     assert report.exported == [change.key]
     assert memory_keys(project) == {change.key, keys.memory_key("from the file")}

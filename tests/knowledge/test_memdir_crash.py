@@ -33,6 +33,9 @@ TEMP_SEEN: list[str] = []  # temp files found after a kill: evidence kills land 
 # cost each of the twenty children more than half a second.
 WRITER = """
 import sys
+import os
+from entrypoint.settings import apply
+apply({}, os.environ)  # as `theus` does at start
 from pathlib import Path
 from knowledge.core import keys
 from knowledge import memdir
@@ -128,6 +131,9 @@ def check_readable(root: Path, last: int) -> None:
 
 ADDER = """
 import sys
+import os
+from entrypoint.settings import apply
+apply({}, os.environ)  # as `theus` does at start
 from pathlib import Path
 from knowledge import memdir
 from knowledge.index.project import Project

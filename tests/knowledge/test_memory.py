@@ -10,7 +10,7 @@ import pytest
 
 from knowledge.index.project import Project
 from knowledge.memory import Memory, open_memory
-from tests.conftest import present, write_tree
+from tests.conftest import configure, present, write_tree
 
 
 @pytest.fixture
@@ -50,8 +50,7 @@ def test_open_memory_fails_open(repo: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_open_memory_honours_kill_switches(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("WATCH", "EPISODES", "EMBEDDINGS", "MEMDIR"):
-        monkeypatch.setenv(f"THEUS_NO_{name}", "1")
+    configure(monkeypatch, no_watch=True, no_episodes=True, no_embeddings=True, no_memdir=True)
     memory = open_memory(repo)
     assert memory.watcher is None and memory.episodes is None and memory.semantic is None
     assert memory.bridge is None and memory.project is not None
@@ -63,7 +62,7 @@ def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
 ) -> None:
     from knowledge.recall import make_recaller
 
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    configure(monkeypatch, no_embeddings=True)
     first = open_memory(repo, one_shot=True, index_if_missing=True)
     first.close()
     first = open_memory(repo, one_shot=True)
@@ -84,8 +83,8 @@ def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
 def test_a_hand_edit_to_memory_md_reaches_a_one_shot_recall_from_a_saved_snapshot(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
-    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    configure(monkeypatch, no_embeddings=True)
+    configure(monkeypatch, no_watch=True)
     first = open_memory(repo, one_shot=True, index_if_missing=True)
     first.recaller()  # saves the snapshot
     first.close()
@@ -107,7 +106,7 @@ def test_the_app_memory_opens_later_and_calls_back_on_a_memory_md_edit(
 ) -> None:
     import threading
 
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    configure(monkeypatch, no_embeddings=True)
     memory = Memory(repo, index_if_missing=True)
     assert not memory.is_open and memory.project is None  # nothing opened yet
     synced = threading.Event()
@@ -137,8 +136,8 @@ def test_a_one_shot_memory_syncs_memory_md_only_when_something_moved(
 ) -> None:
     """A sync loads the whole graph (a second on a large project): a one-shot run pays it
     only when MEMORY.md or the stored memories changed since the last sync."""
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
-    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    configure(monkeypatch, no_embeddings=True)
+    configure(monkeypatch, no_watch=True)
     first = open_memory(repo, one_shot=True, index_if_missing=True)
     assert first.project is not None
     memory_md = present(first.project).paths.memory / "MEMORY.md"

@@ -10,7 +10,7 @@ from knowledge.core import keys
 from knowledge.core.graph import Graph, Node
 from knowledge.index import analyse as analyse_module
 from knowledge.index.project import Project
-from tests.conftest import present, write_tree
+from tests.conftest import configure, present, write_tree
 
 FILES = {
     "pkg/__init__.py": "",
@@ -93,7 +93,7 @@ def test_incremental_result_equals_a_fresh_index(
     project.index()
     project.close()
     incremental = snapshot(Project(repo).graph)
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "fresh-home"))
+    configure(monkeypatch, home=str(tmp_path / "fresh-home"))
     fresh = Project(repo)
     fresh.index()
     assert snapshot(fresh.graph) == incremental
@@ -174,7 +174,7 @@ def test_schema_discovery_is_order_independent(
     assert "table:tag" in graph and "column:tag.id" in graph
     before = snapshot(graph)
     project.close()
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "fresh"))
+    configure(monkeypatch, home=str(tmp_path / "fresh"))
     fresh = Project(root)
     fresh.index()
     assert snapshot(fresh.graph) == before
@@ -256,7 +256,7 @@ def test_a_data_dir_inside_the_project_is_never_indexed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = write_tree(tmp_path / "repo", {"app.py": "X = 1\n"})
-    monkeypatch.setenv("THEUS_HOME", str(root / "theus-data"))
+    configure(monkeypatch, home=str(root / "theus-data"))
     project = Project(root)
     write_tree(project.paths.memory, {"MEMORY.md": "- a memory\n"})
     project.index()
@@ -265,6 +265,9 @@ def test_a_data_dir_inside_the_project_is_never_indexed(
 
 _EDGE_ORDER = """
 import sys
+import os
+from entrypoint.settings import apply
+apply({}, os.environ)  # as `theus` does at start
 from pathlib import Path
 from knowledge.index.project import Project
 project = Project(Path(sys.argv[1]))

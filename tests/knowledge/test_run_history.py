@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from knowledge.core.runs import RunSummary
+from knowledge.core.settings import MemorySettings, current
 from knowledge.embed.local import LocalEmbedder
 from knowledge.run_history import settings as history_settings
 from knowledge.run_history.journal import Journal, NoSuchRun
@@ -21,7 +22,7 @@ from knowledge.run_history.record import RunRecord, lineage
 from knowledge.run_history.settings import HistorySettings
 from knowledge.run_history.stores import normal_remote, open_store
 from knowledge.vectors.port import Point, StoreMismatch, VectorStoreUnavailable
-from tests.conftest import closed_port
+from tests.conftest import closed_port, configure
 
 PROJECT = "git:example.org/team/app"
 ASKED = "add a --verbose flag to the export command"
@@ -38,7 +39,7 @@ def embedder() -> LocalEmbedder:
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "theus-home"))
+    configure(monkeypatch, home=str(tmp_path / "theus-home"))
     return tmp_path / "project-data"
 
 
@@ -46,9 +47,11 @@ def _history(
     home: Path,
     embedder: LocalEmbedder | None,
     project: str = PROJECT,
-    env: dict[str, str] | None = None,
+    config: MemorySettings | None = None,
 ) -> RunHistory:
-    return RunHistory(Journal(home / "runs"), project, home, lambda _deadline: embedder, env or {})
+    return RunHistory(
+        Journal(home / "runs"), project, home, lambda _deadline: embedder, config or current()
+    )
 
 
 def _run(request: str, files: tuple[str, ...] = ("src/export.py",)) -> RunSummary:
@@ -109,7 +112,7 @@ def test_never_a_run_marked_invalid_or_not_marked_at_all(
     assert history.set_invalid(flagged.id, True).invalid
     assert _requests(history, ASKED) == []
     # An older point whose validity is unknown (no flag), and one whose flag is 0, not false.
-    store = open_store({}, embedder.model_id, embedder.dim)
+    store = open_store(current(), embedder.model_id, embedder.dim)
     vector = embedder.embed([LIKE_IT])[0]
     for payload_flag in ({}, {"invalid": 0}):
         payload: dict[str, Any] = {
@@ -158,7 +161,7 @@ def test_delete_and_delete_a_session_remove_the_points_by_id(
     history = _history(home, embedder)
     first = _remember(history, LIKE_IT)
     second = _remember(history, "add a --json flag to the export command", session="s2")
-    store = open_store({}, embedder.model_id, embedder.dim)
+    store = open_store(current(), embedder.model_id, embedder.dim)
     assert store.count() == 2
     history.delete(first.id[:8])  # a unique prefix is enough
     assert [p.id for p in store.get([first.id, second.id])] == [second.id]
@@ -175,8 +178,8 @@ def _closed_port() -> str:
 def test_a_store_that_is_down_costs_the_examples_never_the_run(
     home: Path, embedder: LocalEmbedder
 ) -> None:
-    down = {"THEUS_QDRANT_URL": _closed_port()}
-    history = _history(home, embedder, env=down)
+    down = MemorySettings(qdrant_url=_closed_port())
+    history = _history(home, embedder, config=down)
     assert history.examples(ASKED, time.perf_counter() + 5) == []
     assert history.stats.failed == 1 and "VectorStoreUnavailable" in history.stats.last_error
     kept = _remember(history, LIKE_IT)
@@ -192,7 +195,7 @@ def test_strict_operations_refuse_when_the_store_is_down_and_change_nothing(
     stored = _remember(up, LIKE_IT)
     assert stored.stored
     # The same record, now held by a server that cannot be reached.
-    down = _history(home, embedder, env={"THEUS_QDRANT_URL": _closed_port()})
+    down = _history(home, embedder, config=MemorySettings(qdrant_url=_closed_port()))
     for change in (
         lambda: down.set_invalid(stored.id, True),
         lambda: down.delete(stored.id),
@@ -223,8 +226,8 @@ def test_a_configured_dimension_that_is_not_the_embedders_refuses_to_open(
     home: Path, embedder: LocalEmbedder
 ) -> None:
     with pytest.raises(StoreMismatch, match="THEUS_QDRANT_DIM=768"):
-        open_store({"THEUS_QDRANT_DIM": "768"}, embedder.model_id, embedder.dim)
-    history = _history(home, embedder, env={"THEUS_QDRANT_DIM": "768"})
+        open_store(MemorySettings(qdrant_dim=768), embedder.model_id, embedder.dim)
+    history = _history(home, embedder, config=MemorySettings(qdrant_dim=768))
     assert history.examples(ASKED, time.perf_counter() + 5) == []
     assert "StoreMismatch" in history.stats.last_error
 
@@ -255,16 +258,16 @@ def test_status_counts_what_failed_in_another_process(
     from knowledge.core.paths import ProjectPaths
     from knowledge.run_history.layer import status_section
 
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    configure(monkeypatch, home=str(tmp_path / "home"))
     paths = ProjectPaths.for_root(tmp_path)
-    down = {"THEUS_QDRANT_URL": _closed_port()}
-    history = RunHistory.for_project(paths, lambda _deadline: embedder, env=down)
+    down = MemorySettings(qdrant_url=_closed_port())
+    history = RunHistory.for_project(paths, lambda _deadline: embedder, config=down)
     assert history.examples(ASKED, time.perf_counter() + 5) == []
     _remember(history, LIKE_IT)
-    shown = status_section(paths, env=down)
+    shown = status_section(paths, config=down)
     assert shown["store"].startswith("qdrant http://127.0.0.1:")
     assert (shown["failed"], shown["store_failed"], shown["runs"], shown["stored"]) == (2, 1, 1, 0)
     assert "VectorStoreUnavailable" in shown["last_error"]
-    assert status_section(paths, env={"THEUS_NO_HISTORY": "1"}) == {
+    assert status_section(paths, config=MemorySettings(no_history=True)) == {
         "state": "off: THEUS_NO_HISTORY=1"
     }

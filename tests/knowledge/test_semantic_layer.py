@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from knowledge.core.settings import MemorySettings
 from knowledge.embed.cache import VectorCache, cached
 from knowledge.embed.hosted import hosted_model_id
 from knowledge.embed.layer import SemanticLayer
@@ -60,12 +61,12 @@ def project(tmp_path: Path) -> Iterator[Project]:
     project.close()
 
 
-def hosted_env(url: str) -> dict[str, str]:
-    return {"THEUS_EMBEDDINGS_URL": url, "THEUS_EMBEDDINGS_MODEL": "bag"}
+def hosted_env(url: str) -> MemorySettings:
+    return MemorySettings(embeddings_url=url, embeddings_model="bag")
 
 
-def layer_for(project: Project, env: dict[str, str]) -> SemanticLayer:
-    return SemanticLayer(project, env=env, credentials=None, timeout=2.0)
+def layer_for(project: Project, settings: MemorySettings) -> SemanticLayer:
+    return SemanticLayer(project, settings=settings, credentials=None, timeout=2.0)
 
 
 def test_hosted_embeds_the_graph_and_reranks(project: Project, server: tuple[str, Script]) -> None:
@@ -86,7 +87,7 @@ def test_hosted_embeds_the_graph_and_reranks(project: Project, server: tuple[str
     assert all(0.0 <= h.score <= 1.0 for h in result.hits)
     assert "cart total prices" in script.inputs
     assert layer.stats.used == 1 and layer.stats.failed == 0
-    section = status_section(project, env=hosted_env(url))
+    section = status_section(project, settings=hosted_env(url))
     assert section["provider"] == "hosted"
     assert section["nodes_pending"] == 0 and section["vectors_cached"] > 0
     assert section["reranks_used"] == 1
@@ -142,7 +143,7 @@ def test_notify_changed_embeds_the_new_nodes(project: Project, server: tuple[str
         project.update(["shop/refunds.py"])
         layer.notify_changed(["shop/refunds.py"])
         assert layer.wait_idle(10)
-        live = status_section(project, env=hosted_env(url), live=layer.state)  # running layer
+        live = status_section(project, settings=hosted_env(url), live=layer.state)  # running layer
         assert live["nodes_pending"] == 0 and live["vectors_cached"] == len(FILES) + 1
     finally:
         layer.stop()
@@ -199,7 +200,7 @@ def test_an_endpoint_down_at_start_leaves_lexical_recall(
     layer.stop()
     assert result.hits[0].path == "shop/cart.py"
     assert layer.stats.skipped == 1
-    assert "HTTP 500" in status_section(project, env=hosted_env(url))["reason"]
+    assert "HTTP 500" in status_section(project, settings=hosted_env(url))["reason"]
 
 
 def test_a_cache_of_another_dimension_is_refused_not_used(
@@ -220,7 +221,7 @@ def test_a_cache_of_another_dimension_is_refused_not_used(
         layer.stop()
     assert result.hits[0].path == "shop/cart.py" and layer.stats.used == 1
     assert "expected 64-d vectors, got 32-d" in layer.cache_error
-    section = status_section(project, env=hosted_env(url))
+    section = status_section(project, settings=hosted_env(url))
     assert section["cache"].startswith("refused")
     assert cached(project.paths.vectors, model_id, ["old"]) == (DIM * 2, 1, {"old"})
 
@@ -228,6 +229,9 @@ def test_a_cache_of_another_dimension_is_refused_not_used(
 def test_kill_switch_imports_and_loads_nothing(project: Project) -> None:
     script = f"""
 import sys
+import os
+from entrypoint.settings import apply
+apply({{}}, os.environ)  # as `theus` does at start
 from pathlib import Path
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.status import status_section
@@ -275,14 +279,14 @@ def test_status_takes_the_pending_count_from_the_last_pass_until_the_graph_moves
         raise AssertionError("status read every file although the graph had not moved")
 
     one_shot = SemanticLayer(
-        project, env=hosted_env(url), credentials=None, timeout=2.0, one_shot=True
+        project, settings=hosted_env(url), credentials=None, timeout=2.0, one_shot=True
     )
     assert one_shot.reranker is not None
     Recaller(project.graph, project.root, reranker=one_shot.reranker).recall("cart total")
     one_shot.stop()  # a one-shot recall ran no pass: what the last pass counted still stands
     with monkeypatch.context() as patched:
         patched.setattr(indexer, "embed_texts", unread)
-        section = status_section(project, env=hosted_env(url))
+        section = status_section(project, settings=hosted_env(url))
     assert section["nodes_pending"] == 0 and section["vectors_cached"] == len(FILES)
     assert section["reranks_used"] == 1  # and the one-shot's counters were written
     (project.root / "shop" / "cart.py").write_text(
@@ -290,13 +294,13 @@ def test_status_takes_the_pending_count_from_the_last_pass_until_the_graph_moves
     )
     project.update(["shop/cart.py"])
     project.save()  # the last pass no longer stands for the saved graph
-    section = status_section(project, env=hosted_env(url))
+    section = status_section(project, settings=hosted_env(url))
     assert section["nodes_pending"] == 1
 
 
 def test_the_background_pass_reports_its_progress_while_it_embeds(project: Project) -> None:
     embedder = GatedEmbedder()
-    layer = SemanticLayer(project, env={}, credentials=None, local_loader=lambda: embedder)
+    layer = SemanticLayer(project, credentials=None, local_loader=lambda: embedder)
     layer.start_background()
     try:
         deadline = time.monotonic() + 30

@@ -44,7 +44,7 @@ def test_a_conceptual_request_finds_the_right_file_only_with_the_layer(project: 
     assert lexical.hits and lexical.hits[0].path == "billing/invoice.py"
     assert "media/thumbs.py" not in {h.path for h in lexical.hits}
 
-    layer = SemanticLayer(project, env={}, credentials=None)  # the cascade: local model
+    layer = SemanticLayer(project, credentials=None)  # the cascade: local model
     report = layer.embed_all()
     assert report is not None and report.embedded == len(FILES)  # one chunk per small file
     assert layer.selection is not None and layer.selection.provider == "local"

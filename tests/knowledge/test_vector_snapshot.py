@@ -33,7 +33,7 @@ def same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
 def test_a_one_shot_layer_maps_the_saved_vectors_and_ranks_as_the_live_one(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     project = indexed_project(root, FILES)
-    live = SemanticLayer(project, env={}, credentials=None)
+    live = SemanticLayer(project, credentials=None)
     assert live.embed_all() is not None
     expected = {
         r: ranked(Recaller(project.graph, root, reranker=live.reranker), r) for r in REQUESTS
@@ -44,7 +44,7 @@ def test_a_one_shot_layer_maps_the_saved_vectors_and_ranks_as_the_live_one(tmp_p
     project.close()
 
     reopened = Project(root)
-    layer = SemanticLayer(reopened, env={}, credentials=None, one_shot=True)
+    layer = SemanticLayer(reopened, credentials=None, one_shot=True)
     layer.start_loading()
     assert layer.prepare() is not None  # waits for the loading thread: no deadline in play
     recaller = make_recaller(reopened, reranker=layer.reranker, one_shot=True)
@@ -59,7 +59,7 @@ def test_a_one_shot_layer_maps_the_saved_vectors_and_ranks_as_the_live_one(tmp_p
 def test_vectors_saved_for_an_older_store_are_not_used_and_are_saved_again(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     project = indexed_project(root, FILES)
-    live = SemanticLayer(project, env={}, credentials=None)
+    live = SemanticLayer(project, credentials=None)
     live.embed_all()
     live.stop()
     (root / "billing/refund.py").write_text("def refund(order):\n    return order\n")
@@ -69,7 +69,7 @@ def test_vectors_saved_for_an_older_store_are_not_used_and_are_saved_again(tmp_p
     path = project.paths.vector_index
     assert frozen.load(path, generation=generation, model_id=MODEL_ID, dim=384) is None
 
-    layer = SemanticLayer(project, env={}, credentials=None, one_shot=True)
+    layer = SemanticLayer(project, credentials=None, one_shot=True)
     assert layer.prepare() is not None  # loaded before the request: no deadline in play
     hits = Recaller(project.graph, root, reranker=layer.reranker).recall(REQUESTS[0]).hits
     layer.stop()
@@ -109,7 +109,7 @@ def test_stopping_cuts_the_background_pass_short_and_the_next_one_resumes(tmp_pa
         f"pkg/mod_{i:03d}.py": f"def handler_{i}(request):\n    return {i}\n" for i in range(100)
     }  # one chunk each: four batches of the background pass
     project = indexed_project(tmp_path / "repo", files)
-    layer = SemanticLayer(project, env={}, credentials=None)
+    layer = SemanticLayer(project, credentials=None)
     layer.start_background()
     deadline = time.monotonic() + 120
     while not cached(project.paths.vectors, MODEL_ID)[1]:  # the first batch landed
@@ -122,7 +122,7 @@ def test_stopping_cuts_the_background_pass_short_and_the_next_one_resumes(tmp_pa
     assert cached(project.paths.vectors, MODEL_ID)[1] == done_before
     assert layer.stats.failed == 0  # a batch cut short is not a failure
 
-    again = SemanticLayer(project, env={}, credentials=None)
+    again = SemanticLayer(project, credentials=None)
     report = again.embed_all()
     again.stop()
     assert report is not None and report.embedded == len(files) - done_before

@@ -22,7 +22,7 @@ from knowledge.core.graph import Edge, Graph, Node
 from knowledge.core.paths import ProjectPaths
 from knowledge.index.project import Project
 from knowledge.watch import Update, Watcher, maybe_start, status_section
-from tests.conftest import write_tree
+from tests.conftest import configure, write_tree
 
 DEADLINE = 20.0
 
@@ -593,10 +593,10 @@ def test_kill_switch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watchers: list[Watcher]
 ) -> None:
     project = indexed(tmp_path / "p", {"app.py": "X = 1\n"})
-    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    configure(monkeypatch, no_watch=True)
     assert maybe_start(project) is None
     assert status_section(project)["switched_off"] is True
-    monkeypatch.setenv("THEUS_NO_WATCH", "0")
+    configure(monkeypatch, no_watch=False)
     watcher = maybe_start(project)
     assert watcher is not None
     watchers.append(watcher)

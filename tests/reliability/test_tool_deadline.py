@@ -20,6 +20,8 @@ NEVER = 120  # a guard only: without the fix the child never exits
 
 CHILD = textwrap.dedent("""
     import asyncio, os, sys
+    from entrypoint.settings import apply
+    apply({}, os.environ)  # as `theus` does at start
     from pathlib import Path
     from theus.agent.injection import Injector
     from theus.agent.loop import Agent

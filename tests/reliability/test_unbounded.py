@@ -35,6 +35,9 @@ def test_a_pattern_that_backtracks_without_end_is_cut_with_a_message(
 
 SHELL_CHILD = textwrap.dedent("""
     import asyncio, sys
+    import os
+    from entrypoint.settings import apply
+    apply({}, os.environ)  # as `theus` does at start
     from pathlib import Path
     from theus.tools.base import ToolContext
     from theus.tools.jail import Jail

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import configure
 from tests.security.test_shell_sandbox import root, sandbox_tool, shell, top  # noqa: F401
 from theus.mcp.config import user_file
 from theus.mcp.trust import trust
@@ -51,7 +52,7 @@ def test_the_write_tool_never_writes_a_grant_file(
     home_inside: bool,
 ) -> None:
     if home_inside:
-        monkeypatch.setenv("THEUS_HOME", str(root / ".theus-home"))
+        configure(monkeypatch, home=str(root / ".theus-home"))
     files = granted(root)
     before = {path: path.read_bytes() for path in files}
     for path in files:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.index.project import Project
-from tests.conftest import write_tree
+from tests.conftest import configure, write_tree
 from tests.racer import Swapper
 from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext, ToolError
@@ -39,7 +39,7 @@ def test_a_swapped_folder_never_brings_outside_files_into_the_graph(
     tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     root, outside = tree
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    configure(monkeypatch, home=str(tmp_path / "home"))
     with Swapper(root / "pkg", outside):
         for _ in range(40):
             project = Project(root)

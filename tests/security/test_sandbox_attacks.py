@@ -64,6 +64,9 @@ PROJECT = {
 }
 CHILD = textwrap.dedent("""
     import asyncio, json, sys
+    import os
+    from entrypoint.settings import apply
+    apply({}, os.environ)  # as `theus` does at start
     from pathlib import Path
     from theus.tools.base import ToolContext
     from theus.tools.jail import Jail
@@ -100,6 +103,7 @@ def code() -> Iterator[Path]:
     import typing_extensions
 
     for source in (
+        REPO / "entrypoint",
         REPO / "theus",
         REPO / "knowledge",
         Path(pathspec.__file__).parent,

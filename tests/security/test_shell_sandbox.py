@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_tree
+from tests.conftest import configure, write_tree
 from tests.e2e.debian import ensure
 from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext, ToolError
@@ -55,11 +55,11 @@ def root(top: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     tmp_path = top
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "theus-home"))
+    configure(monkeypatch, home=str(tmp_path / "theus-home"))
     for name, value in KEYS.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.delenv("THEUS_NO_SANDBOX", raising=False)
-    monkeypatch.delenv("THEUS_SHELL_NETWORK", raising=False)
+    configure(monkeypatch, no_sandbox=False)
+    configure(monkeypatch, shell_network=False)
     write_tree(
         tmp_path / "theus-home" / "config",
         {"credentials.json": json.dumps({"api_key": "sk-login-CANARY"})},
@@ -141,7 +141,7 @@ def test_what_a_command_leaves_running_ends_with_it(root: Path) -> None:
 def test_unconfined_what_a_command_leaves_running_ends_with_it(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("THEUS_NO_SANDBOX", "1")
+    configure(monkeypatch, no_sandbox=True)
     shell(root, LEFTOVERS)
     assert (root / "beat1").exists() and (root / "beat2").exists()
     assert not _still_beating(root)
@@ -153,7 +153,7 @@ def test_no_network_unless_allowed(root: Path, monkeypatch: pytest.MonkeyPatch) 
     try:
         probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\""
         assert shell(root, probe).startswith("exit 1")
-        monkeypatch.setenv("THEUS_SHELL_NETWORK", "1")
+        configure(monkeypatch, shell_network=True)
         assert shell(root, probe).startswith("exit 0")
     finally:
         server.close()
@@ -162,7 +162,7 @@ def test_no_network_unless_allowed(root: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_without_a_sandbox_one_warning_a_session_and_still_no_keys(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("THEUS_NO_SANDBOX", "1")
+    configure(monkeypatch, no_sandbox=True)
 
     async def yes(request: ApprovalRequest) -> bool:
         return True
@@ -204,7 +204,7 @@ def test_the_environment_is_an_allow_list() -> None:
             "LC_ALL": "C",
             "MY_TOKEN": "x",
             "DEPLOY_KEY": "y",
-            "THEUS_SHELL_ENV": "DEPLOY_KEY, OTHER",
-        }
+        },
+        "DEPLOY_KEY, OTHER",
     )
     assert env == {"PATH": "/bin", "LC_ALL": "C", "DEPLOY_KEY": "y"}

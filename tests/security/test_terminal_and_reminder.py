@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import texts_of, write_tree
+from tests.conftest import configure, texts_of, write_tree
 from tests.scripted_server import ScriptedServer, text
 from tests.theus.test_headless import index, theus
 from theus.printable import printable
@@ -60,7 +60,7 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    configure(monkeypatch, home=str(tmp_path / "home"))
     root = write_tree(
         tmp_path / "repo",
         {

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import write_tree
+from tests.conftest import configure, write_tree
 from tests.scripted_server import Reply, ScriptedServer, error, text
 from tests.theus.test_headless import theus
 
@@ -63,7 +63,7 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    configure(monkeypatch, home=str(tmp_path / "home"))
     root = write_tree(
         tmp_path / f"shop{PLANTED[:9]}",
         {
@@ -173,8 +173,8 @@ async def test_the_graph_panel_renders_no_planted_sequence(
     from tests.tui.conftest import SETTINGS, ready, wait_for
     from tui.app import TheusApp
 
-    monkeypatch.setenv("THEUS_NO_WATCH", "1")
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    configure(monkeypatch, no_watch=True)
+    configure(monkeypatch, no_embeddings=True)
     root = write_tree(
         tmp_path / "shop",
         {

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.memory import open_memory
+from tests.conftest import configure
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
 from theus.protocol import ToolCallStarted, TurnFinished
@@ -51,14 +52,14 @@ async def test_semantic_layer_on_extends_the_injection_deadline(
     from tests.theus.conftest import model_settings
     from theus.agent.setup import start_headless
 
-    monkeypatch.setenv("THEUS_EMBEDDINGS_URL", "http://127.0.0.1:9/v1")  # configured, unused
+    configure(monkeypatch, embeddings_url="http://127.0.0.1:9/v1")  # configured, unused
     runtime = start_headless(repo, model_settings("http://127.0.0.1:9/v1"), None, "q")
     try:
         assert runtime.memory.semantic_on
         assert runtime.agent.settings.injection_deadline_ms == 150 + 800
     finally:
         await runtime.close()
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    configure(monkeypatch, no_embeddings=True)
     runtime = start_headless(repo, model_settings("http://127.0.0.1:9/v1"), None, "q")
     try:
         assert runtime.memory.semantic is None
@@ -70,12 +71,12 @@ async def test_semantic_layer_on_extends_the_injection_deadline(
 async def test_a_headless_run_recalls_its_first_request_early_and_watches_from_its_first_tool(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.conftest import texts_of
+    from tests.conftest import configure, texts_of
     from tests.scripted_server import ScriptedServer, text, tool
     from tests.theus.conftest import model_settings
     from theus.agent.setup import start_headless
 
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    configure(monkeypatch, no_embeddings=True)
     open_memory(repo, one_shot=True, index_if_missing=True).close()
     request = "where is the cart total computed"
     with ScriptedServer(

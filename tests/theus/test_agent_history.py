@@ -11,6 +11,7 @@ import pytest
 from knowledge.core.paths import ProjectPaths
 from knowledge.memory import Memory
 from knowledge.run_history.layer import RunHistory
+from tests.conftest import configure
 from tests.scripted_server import ScriptedServer, error, text, tool
 from tests.theus.conftest import MakeAgent
 from theus.sessions import SessionStore
@@ -19,7 +20,7 @@ from theus.sessions import SessionStore
 async def test_every_finished_request_and_subagent_task_is_a_run_of_its_own(
     server: ScriptedServer, repo: Path, make_agent: MakeAgent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")  # no embedder: records kept locally
+    configure(monkeypatch, no_embeddings=True)  # no embedder: records kept locally
     memory = Memory(repo, watch=False).open()
     session = SessionStore(repo).create()
     server.add(

@@ -11,7 +11,7 @@ import pytest
 
 from knowledge.index.project import Project
 from knowledge.recall import Recaller
-from tests.conftest import texts_of
+from tests.conftest import configure, texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
 from theus.config import AgentSettings
@@ -134,7 +134,7 @@ async def test_kill_switch_turns_all_injection_off(
     make_agent: MakeAgent,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("THEUS_NO_KNOWLEDGE_INJECT", "1")
+    configure(monkeypatch, no_knowledge_inject=True)
     calls: list[str] = []
 
     def factory() -> Recaller:
@@ -146,7 +146,7 @@ async def test_kill_switch_turns_all_injection_off(
         text("sub done"),
         text("all done"),
     )
-    agent, rec = make_agent(recaller_factory=factory, settings=AgentSettings.from_env())
+    agent, rec = make_agent(recaller_factory=factory, settings=AgentSettings.from_settings())
     await agent.run_turn("where is the Cart total computed with price_of?")
     assert calls == []  # not even loaded
     assert all(reminders(body) == [] for body in server.requests)

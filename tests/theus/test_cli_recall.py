@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from entrypoint.cli import main
+from tests.conftest import configure
 
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    configure(monkeypatch, home=str(tmp_path / "home"))
     root = tmp_path / "repo"
     (root / "shop").mkdir(parents=True)
     (root / "shop/cart.py").write_text(
@@ -44,7 +45,7 @@ def test_json_contract(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_json_files_are_not_cut_short_by_hits_in_one_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("THEUS_HOME", str(tmp_path / "home"))
+    configure(monkeypatch, home=str(tmp_path / "home"))
     root = tmp_path / "many"
     (root / "pkg").mkdir(parents=True)
     for i in range(8):  # each file has several hits: `results` alone would name few files
@@ -100,6 +101,8 @@ def test_bad_input_is_one_line_and_exit_2(
 ONE_SHOT = """
 import sys
 from entrypoint.cli import main
+from tests.conftest import configure
+from tests.conftest import configure
 assert main(["recall", "--json", "--path", sys.argv[1], "cart total"]) == 0
 print(sorted(m for m in sys.modules
              if m.startswith(("theus.cli.commands.", "theus.dashboard", "theus.mcp_server",

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from entrypoint.cli import main
+from entrypoint.settings import resolve
 from knowledge.core.credentials import ChatCredentials, credentials_path, save_credentials
+from tests.conftest import from_env
 from theus.config import load_model_settings
 from theus.sessions import SessionNotFound, SessionStore
 
@@ -19,29 +21,30 @@ def test_no_settings_means_none() -> None:
     assert load_model_settings() is None
 
 
-def test_theus_variables_win(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THEUS_BASE_URL", "http://127.0.0.1:9/v1/")
-    monkeypatch.setenv("THEUS_API_KEY", "tk")
-    monkeypatch.setenv("THEUS_MODEL", "m")
-    monkeypatch.setenv("OPENAI_API_KEY", "ok")
-    s = load_model_settings()
+def test_theus_variables_win() -> None:
+    env = {
+        "THEUS_BASE_URL": "http://127.0.0.1:9/v1/",
+        "THEUS_API_KEY": "tk",
+        "THEUS_MODEL": "m",
+        "OPENAI_API_KEY": "ok",
+    }
+    s = load_model_settings(from_env(env))
     assert s is not None and (s.base_url, s.api_key, s.model) == (
         "http://127.0.0.1:9/v1",
         "tk",
         "m",
     )
-    assert "tk" not in repr(s)
-    assert load_model_settings("override").model == "override"
+    assert "tk" not in repr(s) and s.source == "THEUS_BASE_URL"
+    overridden = load_model_settings(resolve({"model": "override"}, env, {"model": "file"}))
+    assert overridden is not None and overridden.model == "override"
 
 
-def test_openai_variables_work(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "ok")
-    monkeypatch.setenv("THEUS_MODEL", "gpt")
-    s = load_model_settings()
+def test_openai_variables_work() -> None:
+    s = load_model_settings(from_env({"OPENAI_API_KEY": "ok", "THEUS_MODEL": "gpt"}))
     assert s is not None and s.base_url == "https://api.openai.com/v1" and s.api_key == "ok"
 
 
-def test_a_saved_key_never_goes_to_an_env_url(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_saved_key_never_goes_to_an_env_url() -> None:
     save_credentials(ChatCredentials("http://saved.example/v1", "saved-key", "saved-model"))
     s = load_model_settings()
     assert s is not None and (s.base_url, s.api_key, s.model) == (
@@ -49,15 +52,14 @@ def test_a_saved_key_never_goes_to_an_env_url(monkeypatch: pytest.MonkeyPatch) -
         "saved-key",
         "saved-model",
     )
-    monkeypatch.setenv("THEUS_BASE_URL", "http://other.example/v1")
-    monkeypatch.setenv("THEUS_MODEL", "m")
-    s = load_model_settings()
+    s = load_model_settings(
+        from_env({"THEUS_BASE_URL": "http://other.example/v1", "THEUS_MODEL": "m"})
+    )
     assert s is not None and s.api_key != "saved-key"
 
 
-def test_env_url_without_a_model_is_not_configured(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THEUS_BASE_URL", "http://127.0.0.1:9/v1")
-    assert load_model_settings() is None
+def test_env_url_without_a_model_is_not_configured() -> None:
+    assert load_model_settings(from_env({"THEUS_BASE_URL": "http://127.0.0.1:9/v1"})) is None
 
 
 def test_login_with_flags_saves_0600(capsys: pytest.CaptureFixture[str]) -> None:

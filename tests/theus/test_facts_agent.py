@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from knowledge.memory import open_memory
-from tests.conftest import texts_of
+from tests.conftest import configure, texts_of
 from tests.scripted_server import Reply, ScriptedServer, error, text
 from tests.theus.conftest import model_settings
 from tests.theus.test_headless import lines, theus
@@ -97,8 +97,8 @@ async def test_what_was_said_is_in_the_next_requests_block(
 ) -> None:
     from theus.agent.setup import make_agent
 
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
-    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    configure(monkeypatch, no_embeddings=True)
+    configure(monkeypatch, no_watch=True)
     memory = open_memory(repo, index_if_missing=True)
     agent = make_agent(memory, model_settings(server.url), None)
     server.structured.append(
@@ -157,8 +157,8 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
     from tests.knowledge.test_facts_specs import CHECKS
     from theus.agent.setup import make_agent
 
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
-    monkeypatch.setenv("THEUS_NO_WATCH", "1")
+    configure(monkeypatch, no_embeddings=True)
+    configure(monkeypatch, no_watch=True)
     spec = json.loads(path.read_text(encoding="utf-8"))
     turns = spec["turns"]
     by_text = {t["text"]: t for t in turns}

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from knowledge.core.settings import current
 from tests.conftest import closed_port, texts_of
 from tests.scripted_server import ScriptedServer, text
 from tests.theus.test_headless import index, system, theus
@@ -107,7 +108,7 @@ def test_consistency_operations_refuse_with_exit_3_when_the_store_is_down_else_a
     assert done.returncode == 0, done.stderr
     assert "and 1 run of it" in done.stdout
     assert [r["request"] for r in _runs(repo)] == [ASKED]
-    assert open_store({}, run["embed_model"], run["dim"]).get([run["id"]]) == []
+    assert open_store(current(), run["embed_model"], run["dim"]).get([run["id"]]) == []
 
 
 def test_the_kill_switch_records_nothing(server: ScriptedServer, repo: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from knowledge.core.paths import ProjectPaths
 from knowledge.embed.cache import cached
 from knowledge.embed.local import MODEL_ID
-from tests.conftest import closed_port, write_tree
+from tests.conftest import closed_port, configure, write_tree
 from tests.theus.test_cli_index import theus
 
 FILES = {
@@ -47,7 +47,7 @@ def test_no_embed_and_the_kill_switch_skip_it(
     repo = write_tree(tmp_path / "repo", FILES)
     skipped = index_json(repo, "--no-embed")
     assert (skipped["embedded"], skipped["embed_seconds"]) == (0, 0.0)
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    configure(monkeypatch, no_embeddings=True)
     killed = index_json(repo)
     assert killed["embedded"] == 0
     assert not ProjectPaths.for_root(repo).vectors.exists()
@@ -59,7 +59,7 @@ def test_an_unreachable_endpoint_costs_the_embeddings_not_the_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     port = closed_port()
-    monkeypatch.setenv("THEUS_EMBEDDINGS_URL", f"http://127.0.0.1:{port}/v1")
+    configure(monkeypatch, embeddings_url=f"http://127.0.0.1:{port}/v1")
     repo = write_tree(tmp_path / "repo", FILES)
     out = theus("index", "--json", str(repo), cwd=repo)
     assert out.returncode == 0

@@ -152,13 +152,14 @@ async def test_the_context_size_is_read_from_props_and_an_overflow_names_it(
         assert abs(client.estimate_tokens(big) - counted) <= 2
 
 
-def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_limits_come_from_the_settings() -> None:
+    from tests.conftest import from_env
     from theus.config import AgentSettings, load_model_settings
 
-    monkeypatch.setenv("THEUS_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("THEUS_MODEL", "m")
-    assert load_model_settings().max_output_tokens == 8192  # type: ignore[union-attr]
-    monkeypatch.setenv("THEUS_MAX_OUTPUT_TOKENS", "512")
-    monkeypatch.setenv("THEUS_TURN_DEADLINE", "60")
-    assert load_model_settings().max_output_tokens == 512  # type: ignore[union-attr]
-    assert AgentSettings.from_env().turn_deadline_s == 60.0
+    env = {"THEUS_BASE_URL": "http://127.0.0.1:9/v1", "THEUS_MODEL": "m"}
+    model = load_model_settings(from_env(env))
+    assert model is not None and model.max_output_tokens == 8192
+    limited = from_env({**env, "THEUS_MAX_OUTPUT_TOKENS": "512", "THEUS_TURN_DEADLINE": "60"})
+    model = load_model_settings(limited)
+    assert model is not None and model.max_output_tokens == 512
+    assert AgentSettings.from_settings(limited).turn_deadline_s == 60.0

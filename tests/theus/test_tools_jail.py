@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_tree
+from tests.conftest import configure, write_tree
 from theus.protocol import ApprovalRequest
 from theus.tools.base import ToolContext, ToolError
 from theus.tools.files import edit_file, grep, list_files, read_file, write_file
@@ -146,7 +146,7 @@ async def test_protected_writes_refused_in_headless_even_when_allowed(
 
 
 async def test_theus_data_dir_is_protected(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THEUS_HOME", str(project / "home"))
+    configure(monkeypatch, home=str(project / "home"))
     with pytest.raises(ToolError, match="Theus data folder"):
         await write_file.run(
             {"path": "home/projects/x", "content": "x"}, ctx(project, refuse_protected=True)

@@ -12,7 +12,7 @@ import pytest
 from textual.app import ScreenStackError
 from textual.pilot import Pilot
 
-from tests.conftest import write_tree
+from tests.conftest import configure, write_tree
 from tests.scripted_server import ScriptedServer
 from theus.config import AgentSettings, ModelSettings
 from tui.app import DashboardStarter, TheusApp
@@ -43,8 +43,8 @@ SETTINGS = AgentSettings(deadline_ms=10_000)
 @pytest.fixture(autouse=True)
 def quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     """No watcher threads unless a test asks, no embeddings."""
-    monkeypatch.setenv("THEUS_NO_WATCH", "1")
-    monkeypatch.setenv("THEUS_NO_EMBEDDINGS", "1")
+    configure(monkeypatch, no_watch=True)
+    configure(monkeypatch, no_embeddings=True)
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import GatedEmbedder, texts_of
+from knowledge.core.settings import MemorySettings
+from tests.conftest import GatedEmbedder, configure, texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.tui.conftest import MakeApp, ready, wait_for
 from theus.permissions import Permissions, Rule
@@ -87,8 +88,11 @@ async def test_status_bar_shows_background_embedding_progress(make_app: MakeApp)
         await ready(pilot)
         bar = app.screen.query_one(StatusBar)
         embedder = GatedEmbedder()
-        layer = SemanticLayer(
-            app.engine.project, env={}, credentials=None, local_loader=lambda: embedder
+        layer = SemanticLayer(  # on, though the app's own settings switch the layer off
+            app.engine.project,
+            settings=MemorySettings(),
+            credentials=None,
+            local_loader=lambda: embedder,
         )
         app.engine.memory.semantic = layer  # the app closes it with the memory
         layer.start_background()
@@ -102,7 +106,7 @@ async def test_status_bar_counts_tokens_and_prices_them(
 ) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"test-model": {"input": 1_000_000, "output": 2_000_000}}))
-    monkeypatch.setenv("THEUS_PRICES", str(prices))
+    configure(monkeypatch, prices=str(prices))
     server.add(
         text("One.", prompt_tokens=100, completion_tokens=20),
         text("Two.", prompt_tokens=300, completion_tokens=5),
@@ -268,7 +272,7 @@ def test_an_edit_rule_never_covers_a_file_that_runs_code(repo: Path) -> None:
 
 def test_price_table_rows_and_bad_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_path / "prices.json"
-    monkeypatch.setenv("THEUS_PRICES", str(table))
+    configure(monkeypatch, prices=str(table))
     table.write_text(json.dumps({"m": {"input": 3, "output": 15}, "bad": {"input": "x"}}))
     assert load_prices() == {"m": Price(3.0, 15.0)}  # the bad row is left out
     assert cost_usd("m", 1_000_000, 100_000) == pytest.approx(4.5)

@@ -10,6 +10,7 @@ from textual.widgets import Input, Markdown, OptionList, Static, TextArea, Tree
 
 from knowledge.episodes import EpisodeStore
 from knowledge.index.project import Project
+from tests.conftest import configure
 from tests.tui.conftest import MakeApp, ready, wait_for
 from tui.screens.chat import NO_MODEL_NOTICE
 from tui.widgets.chat_items import RecallView
@@ -211,8 +212,8 @@ async def test_no_model_mode_is_a_recall_box(make_app: MakeApp, server: Any) -> 
 
 
 async def test_status_bar(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("THEUS_NO_EPISODES", "1")
-    monkeypatch.delenv("THEUS_NO_WATCH")
+    configure(monkeypatch, no_episodes=True)
+    configure(monkeypatch, no_watch=False)
     app = make_app()
     async with app.run_test(size=(160, 40)) as pilot:
         await ready(pilot)
@@ -239,7 +240,7 @@ async def test_status_bar(make_app: MakeApp, monkeypatch: pytest.MonkeyPatch) ->
 async def test_graph_panel_follows_the_watcher(
     make_app: MakeApp, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("THEUS_NO_WATCH")
+    configure(monkeypatch, no_watch=False)
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_graph(pilot)

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, Literal, Protocol
 
-from knowledge.core.switches import is_off
+from knowledge.core.settings import is_off
 from knowledge.facts import EXTRACTION_SCHEMA, FactsLayer, extraction_prompt, parse_extraction
 from theus.model import ModelClient, ModelError
 from theus.protocol import Usage

@@ -73,7 +73,9 @@ def make_agent(
     `mcp`: the tools of its servers that are ready now are offered beside the built-in ones
     (`offer_mcp_tools` adds those of servers that come up later)."""
     # The semantic re-ranker earns recall extra time, once the memory says it is on.
-    settings = settings or AgentSettings.from_env(semantic_on=memory.is_open and memory.semantic_on)
+    settings = settings or AgentSettings.from_settings(
+        semantic_on=memory.is_open and memory.semantic_on
+    )
     injector = Injector(
         settings,
         memory.recaller,

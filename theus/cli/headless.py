@@ -372,7 +372,7 @@ def run_headless(args: argparse.Namespace) -> int:
                     f"--mcp-config {given}: no such file (give a JSON file "
                     'like .mcp.json: {"mcpServers": {...}})'
                 )
-        settings = load_model_settings(getattr(args, "model", None))
+        settings = load_model_settings()
         if settings is None:
             raise UsageError(MISSING_MODEL_HELP)
         session, messages = _open_session(root, args, settings.model)

@@ -2,9 +2,9 @@
 of their own (a daemon thread), so that any front end — the app's loop, `theus -p`'s, a worker
 thread — can start them early and call their tools from its own loop.
 
-A server that fails to start, or has not listed its tools within `START_TIMEOUT_S`, is one
-warning (`warnings`), and the others go on. A stdio server's stderr goes to a log file in the
-data folder (`mcp-logs/<name>.log`), never onto the app's screen.
+A server that fails to start, or has not listed its tools within the `mcp_start_timeout`
+setting, is one warning (`warnings`), and the others go on. A stdio server's stderr goes to a
+log file in the data folder (`mcp-logs/<name>.log`), never onto the app's screen.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from knowledge.core.errors import TheusError
 from knowledge.core.paths import data_home
 from theus.mcp.config import ServerConfig
+from theus.settings import current
 
 if TYPE_CHECKING:  # the SDK takes ~1.5 s to import: only on the hub's thread, when needed
     import mcp_types
 
 log = logging.getLogger(__name__)
 
-START_TIMEOUT_S = 10.0  # to connect and list tools (THEUS_MCP_START_TIMEOUT overrides)
 CALL_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 2.0
 SETTLE_GRACE_S = 0.5  # past a start-up deadline, for the hub's timer to mark the server failed
@@ -64,10 +64,10 @@ class McpHub:
     """Owns the connections. `connect` returns at once (servers start on the hub's thread);
     `wait_ready` waits for them, bounded; `close` stops them all."""
 
-    def __init__(self, *, start_timeout_s: float = START_TIMEOUT_S) -> None:
+    def __init__(self, *, start_timeout_s: float | None = None) -> None:
         self.connections: dict[str, Connection] = {}
         self.config_warnings: list[str] = []
-        self.start_timeout_s = start_timeout_s
+        self.start_timeout_s = start_timeout_s or current().mcp_start_timeout
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -302,8 +302,6 @@ def start_hub(
     configured = load(root, given)
     if not configured.servers and not configured.warnings:
         return None
-    from theus.config import _float_env
-
-    hub = McpHub(start_timeout_s=_float_env("THEUS_MCP_START_TIMEOUT", START_TIMEOUT_S))
+    hub = McpHub()
     hub.config_warnings = configured.warnings
     return hub.connect([s for s in configured.servers if wanted(s)])

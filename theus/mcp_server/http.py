@@ -6,7 +6,6 @@ configuration can name it), else a fresh random one printed at start."""
 
 from __future__ import annotations
 
-import os
 import socket
 from typing import Any
 
@@ -15,6 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from theus.service.http_guard import allowed_hosts, host_ok, new_token, origin_ok, token_ok
+from theus.settings import current
 
 LOOPBACK = "127.0.0.1"
 PATH = "/mcp"
@@ -55,7 +55,7 @@ class Guard:
 
 
 def token() -> str:
-    return os.environ.get(TOKEN_ENV, "").strip() or new_token()
+    return current().mcp_token or new_token()
 
 
 def bind(port: int) -> socket.socket:

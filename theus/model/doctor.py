@@ -155,7 +155,7 @@ def _usage_and_context(client: Any, report: _Report) -> None:
     if caps.context_tokens and caps.context_source != limits.NOT_STATED:
         report.line("ok", f"context: {caps.context_tokens:,} tokens ({caps.context_source})")
     else:
-        setting = AgentSettings.from_env().context_tokens
+        setting = AgentSettings.from_settings().context_tokens
         report.line(
             "warn",
             f"context: the server does not state it; Theus assumes "

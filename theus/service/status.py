@@ -18,6 +18,7 @@ def project_status(root: Path) -> dict[str, Any]:
     reads as empty, with the data folder it will have."""
     from knowledge.core.paths import ProjectPaths
     from knowledge.memory.status import gather
+    from theus.settings import current, described
 
     seen = has_data(root)
     with looking_at(root) as project:
@@ -25,7 +26,19 @@ def project_status(root: Path) -> dict[str, Any]:
         scratch = str(project.paths.home)
     if not seen:  # read from a throwaway folder: show where the data will live
         report = _moved(report, scratch, str(ProjectPaths.for_root(root).home))
+    report["settings"] = described(current())
     return report
+
+
+def settings_rows(shown: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """The settings not at their defaults, as (name, "value (where from)") rows: every
+    setting is in `theus status --json`."""
+    rows = [
+        (name, f"{entry['value']} ({entry['source']})")
+        for name, entry in shown.items()
+        if entry["source"] != "default"
+    ]
+    return rows or [("all", "defaults")]
 
 
 def sections(report: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
@@ -33,6 +46,9 @@ def sections(report: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
     and the app's `/status`."""
     out: dict[str, list[tuple[str, str]]] = {}
     for section, values in report.items():
+        if section == "settings":
+            out[section] = settings_rows(values)
+            continue
         rows = out.setdefault(section, [])
         for key, value in values.items():
             if section == "index" and key in COUNTED:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from knowledge.core.filetext import read_text
-from knowledge.core.switches import is_off
+from knowledge.core.settings import is_off
 from theus.tools.base import Bounds, Effect, ToolContext, ToolError, tool
 
 if TYPE_CHECKING:

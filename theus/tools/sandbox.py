@@ -42,8 +42,8 @@ from pathlib import Path
 
 from knowledge.core.errors import TheusError
 from knowledge.core.paths import config_home, data_home
-from knowledge.core.switches import is_off, is_set
 from knowledge.index.ignore import DEFAULT_EXCLUDED_DIRS, is_secret
+from theus.settings import current
 from theus.tools import seccomp
 from theus.tools.protected import Rule, rule_at
 
@@ -173,8 +173,10 @@ class TooLarge(TheusError):
     """The project has more entries than the secrets scan reads."""
 
 
-def shell_env(environ: Mapping[str, str]) -> dict[str, str]:
-    extra = {name.strip() for name in environ.get("THEUS_SHELL_ENV", "").split(",")}
+def shell_env(environ: Mapping[str, str], more: str = "") -> dict[str, str]:
+    """What of `environ` a command gets: the allow-list, plus the names in `more`
+    (comma-separated: the `shell_env` setting)."""
+    extra = {name.strip() for name in more.split(",")}
     allowed = ENV_ALLOWED | (extra - {""})
     return {k: v for k, v in environ.items() if k in allowed or k.startswith(ENV_PREFIXES_ALLOWED)}
 
@@ -238,24 +240,21 @@ class Launch:
     before: ProjectScan
 
 
-def sandbox_available(environ: Mapping[str, str] | None = None) -> bool:
+def sandbox_available() -> bool:
     """Whether commands run sandboxed here (bubblewrap works, THEUS_NO_SANDBOX is not set)."""
-    environ = os.environ if environ is None else environ
-    return bubblewrap() is not None and not is_off("sandbox", environ)
+    return bubblewrap() is not None and not current().no_sandbox
 
 
 @contextlib.contextmanager
-def sandboxed(
-    command: str, root: Path, *, protect: bool = True, environ: Mapping[str, str] | None = None
-) -> Iterator[Launch | None]:
+def sandboxed(command: str, root: Path, *, protect: bool = True) -> Iterator[Launch | None]:
     """The launch of `command` with /bin/sh in the sandbox, or None when there is none here
     (or THEUS_NO_SANDBOX=1). `protect`: protected files read-only. Raises TooLarge."""
-    environ = os.environ if environ is None else environ
     tool = bubblewrap()
-    if tool is None or not sandbox_available(environ):
+    if tool is None or not sandbox_available():
         yield None
         return
     scan = scan_project(root)
+    network = current().shell_network
     argv = [
         tool.path,
         *tool.isolation,
@@ -276,8 +275,8 @@ def sandboxed(
         *_hide_sockets(root),
         "--tmpfs",
         "/tmp",
-        *_hide_run(root, environ),
-        *_hide_home(root, environ),
+        *_hide_run(root, network),
+        *_hide_home(root, os.environ),
         *_hide_theus(root),
         *_hide_root_only_files(root),
         "--bind",
@@ -288,7 +287,7 @@ def sandboxed(
     if protect:
         for path in scan.protected:
             argv += ["--ro-bind", str(path), str(path)]
-    if not is_set("THEUS_SHELL_NETWORK", environ):
+    if not network:
         argv.append("--unshare-net")
     read_end = None
     if seccomp.supported():
@@ -443,7 +442,7 @@ def _hide_sockets(root: Path) -> list[str]:
     return argv
 
 
-def _hide_run(root: Path, environ: Mapping[str, str]) -> list[str]:
+def _hide_run(root: Path, network: bool) -> list[str]:
     """A private /run (and /var/run where it is a folder of its own): the machine's service
     sockets live there. With network, the resolver's file stays readable."""
     argv: list[str] = []
@@ -451,11 +450,7 @@ def _hide_run(root: Path, environ: Mapping[str, str]) -> list[str]:
         if run.is_dir() and not run.is_symlink() and not root.is_relative_to(run):
             argv += ["--tmpfs", str(run)]
     resolv = Path(os.path.realpath("/etc/resolv.conf"))
-    if (
-        is_set("THEUS_SHELL_NETWORK", environ)
-        and resolv.is_relative_to("/run")
-        and resolv.is_file()
-    ):
+    if network and resolv.is_relative_to("/run") and resolv.is_file():
         argv += ["--ro-bind", str(resolv), str(resolv)]
     return argv
 

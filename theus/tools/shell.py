@@ -11,8 +11,8 @@ import secrets
 import signal
 from typing import Annotated
 
-from knowledge.core.switches import is_off
 from theus.protocol import ApprovalRequest
+from theus.settings import current
 from theus.tools.base import Bounds, Effect, ToolContext, ToolError, tool
 from theus.tools.sandbox import (
     NO_SANDBOX,
@@ -46,7 +46,7 @@ async def run_shell(
     protect = not ctx.allow_config_edits
     # Without a sandbox the request says so: no "always" rule covers it, the app asks with
     # the reason, headless needs --allow-unsandboxed-shell. THEUS_NO_SANDBOX=1 chose it.
-    unconfined = "" if sandbox_available() or is_off("sandbox") else NO_SANDBOX
+    unconfined = "" if sandbox_available() or current().no_sandbox else NO_SANDBOX
     request = ApprovalRequest("shell", f"run: {command[:80]}", command, protected=unconfined)
     if not await ctx.approve(request):
         hint = request.reason or (UNSANDBOXED_HINT if unconfined else ctx.denied_hint)
@@ -96,7 +96,7 @@ async def _run(
     """Runs `argv`; what it leaves behind dies with it: its process group, and, unconfined,
     every process that inherited `marker` in its environment (a `setsid` daemon leaves the
     group; the sandbox's own PID namespace needs no marker)."""
-    env = shell_env(os.environ)
+    env = shell_env(os.environ, current().shell_env)
     if marker is not None:
         env[MARKER] = marker
     proc = await asyncio.create_subprocess_exec(

@@ -57,7 +57,7 @@ session. Move through the list; the selected episode is shown on the right.
     @work(thread=True, exclusive=True, group="episodes", exit_on_error=False)
     def load(self) -> None:
         try:
-            from knowledge.core.switches import is_off
+            from knowledge.core.settings import is_off
             from knowledge.episodes import EpisodeStore
 
             if is_off("episodes"):

@@ -24,10 +24,18 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: every command module is imported to build the parser.
     import asyncio
 
+    from knowledge.core.paths import config_file
     from theus.config import MISSING_MODEL_HELP, load_model_settings
     from theus.model.doctor import check
+    from theus.service.status import settings_rows
+    from theus.settings import current, described
 
-    settings = load_model_settings(getattr(args, "model", None))
+    out = cast(TextIO, Printed())
+    path = config_file()
+    out.write(f"settings ({path}{'' if path.is_file() else ': none'}), those not at defaults:\n")
+    for name, value in settings_rows(described(current())):
+        out.write(f"  {name} = {value}\n")
+    settings = load_model_settings()
     if settings is None:
         raise UsageError(MISSING_MODEL_HELP)
-    return asyncio.run(check(settings, cast(TextIO, Printed())))
+    return asyncio.run(check(settings, out))

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.core.switches import is_off
+    from knowledge.core.settings import is_off
     from knowledge.index.project import Project
     from knowledge.watch import Update, Watcher, status_section
 
