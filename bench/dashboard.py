@@ -27,7 +27,7 @@ from entrypoint.settings import apply as apply_settings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.e2e.chromium
 
 from knowledge.core.graph import Edge, Graph, Node
-from theus.dashboard import Dashboard
+from theus.dashboard.server import Dashboard
 
 WORDS = (
     "order",

@@ -307,7 +307,7 @@ def serve_dashboard(
 ) -> tuple[str, Callable[[], None]]:
     """The app's `/dashboard`: the dashboard front end over the app's project, imported when
     first asked for."""
-    from theus.dashboard import start_dashboard
+    from theus.dashboard.server import start_dashboard
 
     return start_dashboard(project, status_provider=status)
 

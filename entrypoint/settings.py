@@ -11,7 +11,6 @@ never sent to a URL set for another.
 from __future__ import annotations
 
 import logging
-import tomllib
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -106,11 +105,17 @@ def _parsed(name: str, raw: object, where: str) -> object | None:
 
 def _read_config(path: Path) -> dict[str, object]:
     try:
-        with path.open("rb") as handle:
-            table = tomllib.load(handle)
+        raw = path.read_bytes()
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        log.warning("ignoring %s: %s", path, exc)
+        return {}
+    import tomllib  # here: most runs have no file, and every run's start counts
+
+    try:
+        table = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         log.warning("ignoring %s: %s", path, exc)
         return {}
     known = set(_TYPES) - {"home"}

@@ -11,7 +11,7 @@ import pytest
 from knowledge.index.project import Project
 from tests.conftest import write_tree
 from tests.e2e.chromium import Browser
-from theus.dashboard import start_dashboard
+from theus.dashboard.server import start_dashboard
 
 FILES = {
     "src/shop/cart.py": (

@@ -17,7 +17,7 @@ import pytest
 from knowledge.core.graph import Edge, Graph, Node
 from knowledge.index.project import Project
 from tests.conftest import indexed_project, write_tree
-from theus.dashboard import Dashboard, start_dashboard
+from theus.dashboard.server import Dashboard, start_dashboard
 
 FILES = {
     "src/app/cart.py": (

@@ -19,7 +19,7 @@ from knowledge.run_history.stores import open_store
 from knowledge.vectors.port import Point
 from tests.conftest import closed_port, configure
 from tests.knowledge.test_dashboard import Client
-from theus.dashboard import Dashboard
+from theus.dashboard.server import Dashboard
 
 MODEL, DIM = "local:test-model", 4
 

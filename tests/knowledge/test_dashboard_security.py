@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from knowledge.core.graph import Graph, Node
-from theus.dashboard import Dashboard, UnsafeHostError
+from theus.dashboard.server import Dashboard, UnsafeHostError
 from theus.service.http_guard import token_ok
 
 ROUTES = (

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.knowledge.test_dashboard_security import dash, fetch, good  # noqa: F401
-from theus.dashboard import Dashboard
+from theus.dashboard.server import Dashboard
 
 
 def test_idle_connections_then_a_mass_close_leave_it_responsive(

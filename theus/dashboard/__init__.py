@@ -1,6 +1,6 @@
 """The local dashboard: the graph in a browser, served on 127.0.0.1 with Host, Origin and
-token checks. `start_dashboard(project)` runs it in a background thread."""
+token checks (`server`: `start_dashboard(project)` runs it in a background thread), from the
+graph's JSON views (`api`, `snapshot`); `command` is `theus dashboard`. Nothing is imported
+with the package: `theus -p` registers the command without paying for an HTTP server."""
 
-from theus.dashboard.server import Dashboard, UnsafeHostError, start_dashboard
-
-__all__ = ["Dashboard", "UnsafeHostError", "start_dashboard"]
+__all__ = ["api", "command", "layout", "server", "snapshot"]

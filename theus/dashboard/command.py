@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from knowledge.index.project import Project
     from knowledge.memory.status import gather
     from knowledge.watch import Watcher, maybe_start
-    from theus.dashboard import start_dashboard
+    from theus.dashboard.server import start_dashboard
 
     root = command_root(args)
     if args.port is not None and not 0 <= args.port <= 65535:
