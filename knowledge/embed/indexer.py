@@ -262,6 +262,18 @@ def embed_pass(
     return report
 
 
+def texts_in_order(
+    todo: list[_Todo], found: dict[str, Rows], first: set[str] | None = None
+) -> list[str]:
+    """The texts of `todo` not in `found`, once each, in the order they are embedded: nodes
+    named in `first` (keys or paths), then the most central. Sorts `todo` to match."""
+    first = first or set()
+    todo.sort(
+        key=lambda i: (i.node.key not in first and i.node.path not in first, -i.degree, i.node.key)
+    )
+    return list(dict.fromkeys(t for item in todo for t in item.texts if t not in found))
+
+
 def _compute(
     todo: list[_Todo],
     found: dict[str, Rows],
@@ -275,11 +287,7 @@ def _compute(
     batch: int,
 ) -> int:
     """Embed the missing texts of `todo` in batches; returns how many nodes were stored."""
-    first = first or set()
-    todo.sort(
-        key=lambda i: (i.node.key not in first and i.node.path not in first, -i.degree, i.node.key)
-    )
-    missing = list(dict.fromkeys(t for item in todo for t in item.texts if t not in found))
+    missing = texts_in_order(todo, found, first)
     total, done = len(missing), 0
     if progress is not None:
         progress(0, total)
