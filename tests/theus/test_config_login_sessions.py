@@ -31,7 +31,8 @@ def test_theus_variables_win(monkeypatch: pytest.MonkeyPatch) -> None:
         "m",
     )
     assert "tk" not in repr(s)
-    assert load_model_settings("override").model == "override"
+    overridden = load_model_settings("override")
+    assert overridden is not None and overridden.model == "override"
 
 
 def test_openai_variables_work(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,7 +114,8 @@ def test_transcript_round_trip_and_listing(tmp_path: Path) -> None:
     second.append({"type": "compaction", "messages": [{"role": "system", "content": "s"}]})
     os.utime(first.path, (1, 1))
     assert [i.id for i in store.list()] == [second.id, first.id]
-    assert store.last().id == second.id
+    last = store.last()
+    assert last is not None and last.id == second.id
     assert store.list()[1].title == "hello there"
     assert second.messages() == [{"role": "system", "content": "s"}]
     for bad in ("../x", "nope", "a/b"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ READ = {
 
 
 async def test_content_null_is_never_sent_to_a_strict_server() -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "look"},
         {
             "role": "assistant",
@@ -157,8 +158,10 @@ def test_the_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setenv("THEUS_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("THEUS_MODEL", "m")
-    assert load_model_settings().max_output_tokens == 8192  # type: ignore[union-attr]
+    settings = load_model_settings()
+    assert settings is not None and settings.max_output_tokens == 8192
     monkeypatch.setenv("THEUS_MAX_OUTPUT_TOKENS", "512")
     monkeypatch.setenv("THEUS_TURN_DEADLINE", "60")
-    assert load_model_settings().max_output_tokens == 512  # type: ignore[union-attr]
+    settings = load_model_settings()
+    assert settings is not None and settings.max_output_tokens == 512
     assert AgentSettings.from_env().turn_deadline_s == 60.0
