@@ -38,6 +38,8 @@ def _reads_of_theus_variables(path: Path) -> list[str]:
     found = []
     for node in ast.walk(tree):
         key: ast.expr | None = None
+        if not isinstance(node, ast.Call | ast.Subscript):
+            continue
         if isinstance(node, ast.Call) and node.args:
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

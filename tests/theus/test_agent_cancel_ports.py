@@ -11,7 +11,7 @@ from knowledge.memory import open_memory
 from tests.conftest import configure
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
-from theus.protocol import ToolCallStarted, TurnFinished
+from theus.protocol import Event, ToolCallStarted, TurnFinished
 
 
 async def test_cancel_during_a_tool_kills_it_and_keeps_the_history_valid(
@@ -22,7 +22,7 @@ async def test_cancel_during_a_tool_kills_it_and_keeps_the_history_valid(
     started = asyncio.Event()
     inner = agent.sink
 
-    def sink(event: object) -> None:
+    def sink(event: Event) -> None:
         inner(event)
         if isinstance(event, ToolCallStarted):
             started.set()

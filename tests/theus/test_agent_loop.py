@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.scripted_server import ScriptedServer, error, text, tool, tools
 from tests.theus.conftest import MakeAgent
 from theus.protocol import (
     AssistantMessage,
     Error,
+    Event,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -17,7 +19,7 @@ from theus.protocol import (
 )
 
 
-def tool_results(body: dict) -> list[str]:
+def tool_results(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
 
@@ -138,7 +140,7 @@ async def test_default_approver_asks_the_front_end_through_a_future(
     agent, rec = make_agent()
     agent.approver = agent._ask_sink  # what the chat app gets when it passes no approver
 
-    def answer(event: object) -> None:
+    def answer(event: Event) -> None:
         rec(event)
         if isinstance(event, ApprovalRequest):
             assert event.future is not None and event.detail == "echo hi > out.txt"

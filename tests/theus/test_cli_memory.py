@@ -108,6 +108,7 @@ def test_episodes_list_and_show(root: Path, capsys: pytest.CaptureFixture[str]) 
         "compaction", "Login redirect fixed\nKeeps `next`.", "s-1", ["src/login.py"]
     )
     second = store.record("session-end", "Billing rounding", "s-2")
+    assert first is not None and second is not None
     project.close()
     code, out, _ = run(capsys, "episodes", "list", "--project", str(root), "--json")
     listed = json.loads(out)
@@ -139,6 +140,7 @@ def test_episodes_prune_removes_untrue_and_repeated_ones(
     kept = store.record("session-end", "Billing rounding fixed", "s-2")
     repeat = store.record("session-end", "Billing rounding fixed", "s-3")
     real = store.record("compaction", "Login redirect keeps `next`", "s-4")
+    assert legacy is not None and kept is not None and repeat is not None and real is not None
     project.close()
     code, out, _ = run(capsys, "episodes", "prune", "--dry-run", "--project", str(root))
     assert code == 0 and out.endswith("would remove 2 episodes\n")

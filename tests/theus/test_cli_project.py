@@ -105,9 +105,12 @@ def test_a_second_watch_names_the_running_watchers_pid(tmp_path: Path) -> None:
     try:
         assert first.stdout is not None
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(
-            target=lambda: [lines.put(line) for line in first.stdout or ()], daemon=True
-        ).start()
+
+        def pump() -> None:
+            for line in first.stdout or ():
+                lines.put(line)
+
+        threading.Thread(target=pump, daemon=True).start()
         line = ""
         while not line.startswith("Watching"):  # queue.Empty after 30 s of silence
             line = lines.get(timeout=30)

@@ -115,7 +115,8 @@ def test_transcript_round_trip_and_listing(tmp_path: Path) -> None:
     second.append({"type": "compaction", "messages": [{"role": "system", "content": "s"}]})
     os.utime(first.path, (1, 1))
     assert [i.id for i in store.list()] == [second.id, first.id]
-    assert store.last().id == second.id
+    last = store.last()
+    assert last is not None and last.id == second.id
     assert store.list()[1].title == "hello there"
     assert second.messages() == [{"role": "system", "content": "s"}]
     for bad in ("../x", "nope", "a/b"):

@@ -194,7 +194,7 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
                 assert agent.facts is not None
                 await agent.facts.settle()
             layer = memory.facts
-            assert layer is not None and agent.facts.failed == 0
+            assert layer is not None and agent.facts is not None and agent.facts.failed == 0
             declared = [(kind, item) for kind, items in spec["checks"].items() for item in items]
             failures = [
                 f"{kind} {item}: {problem}"

@@ -22,7 +22,8 @@ EMBEDDING = {"THEUS_NO_EMBEDDINGS": "", "THEUS_RECALL_DEADLINE_MS": "30000"}
 def _runs(repo: Path) -> list[dict[str, Any]]:
     done = theus(["history", "--json"], None, repo)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    runs: list[dict[str, Any]] = json.loads(done.stdout)
+    return runs
 
 
 def _reminder(server: ScriptedServer, request: int) -> str:

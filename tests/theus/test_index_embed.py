@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,10 +21,11 @@ FILES = {
 }
 
 
-def index_json(repo: Path, *flags: str) -> dict[str, object]:
+def index_json(repo: Path, *flags: str) -> dict[str, Any]:
     out = theus("index", "--json", *flags, str(repo), cwd=repo)
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    said: dict[str, Any] = json.loads(out.stdout)
+    return said
 
 
 def test_index_embeds_what_changed_and_only_that(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import TextResourceContents
 
 from tests.conftest import indexed_project
 from theus.tools import memory
@@ -137,20 +138,25 @@ async def test_stdio_lists_tools_recalls_the_right_file_and_fails_open(project: 
         searched = text_of(await client.call_tool("search_memory", {"query": "shipping"}))
         assert "Shipping is never part" in searched
         assert "abcdefghijklmnopqrstuvwx0123" not in searched  # redacted, as everywhere
-        index = await client.read_resource("theus://memory/MEMORY.md")
-        assert "Shipping is never part" in index.contents[0].text
+        index = (await client.read_resource("theus://memory/MEMORY.md")).contents[0]
+        assert isinstance(index, TextResourceContents)
+        assert "Shipping is never part" in index.text
 
 
 def test_stdin_eof_and_sigterm_end_the_server(project: Path) -> None:
     argv = [sys.executable, "-m", "entrypoint", "mcp", str(project)]
-    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    ending, terminated = (subprocess.Popen(argv, env=env(), **pipes) for _ in range(2))
+    pipe = subprocess.PIPE
+    ending, terminated = (
+        subprocess.Popen(argv, env=env(), stdin=pipe, stdout=pipe, stderr=pipe) for _ in range(2)
+    )
     try:
-        ending.stdin.close()  # type: ignore[union-attr]  # EOF: the client went away
+        assert ending.stdin is not None
+        assert terminated.stdin is not None and terminated.stdout is not None
+        ending.stdin.close()  # EOF: the client went away
         ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode() + b"\n"
-        terminated.stdin.write(ping)  # type: ignore[union-attr]
-        terminated.stdin.flush()  # type: ignore[union-attr]
-        assert b'"id":1' in terminated.stdout.readline()  # type: ignore[union-attr]
+        terminated.stdin.write(ping)
+        terminated.stdin.flush()
+        assert b'"id":1' in terminated.stdout.readline()
         terminated.terminate()
         # Both end cleanly, the memory closed on the way out.
         assert ending.wait(timeout=15) == 0 and terminated.wait(timeout=15) == 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from typing import Any, cast
 
 import pytest
+from openai.types.chat import ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam
 
 from tests.conftest import closed_port
 from tests.scripted_server import Reply, ScriptedServer, error, text, tool
@@ -123,14 +125,18 @@ async def test_non_streaming_endpoint_and_models_list() -> None:
         client = openai.AsyncOpenAI(base_url=server.url, api_key="k", max_retries=0)
         models = await client.models.list()
         assert [m.id for m in models.data] == ["m1", "m2"]
-        reply = await client.chat.completions.create(model="m1", messages=MESSAGES)
-        call = reply.choices[0].message.tool_calls[0]
+        asked = cast("list[ChatCompletionMessageParam]", MESSAGES)
+        reply = await client.chat.completions.create(model="m1", messages=asked)
+        calls = reply.choices[0].message.tool_calls
+        assert calls is not None
+        call = calls[0]
+        assert isinstance(call, ChatCompletionMessageFunctionToolCall)
         assert call.function.name == "grep" and reply.choices[0].finish_reason == "tool_calls"
         assert server.requests[0]["model"] == "m1"
 
 
 async def test_a_server_without_stream_options_still_works() -> None:
-    def picky(body: dict) -> Reply:
+    def picky(body: dict[str, Any]) -> Reply:
         if "stream_options" in body:
             return error(400, "Unrecognized request argument supplied: stream_options", repeat=True)
         return text("fine", repeat=True)

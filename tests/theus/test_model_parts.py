@@ -114,7 +114,7 @@ def status_error(code: int, headers: dict[str, str]) -> openai.APIStatusError:
 
 
 def test_only_transient_kinds_are_retried_and_never_after_text_or_past_the_count() -> None:
-    ok = {"transient": True, "emitted": False, "attempt": 0, "most": 4}
+    ok: dict[str, Any] = {"transient": True, "emitted": False, "attempt": 0, "most": 4}
     assert all(may_retry(k, **ok) for k in ("rate_limit", "server", "network", "timeout"))
     assert not may_retry("auth", **ok) and not may_retry("request", **ok)
     assert not may_retry("server", **{**ok, "transient": False})

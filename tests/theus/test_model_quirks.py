@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ READ = {
 
 
 async def test_content_null_is_never_sent_to_a_strict_server() -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "look"},
         {
             "role": "assistant",

@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 from tests.scripted_server import Quirks, ScriptedServer, text, tool
-from tests.theus.conftest import MakeAgent
+from tests.theus.conftest import MakeAgent, Recorder
 from theus.config import AgentSettings
 from theus.protocol import Compacted, Error
 from theus.sessions import SessionStore
 
 
-def notices(rec: object) -> list[str]:
-    return [e.message for e in rec.of(Error) if not e.fatal]  # type: ignore[attr-defined]
+def notices(rec: Recorder) -> list[str]:
+    return [e.message for e in rec.of(Error) if not e.fatal]
 
 
 async def test_a_cut_answer_is_said_and_marked(

@@ -111,7 +111,8 @@ async def ready(pilot: Pilot[Any]) -> None:
     """The graph is loaded, the recall index warm and the status bar has counted it (the
     count waits for a busy graph on a later tick instead of blocking)."""
     app = pilot.app
-    await wait_for(pilot, lambda: app.engine.loaded)  # type: ignore[attr-defined]
+    assert isinstance(app, TheusApp)
+    await wait_for(pilot, lambda: app.engine.loaded)
     await app.workers.wait_for_complete()
-    await wait_for(pilot, lambda: not app.status["indexing"])  # type: ignore[attr-defined]
+    await wait_for(pilot, lambda: not app.status["indexing"])
     await pilot.pause()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Static
 
 from tests.conftest import texts_of
@@ -16,7 +17,9 @@ from tests.tui.conftest import MakeApp, ready, wait_for
 from theus import protocol as ev
 from tui.messages import AgentEvent, TextBatch
 from tui.screens.approval import ApprovalScreen
+from tui.screens.chat import ChatScreen
 from tui.widgets.chat_items import AssistantReply, InjectionView, Notice, ToolCallView
+from tui.widgets.prompt import PromptInput
 from tui.widgets.status_bar import StatusBar
 
 ANSWER = "The total is computed in **`Cart.total`**, which sums `price_of` for each item.\n"
@@ -277,13 +280,15 @@ async def test_status_cost_and_exit(make_app: MakeApp, server: ScriptedServer) -
         await ask(pilot, "/cost")
         await wait_for(pilot, lambda: len(items(app, Notice)) == 2)
         cost = str(items(app, Notice)[-1].render())
-        assert cost.startswith("1 model calls: ") and app.screen.agent.usage.prompt_tokens > 0
-        assert f"{app.screen.agent.usage.prompt_tokens:,} tokens sent" in cost
+        chat: Screen[Any] = app.screen  # as `Screen[object]` it would not narrow
+        assert isinstance(chat, ChatScreen)
+        assert cost.startswith("1 model calls: ") and chat.agent.usage.prompt_tokens > 0
+        assert f"{chat.agent.usage.prompt_tokens:,} tokens sent" in cost
         await ask(pilot, "/status")
         await wait_for(pilot, lambda: len(items(app, Notice)) == 3)
         status = str(items(app, Notice)[-1].render())
         assert "model: test-model" in status, status
-        assert f"session: {app.screen.agent.session.id}" in status
+        assert f"session: {chat.agent.session.id}" in status
         assert "index: " in status and "instructions" in status
         await ask(pilot, "/quit")
         await wait_for(pilot, lambda: not app.is_running)
@@ -296,7 +301,7 @@ async def test_history_walks_back(make_app: MakeApp, server: ScriptedServer) -> 
         await ready(pilot)
         await ask(pilot, "first")
         await ask(pilot, "second")
-        prompt = app.screen.query_one("#prompt")
+        prompt = app.screen.query_one("#prompt", PromptInput)
         await pilot.press("up")
         assert prompt.text == "second"
         await pilot.press("up")
@@ -324,7 +329,9 @@ async def test_compact_replaces_older_turns(make_app: MakeApp, server: ScriptedS
         await wait_for(
             pilot, lambda: any("compacted" in str(n.render()) for n in items(app, Notice))
         )
-        agent = app.screen.agent
+        chat: Screen[Any] = app.screen  # as `Screen[object]` it would not narrow
+        assert isinstance(chat, ChatScreen)
+        agent = chat.agent
         assert any(
             "Summary: the user asked two things." in str(m.get("content")) for m in agent.messages
         )
@@ -378,12 +385,14 @@ async def test_a_second_request_waits_for_the_running_turn(
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await ask(pilot, "first")
-        await wait_for(pilot, lambda: app.screen.busy)
+        chat: Screen[Any] = app.screen  # as `Screen[object]` it would not narrow
+        assert isinstance(chat, ChatScreen)
+        await wait_for(pilot, lambda: chat.busy)
         await ask(pilot, "second")
         await wait_for(
             pilot, lambda: any("a turn is running" in str(n.render()) for n in items(app, Notice))
         )
-        assert app.screen.query_one("#prompt").text == "second"  # kept for later
+        assert app.screen.query_one("#prompt", PromptInput).text == "second"  # kept for later
         answer.set()
         await wait_for(
             pilot, lambda: [r.text for r in items(app, AssistantReply)] == ["Slow answer."]

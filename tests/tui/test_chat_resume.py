@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.screen import Screen
+from textual.widget import Widget
 
 from tests.scripted_server import ScriptedServer, text
 from tests.tui.conftest import SETTINGS, model_settings, ready, wait_for
@@ -14,7 +17,7 @@ from tui.app import TheusApp
 from tui.screens.session_picker import SessionPicker
 from tui.widgets.chat_items import AssistantReply, Notice, ToolCallView, UserRequest
 
-EARLIER = [
+EARLIER: list[dict[str, object]] = [
     {"role": "system", "content": "You are Theus."},
     {"role": "user", "content": "what does price_of return"},
     {
@@ -40,11 +43,17 @@ def saved_session(repo: Path, messages: list[dict[str, object]]) -> str:
     return session.id
 
 
-def shown(app: TheusApp, kind: type) -> list[str]:
+def shown(app: TheusApp, kind: type[Widget]) -> list[str]:
     return [
         str(w.render()) if not isinstance(w, AssistantReply) else w.text
         for w in app.screen.query(kind)
     ]
+
+
+def listing_picker(app: TheusApp) -> SessionPicker | None:
+    """The session picker once it is on screen with the sessions listed, else None."""
+    screen: Screen[Any] = app.screen  # as `Screen[object]` it would not narrow
+    return screen if isinstance(screen, SessionPicker) and screen.ids else None
 
 
 async def test_resumed_session_shows_its_conversation(repo: Path, server: ScriptedServer) -> None:
@@ -77,9 +86,7 @@ async def test_resume_command_opens_a_picker(repo: Path, server: ScriptedServer)
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await pilot.press(*"/resume", "enter")
-        picker = await wait_for(
-            pilot, lambda: isinstance(app.screen, SessionPicker) and app.screen.ids and app.screen
-        )
+        picker = await wait_for(pilot, lambda: listing_picker(app))
         assert len(picker.ids) == 1
         await pilot.press("enter")
         await wait_for(pilot, lambda: shown(app, AssistantReply))
@@ -91,7 +98,7 @@ async def test_no_id_starts_the_app_on_the_picker(repo: Path, server: ScriptedSe
     saved_session(repo, EARLIER)
     app = TheusApp(repo, model_settings(server.url), agent_settings=SETTINGS, pick_session=True)
     async with app.run_test(size=(110, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker) and app.screen.ids)
+        await wait_for(pilot, lambda: listing_picker(app))
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, SessionPicker))
         assert not shown(app, UserRequest)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.screen import Screen
 
 from knowledge.core.settings import MemorySettings
 from tests.conftest import GatedEmbedder, configure, texts_of
@@ -18,8 +19,10 @@ from theus.permissions import Permissions, Rule
 from theus.pricing import Price, cost_usd, load_prices
 from theus.protocol import ApprovalRequest
 from tui.screens.approval import ApprovalScreen
+from tui.screens.chat import ChatScreen
 from tui.widgets.busy import BusyIndicator
 from tui.widgets.chat_items import AssistantReply, Notice
+from tui.widgets.prompt import PromptInput
 from tui.widgets.status_bar import StatusBar
 from tui.widgets.suggestions import Suggestions
 
@@ -133,9 +136,11 @@ async def test_ctrl_c_interrupts_and_twice_quits(make_app: MakeApp, server: Scri
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         await ask(pilot, "a long one")
-        await wait_for(pilot, lambda: app.screen.busy)
+        chat: Screen[Any] = app.screen  # as `Screen[object]` it would not narrow
+        assert isinstance(chat, ChatScreen)
+        await wait_for(pilot, lambda: chat.busy)
         await pilot.press("ctrl+c")
-        await wait_for(pilot, lambda: not app.screen.busy)
+        await wait_for(pilot, lambda: not chat.busy)
         assert app.is_running  # one Ctrl+C only stops the turn
         assert any("stopped" in n for n in notices(app))
         app._last_interrupt = -10.0  # the first press was long ago: no quit yet
@@ -235,7 +240,7 @@ async def test_completions_for_files_and_slash_commands(make_app: MakeApp) -> No
     async with app.run_test(size=(110, 36)) as pilot:
         await ready(pilot)
         box = app.screen.query_one(Suggestions)
-        prompt = app.screen.query_one("#prompt")
+        prompt = app.screen.query_one("#prompt", PromptInput)
         await pilot.press(*"look at @prc")  # fuzzy: p, r, c in order
         await wait_for(pilot, lambda: box.shown and box.completions)
         assert box.completions[0] == "@pricing.py "

@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from textual.screen import Screen
 from textual.widgets import Static
 
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.tui.conftest import MakeApp, ready, wait_for
 from tests.tui.test_chat import ask, items
+from tui.app import TheusApp
 from tui.screens.approval import ApprovalScreen
 from tui.widgets.chat_items import AssistantReply, Notice, ToolCallView
 
@@ -26,6 +28,12 @@ def servers(marker: Path) -> dict[str, Any]:
 
 def notices(app: Any) -> list[str]:
     return [str(n.render()) for n in items(app, Notice)]
+
+
+def asking(app: TheusApp, tool: str) -> ApprovalScreen | None:
+    """The approval screen once it asks about `tool`, else None."""
+    screen: Screen[Any] = app.screen  # as `Screen[object]` it would not narrow
+    return screen if isinstance(screen, ApprovalScreen) and screen.request.tool == tool else None
 
 
 def result_of(view: ToolCallView) -> str:
@@ -51,14 +59,7 @@ async def test_an_mcp_call_asks_first_and_a_project_server_waits_for_trust(
         assert modal.request.kind == "mcp" and modal.request.tool == "fx__echo"
         assert json.loads(modal.request.detail) == {"text": "hi"}
         await pilot.press("y")
-        modal = await wait_for(
-            pilot,
-            lambda: (
-                isinstance(app.screen, ApprovalScreen)
-                and app.screen.request.tool == "fx__wipe"
-                and app.screen
-            ),
-        )
+        modal = await wait_for(pilot, lambda: asking(app, "fx__wipe"))
         await pilot.press("n")
         await wait_for(pilot, lambda: items(app, AssistantReply))
         await app.workers.wait_for_complete()

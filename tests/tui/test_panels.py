@@ -266,7 +266,8 @@ async def test_first_index_in_the_app_uses_the_process_pool(make_app: MakeApp, r
         view = await wait_for(pilot, lambda: app.screen.query(RecallView), 120)
         await ready(pilot)
         assert app.engine.indexed_now
-        assert app.engine.counts()["file"] == 213
+        counts = app.engine.counts()
+        assert counts is not None and counts["file"] == 213
         assert view.first().result.recall.hits[0].key == "sym:mod205.py#f205"
         app.refresh_status()
         await wait_for(pilot, lambda: "213 files" in str(app.screen.query_one(StatusBar).render()))
