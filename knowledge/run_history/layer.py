@@ -60,11 +60,13 @@ STATS_FILE = "history-stats.json"
 
 @dataclass
 class HistoryStats(Counters):
-    """For `theus status`: lookups that found examples, found none, had no embedding or store
-    (`skipped`), or failed; points stored and stores that failed."""
+    """For `theus status`: lookups that found examples in time (`used`), found none, found
+    them past the request's deadline (`late`: the block went without them), had no embedding
+    or store (`skipped`), or failed; points stored and stores that failed."""
 
     used: int = 0
     none: int = 0
+    late: int = 0
     skipped: int = 0
     failed: int = 0
     stored: int = 0
@@ -149,6 +151,9 @@ class RunHistory:
             return []
         if found is None:
             self.stats.count("skipped")
+            return []
+        if found and time.perf_counter() > deadline:  # the block was built without them
+            self.stats.count("late")
             return []
         self.stats.count("used" if found else "none")
         return found

@@ -94,6 +94,18 @@ def test_a_similar_finished_run_becomes_an_example_with_what_it_did(
     assert history.stats.used == 1
 
 
+def test_examples_found_past_the_deadline_are_late_not_used(
+    home: Path, embedder: LocalEmbedder
+) -> None:
+    history = _history(home, embedder)
+    history_settings.save(home, HistorySettings(threshold=0.5))
+    _remember(history, LIKE_IT)
+    # The block this lookup serves is already built: what it finds is not shown.
+    assert history.examples(ASKED, time.perf_counter()) == []
+    assert (history.stats.used, history.stats.late) == (0, 1)
+    assert _requests(history, ASKED) == [LIKE_IT] and history.stats.used == 1
+
+
 def test_never_another_projects_runs(home: Path, embedder: LocalEmbedder) -> None:
     history_settings.save(home, HistorySettings(threshold=0.5))
     other = _history(home, embedder, project="git:example.org/team/other")
