@@ -290,14 +290,14 @@ def no_server() -> Iterator[str]:
     yield ""
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     apply_settings({}, os.environ)  # as `theus` does at start
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--engines", nargs="+", choices=list(ENGINES), default=list(ENGINES))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="theus-bench-") as tmp:
         server: AbstractContextManager[str] = (
             running_qdrant(Path(tmp)) if "qdrant" in args.engines else no_server()
