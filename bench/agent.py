@@ -23,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +115,9 @@ async def run_mode(
     microcompact: bool,
     idle_before: int,
 ) -> tuple[list[int], list[float]]:
-    with ScriptedServer([Policy(targets)], models=["bench"]) as server:
-        server.script[0] = _repeat(server.script[0])
+    policy = Policy(targets)
+    with ScriptedServer([policy], models=["bench"]) as server:
+        server.script[0] = _repeat(policy)
         settings = AgentSettings(
             inject=inject, microcompact_after_s=3600 if microcompact else float("inf")
         )
@@ -145,7 +147,7 @@ async def run_mode(
         return per_turn, took
 
 
-def _repeat(policy: Policy) -> Any:
+def _repeat(policy: Policy) -> Callable[[dict[str, Any]], Reply]:
     def reply(body: dict[str, Any]) -> Reply:
         result = policy(body)
         result.repeat = True

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from entrypoint.settings import apply as apply_settings
 
@@ -32,7 +33,7 @@ from tests.conftest import indexed_project
 SPECS = Path(__file__).resolve().parent.parent / "tests" / "knowledge" / "facts_specs"
 
 
-def play(spec: dict, workdir: Path) -> list[tuple[int, float, float]]:
+def play(spec: dict[str, Any], workdir: Path) -> list[tuple[int, float, float]]:
     """(request tokens, apply ms, block ms) for each turn of one scenario."""
     project = indexed_project(workdir, spec.get("files") or {"README.md": "# empty\n"})
     layer = FactsLayer(project)

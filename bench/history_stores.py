@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import qdrant_edge as edge
@@ -58,6 +59,8 @@ CLUSTER = 20
 LIMIT = 3
 THRESHOLD = 0.2
 
+V = TypeVar("V")
+
 
 @dataclass
 class Data:
@@ -75,7 +78,8 @@ def make_data(points: int, queries: int, seed: int) -> Data:
     rng = np.random.default_rng(seed)
 
     def unit_rows(rows: np.ndarray) -> np.ndarray:
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        unit: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return unit
 
     centres = unit_rows(rng.standard_normal((-(-points // CLUSTER), DIM), dtype=np.float32))
     cluster = np.arange(points) // CLUSTER
@@ -121,7 +125,7 @@ def exact_top(data: Data) -> list[set[str]]:
     return tops
 
 
-def _edge_value(value: object) -> object:
+def _edge_value(value: V) -> V | str:
     # qdrant-edge-py 0.9.0 turns MatchValue(False) into MatchValue(0): it matches `0` and never
     # `false`, so booleans travel as the keywords "true"/"false" here (same selectivity).
     return str(value).lower() if isinstance(value, bool) else value
@@ -290,14 +294,14 @@ def no_server() -> Iterator[str]:
     yield ""
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     apply_settings({}, os.environ)  # as `theus` does at start
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--engines", nargs="+", choices=list(ENGINES), default=list(ENGINES))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="theus-bench-") as tmp:
         server: AbstractContextManager[str] = (
             running_qdrant(Path(tmp)) if "qdrant" in args.engines else no_server()

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TypedDict
 
 from entrypoint.settings import apply as apply_settings
 
@@ -43,7 +44,22 @@ print(json.dumps({"seconds": seconds, "parsed": report.parsed, "files": report.f
 """
 
 
-def run_child(path: Path, home: Path) -> dict[str, object]:
+class ChildRun(TypedDict):
+    """The JSON line one CHILD run prints."""
+
+    seconds: float
+    parsed: int
+    files: int
+    lines: int
+    nodes: int
+    edges: int
+    rss_mb: float
+    worker_rss_mb: float
+    store_mb: float
+    skipped: dict[str, int]
+
+
+def run_child(path: Path, home: Path) -> ChildRun:
     env = {"THEUS_HOME": str(home), "PATH": "/usr/bin:/bin"}
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(path)],
@@ -52,11 +68,13 @@ def run_child(path: Path, home: Path) -> dict[str, object]:
         capture_output=True,
         text=True,
     )
-    return json.loads(out.stdout)
+    run: ChildRun = json.loads(out.stdout)
+    return run
 
 
 def bench(path: Path, runs: int) -> dict[str, object]:
-    cold, warm = [], []
+    cold: list[ChildRun] = []
+    warm: list[ChildRun] = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as home:
             cold.append(run_child(path, Path(home)))

@@ -22,10 +22,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from entrypoint.settings import apply as apply_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+T = TypeVar("T")
 
 
 def main() -> int:
@@ -112,9 +115,9 @@ def run(root: Path, n: int, runs: int) -> None:
     project.close()
 
 
-def _time(name: str, runs: int, setup: Callable[[], object], step: Callable[[], object]) -> object:
+def _time(name: str, runs: int, setup: Callable[[], object], step: Callable[[], T]) -> T:
     seconds: list[float] = []
-    result: object = None
+    result: T  # set by the first run (with no run, the median below raises first)
     for _ in range(runs):
         setup()
         start = time.perf_counter()

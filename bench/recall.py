@@ -255,7 +255,7 @@ def targets(
     if pooled.get("theus+sem"):
         fails = []
         for r in repos:
-            ours = results[(r.name, "theus+sem")]
+            layer = results[(r.name, "theus+sem")]
             for what in ("r5", "rr"):
                 best = max(
                     (
@@ -265,8 +265,8 @@ def targets(
                     ),
                     default=0.0,
                 )
-                if mean(ours, what) < best - 0.02:
-                    fails.append(f"{r.name} {what} {mean(ours, what) - best:+.3f}")
+                if mean(layer, what) < best - 0.02:
+                    fails.append(f"{r.name} {what} {mean(layer, what) - best:+.3f}")
         print(
             "  target no repository > 0.02 below its best baseline (theus+sem): "
             + ("met" if not fails else "NOT met: " + ", ".join(fails))

@@ -70,7 +70,9 @@ def zipf_word(rng: random.Random, words: list[str]) -> str:
 
 
 def source(rng: random.Random, words: list[str], modules: list[str], salt: str = "") -> str:
-    w = lambda: zipf_word(rng, words)  # noqa: E731
+    def w() -> str:
+        return zipf_word(rng, words)
+
     lines = [f'"""{" ".join(w() for _ in range(8))}."""', ""]
     for other in rng.sample(modules, min(3, len(modules))):
         lines.append(f"from src import {other}")

@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from textual.screen import Screen
+from textual.widgets import OptionList, Tree
+
 from entrypoint.settings import apply as apply_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -79,7 +82,8 @@ def reply_32k() -> str:
         "- second point with `code`\n\n```python\ndef total(items):\n    return "
         "sum(price_of(i) for i in items)\n```\n\n"
     )
-    out, n = [], 0
+    out: list[str] = []
+    n = 0
     while sum(map(len, out)) < 32 * 1024:
         out.append(part.format(n=n))
         n += 1
@@ -131,7 +135,9 @@ async def startup_run(root: Path, shots: Path | None) -> tuple[float, float, flo
         await pilot.press("f3")
         await until(
             pilot,
-            lambda: app.current_mode == "graph" and app.screen.query_one("#tree").root.children,
+            lambda: (
+                app.current_mode == "graph" and app.screen.query_one("#tree", Tree).root.children
+            ),
         )
         usable = MARKS["_fill_root"] - start
         assert app.painted is not None
@@ -139,8 +145,10 @@ async def startup_run(root: Path, shots: Path | None) -> tuple[float, float, flo
         await app.workers.wait_for_complete()
         MARKS.pop("_show_hits", None)
         search_start = time.perf_counter()
-        app.screen.search_for("apply rule discount order")  # one change, one search
-        results = app.screen.query_one("#results")
+        graph: Screen[Any] = app.screen  # as `Screen[object]` it would not narrow below
+        assert isinstance(graph, GraphScreen)
+        graph.search_for("apply rule discount order")  # one change, one search
+        results = app.screen.query_one("#results", OptionList)
         await until(pilot, lambda: results.option_count > 0)
         searched = MARKS["_show_hits"] - search_start
         if shots is not None:

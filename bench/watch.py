@@ -25,8 +25,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from entrypoint.settings import apply as apply_settings
+
+if TYPE_CHECKING:
+    from knowledge.watch import Update
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", "build", "dist", "target"}
 
@@ -104,9 +108,12 @@ def main() -> int:
         recaller = Recaller(project.graph, project.root)
         recaller.warm()
         work_ms: list[float] = []
-        watcher = Watcher(
-            project, on_update=lambda u: u.kind == "update" and work_ms.append(u.ms)
-        ).start_in_thread()
+
+        def on_update(u: Update) -> None:
+            if u.kind == "update":
+                work_ms.append(u.ms)
+
+        watcher = Watcher(project, on_update=on_update).start_in_thread()
         watcher.wait_ready(300)
         print(f"watcher: {watcher.mode}, {len(watcher.watched)} folders watched")
 
@@ -125,7 +132,11 @@ def main() -> int:
             start = time.perf_counter()
             path.write_bytes(body + f"\n\ndef {name}():\n    return {i}\n".encode())
             key = f"sym:{rel}#{name}"
-            wait(lambda key=key: key in project.graph)
+
+            def in_graph_now(key: str = key) -> bool:
+                return key in project.graph
+
+            wait(in_graph_now)
             in_graph.append((time.perf_counter() - start) * 1000)
             while True:
                 before = time.perf_counter()
@@ -171,7 +182,11 @@ def main() -> int:
                 extra.parent.mkdir(exist_ok=True)
                 extra.write_text(f"def storm_{n}_{run}():\n    return {n}\n")
             written = time.perf_counter()
-            wait(lambda rescans=rescans: watcher.rescans > rescans and watcher.idle)
+
+            def settled(rescans: int = rescans) -> bool:
+                return watcher.rescans > rescans and watcher.idle
+
+            wait(settled)
             storm_s.append(time.perf_counter() - start)
             after_last.append(time.perf_counter() - written)
             print(
