@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from knowledge.core.token_count import count_tokens
 from knowledge.index.project import Project
 from knowledge.recall import Recaller, make_recaller
+from tests.conftest import texts_of
 from tests.scripted_server import Reply, ScriptedServer, text, tool
 from theus.agent.injection import Injector
 from theus.agent.loop import Agent
@@ -85,7 +86,7 @@ class Policy:
         messages = body["messages"]
         # The request is the tail of the last user message (after its injected block, if any).
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-        content = messages[last_user]["content"]
+        content = "\n".join(texts_of(messages[last_user]))  # the block is a part of its own
         asked = next(r for r in self.by_request if content.endswith(r))
         label, path, line = self.by_request[asked]
         done = [m for m in messages[last_user + 1 :] if m["role"] == "tool"]

@@ -3,7 +3,7 @@ points), and end to end, how often the examples `theus -p` injects are the right
 
     python bench/history.py                      # both parts
     python bench/history.py --part e2e --runs 50 # 50 related headless runs only
-    python bench/history.py --part stores --points 10000 100000 [--qdrant-url URL]
+    python bench/history.py --part stores --points 10000 100000
 
 End to end: real `theus -p` processes (the local embedder, the scripted OpenAI-compatible
 server from tests/) on a fresh project, 50 requests from 10 families of related tasks (5
@@ -190,7 +190,6 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--points", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--qdrant-url", default="")
     parser.add_argument(
         "--thresholds",
         type=float,
@@ -208,7 +207,6 @@ def main() -> None:
                 *map(str, args.points),
                 "--queries",
                 str(args.queries),
-                *(["--qdrant-url", args.qdrant_url] if args.qdrant_url else []),
             ]
         )
     if args.part in ("all", "e2e"):

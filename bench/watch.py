@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from entrypoint.settings import apply as apply_settings
 
 if TYPE_CHECKING:
-    from knowledge.watch import Update
+    from knowledge.watch.watcher import Update
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", "build", "dist", "target"}
 
@@ -87,7 +87,7 @@ def main() -> int:
         from knowledge.core.paths import ProjectPaths
         from knowledge.index.project import Project
         from knowledge.recall import Recaller
-        from knowledge.watch import Watcher
+        from knowledge.watch.watcher import Watcher
 
         root = Path(tmp) / "project"
         if args.path:

@@ -39,10 +39,12 @@ from knowledge.core.graph import GraphReader, Node
 from knowledge.core.redact import redact
 from knowledge.core.token_count import count_tokens
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
-from knowledge.run_history.layer import Example, render_examples
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+    # Imported when a request finds examples: `theus recall` and the MCP server never do.
+    from knowledge.run_history.layer import Example
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +69,7 @@ _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 SectionKind = Literal["code", "memories", "facts", "examples"]
 FACTS_HEAD = "Facts from this conversation:\n"
 # Past runs like a request, found by a deadline (`knowledge.memory.Memory.examples`).
-ExamplesSource = Callable[[str, float], list[Example]]
+ExamplesSource = Callable[[str, float], "list[Example]"]
 # The conversation's facts for a request (hot, or mentioned).
 FactsSource = Callable[[str], list[str]]
 
@@ -324,7 +326,7 @@ class ContextBuilder:
                 if self._facts and (facts := self._facts(request))
                 else "",
             ),
-            ("examples", render_examples(found)),
+            ("examples", _rendered(found)),
         ]
         sections = _fit(
             [
@@ -361,6 +363,14 @@ def build_context(
     """The recalled code and memories for `query`, as the agent gets them (no facts or
     examples: those belong to a conversation)."""
     return ContextBuilder(lambda: recaller).build(query, deadline=deadline, path_prefix=path_prefix)
+
+
+def _rendered(examples: list[Example]) -> str:
+    if not examples:
+        return ""
+    from knowledge.run_history.layer import render_examples
+
+    return render_examples(examples)
 
 
 def _by(examples: Future[list[Example]] | None, deadline: float | None) -> list[Example]:

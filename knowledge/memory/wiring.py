@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.recall.status import InjectionStats
     from knowledge.run_history.layer import Example, RunHistory
     from knowledge.run_history.record import RunRecord
-    from knowledge.watch import Update, Watcher
+    from knowledge.watch.watcher import Update, Watcher
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,13 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from knowledge.core.frontmatter import shorten
 from knowledge.core.paths import ProjectPaths
 from knowledge.core.settings import MemorySettings, current
-from knowledge.embed.base import Embedder
 from knowledge.recall.status import Counters
 from knowledge.run_history import settings as settings_file
 from knowledge.run_history.journal import Journal
@@ -43,6 +42,9 @@ from knowledge.vectors.port import (
     VectorStore,
     VectorStoreUnavailable,
 )
+
+if TYPE_CHECKING:
+    from knowledge.embed.base import Embedder  # the embed package is imported when used
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +95,7 @@ def render_examples(examples: list[Example]) -> str:
     return "\n".join([HEAD, *(e.render(i) for i, e in enumerate(examples, 1))])
 
 
-EmbedderSource = Callable[[float], Embedder | None]  # the embedder if ready by that deadline
+EmbedderSource = Callable[[float], "Embedder | None"]  # the embedder if ready by that deadline
 
 
 def no_embedder(_deadline: float) -> None:

@@ -21,7 +21,8 @@ from knowledge.core import keys
 from knowledge.core.graph import Edge, Graph, Node
 from knowledge.core.paths import ProjectPaths
 from knowledge.index.project import Project
-from knowledge.watch import Update, Watcher, maybe_start, status_section
+from knowledge.watch import maybe_start, status_section
+from knowledge.watch.watcher import Update, Watcher
 from tests.conftest import configure, write_tree
 
 DEADLINE = 20.0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from knowledge.core import keys
 from knowledge.index.project import Project
-from knowledge.watch import Watcher
+from knowledge.watch.watcher import Watcher
 from tests.conftest import write_tree
 from tests.knowledge.test_watch import DEADLINE, settled
 

@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
     from knowledge.index.project import Project
     from knowledge.memory.status import gather
-    from knowledge.watch import Watcher, maybe_start
+    from knowledge.watch import maybe_start
+    from knowledge.watch.watcher import Watcher
     from theus.dashboard.server import start_dashboard
 
     root = command_root(args)

@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from knowledge.core.settings import is_off
     from knowledge.index.project import Project
-    from knowledge.watch import Update, Watcher, status_section
+    from knowledge.watch import status_section
+    from knowledge.watch.watcher import Update, Watcher
 
     root = command_root(args)
     if is_off("watch"):
