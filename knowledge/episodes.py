@@ -280,6 +280,22 @@ class EpisodeStore:
         return junk
 
     # -- reading ---------------------------------------------------------------------------
+    def saved_in_step(self) -> bool:
+        """Whether the saved graph holds these episode files already: the same ones, none
+        written since its last save. Then `load` would change nothing, and a one-shot `theus
+        index` need not read the whole graph to find that out."""
+        store = self.project.store
+        saved_at = float(store.meta().get("saved_at", "0") or 0)
+        try:
+            files = [p for p in self.dir.glob("*.md") if not atomic.is_temp_name(p.name)]
+            if any(p.stat().st_mtime >= saved_at for p in files):
+                return False
+        except OSError:
+            return False
+        on_disk = {e.key for e in self.list()[0]}
+        saved = {n.key for n in store.of_kind("episode") if n.source == "episode"}
+        return on_disk == saved
+
     def load(self) -> LoadReport:
         """Make the graph's episode nodes match the episode files. Idempotent."""
         if is_off("episodes"):

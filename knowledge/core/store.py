@@ -380,6 +380,10 @@ class Store:
             )
         ]
 
+    def of_kind(self, kind: str) -> list[Node]:
+        """The `kind` nodes, without loading the graph."""
+        return self._decoded(row_node, self._query("SELECT * FROM nodes WHERE kind = ?", (kind,)))
+
     def load_graph(self) -> Graph:
         graph = Graph()
         nodes = self._decoded(lambda r: (row_node(r), r[1]), self._read("SELECT * FROM nodes"))

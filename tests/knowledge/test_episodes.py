@@ -278,3 +278,44 @@ def test_the_agent_port_takes_its_spelling_of_the_type(project: Project) -> None
     again = Project(project.root)
     assert present(again.graph.get(episode.key)).label == "Requests: fix login | Outcome: done"
     again.close()
+
+
+def test_theus_index_links_new_episodes_and_reads_no_graph_when_none_changed(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from entrypoint.cli import main
+    from knowledge.core.graph import Graph
+    from knowledge.core.store import Store
+
+    root = project.root
+    first = present(EpisodeStore(project, Clock()).record("compaction", COMPACTION, "s-1"))
+    project.close()
+    # What another process can leave: an episode file whose node the store does not hold.
+    folder = project.paths.episodes
+    copy = folder / f"{first.id}-2.md"
+    copy.write_bytes((folder / first.file_name).read_bytes())
+    episode = present(parse_episode(copy)[0])
+
+    def saved_episodes() -> set[str]:
+        reopened = Project(root)
+        try:
+            return {n.key for n in reopened.store.of_kind("episode")}
+        finally:
+            reopened.close()
+
+    reads: list[str] = []
+    load_graph = Store.load_graph
+
+    def counted(store: Store) -> Graph:
+        reads.append("graph")
+        return load_graph(store)
+
+    monkeypatch.setattr(Store, "load_graph", counted)
+    assert main(["index", "--no-embed", "--path", str(root)]) == 0
+    assert saved_episodes() == {first.key, episode.key} and reads
+    reads.clear()
+    assert main(["index", "--no-embed", "--path", str(root)]) == 0
+    assert reads == [] and saved_episodes() == {first.key, episode.key}
+    (folder / episode.file_name).unlink()
+    assert main(["index", "--no-embed", "--path", str(root)]) == 0
+    assert saved_episodes() == {first.key}

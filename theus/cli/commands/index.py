@@ -86,7 +86,9 @@ def _link_episodes(project: Project) -> None:
     """Episodes written by one-shot runs (files only) join the graph, before its snapshot."""
     from knowledge.episodes import EpisodeStore
 
-    EpisodeStore(project).load()
+    episodes = EpisodeStore(project)
+    if not episodes.saved_in_step():
+        episodes.load()
 
 
 def _snapshot(project: Project) -> None:
