@@ -76,6 +76,12 @@ def build_parser(words: Sequence[str] | None = None) -> Parser:
         )
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    if words is not None and _headless(words):
+        # A run with -p uses no command: each is only a name here, so that a stray one is
+        # told apart (ONE_PIECE) without importing every command's module first.
+        for name in COMMANDS:
+            sub.add_parser(name).add_argument("rest", nargs=argparse.REMAINDER)
+        return parser
     named = _command_named(words) if words is not None else None
     for name in (named,) if named else COMMANDS:
         importlib.import_module(COMMANDS[name]).register(sub)
