@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -241,6 +242,17 @@ class Memory:
                     self.project, reranker=reranker, one_shot=self.one_shot and self._snapshot_ok
                 )
             return self._recaller
+
+    def settle(self, budget_s: float) -> None:
+        """Wait, at most `budget_s` in all, for what a cold start lacks before a recall that
+        nobody time-boxes (a tool call): the file contents read and the semantic model loaded,
+        so the first answer ranks as later ones do. A recall after it says in its notes what
+        was still missing."""
+        deadline = time.perf_counter() + budget_s
+        self.recaller().warm(budget_s=budget_s)
+        semantic = self.semantic
+        if semantic is not None and semantic.on:
+            semantic.embedder_by(deadline)
 
     def facts_layer(self) -> FactsLayer | None:
         """What the conversation told: opened when first asked for (it needs the whole graph,

@@ -159,3 +159,30 @@ def test_a_one_shot_memory_syncs_memory_md_only_when_something_moved(
 def project_of(memory: Memory) -> Project:
     """The memory's project, once it is open (past any narrowing of `memory.project`)."""
     return present(memory.project)
+
+
+def test_settle_gives_the_first_recall_what_a_cold_start_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(monkeypatch, no_embeddings=True, no_watch=True)
+    body = "".join(f"    step_{n} = compute(step_{n - 1}, weight={n})\n" for n in range(1, 40))
+    files = {
+        f"pkg/mod{i}.py": f"def handler_{i}(step_0):\n{body}    return 'payload {i}'\n"
+        for i in range(3000)
+    }  # about 6 MB of contents: far more than a recall reads on its way (40 ms)
+    root = write_tree(tmp_path / "repo", files)
+    indexed = Project(root)
+    indexed.index()
+    indexed.close()
+    cold = Memory(root, watch=False).open()
+    try:  # without it the first answer ranks without the files' contents
+        assert "file contents not fully read yet" in cold.recaller().recall("payload 1234").notes
+    finally:
+        cold.close()
+    settled = Memory(root, watch=False).open()
+    try:
+        settled.settle(60.0)
+        recall = settled.recaller().recall("payload 1234")
+        assert recall.notes == [] and recall.files[0] == "pkg/mod1234.py"
+    finally:
+        settled.close()
