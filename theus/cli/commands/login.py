@@ -15,8 +15,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "login",
         help="save the chat model endpoint and key",
         description="Save the OpenAI-compatible endpoint Theus talks to. Asks "
-        "for what the flags do not give. Stored with file mode 0600; the "
-        "THEUS_*/OPENAI_* environment variables still take precedence.",
+        "for what the flags do not give. Stored with file mode 0600; an endpoint "
+        "set by THEUS_*/OPENAI_* variables or config.toml still takes precedence.",
     )
     p.add_argument("--base-url", default=None, help="e.g. http://localhost:11434/v1")
     p.add_argument(
