@@ -22,8 +22,8 @@ LAYERS = ("knowledge_inject", "embeddings", "episodes", "watch", "memdir", "fact
 
 
 def doc(text: str, *, secret: bool = False) -> dict[str, object]:
-    """The metadata of a setting: what it does (for `theus doctor` and the README's table),
-    and whether its value is secret."""
+    """The metadata of a setting: what it does, in one line (the README's Settings table says
+    more), and whether its value is secret (shown only as set or unset)."""
     return {"doc": text, "secret": secret}
 
 
