@@ -88,6 +88,7 @@ class Memory:
         # under it: then a live one is built. (What any process saved, MEMORY.md included,
         # joins the snapshot on disk when the next one-shot loads it: `recall.saved`.)
         self._snapshot_ok = True
+        self._settled = False  # `settle` found everything in place: later calls return at once
         self._history_server = _history_server_first()
 
     # -- opening -------------------------------------------------------------------------------
@@ -247,12 +248,15 @@ class Memory:
         """Wait, at most `budget_s` in all, for what a cold start lacks before a recall that
         nobody time-boxes (a tool call): the file contents read and the semantic model loaded,
         so the first answer ranks as later ones do. A recall after it says in its notes what
-        was still missing."""
+        was still missing. Once all is in place, a call costs nothing (warming asks git for
+        HEAD, which a tool call need not pay each time)."""
+        if self._settled:
+            return
         deadline = time.perf_counter() + budget_s
-        self.recaller().warm(budget_s=budget_s)
+        read = self.recaller().warm(budget_s=budget_s)
         semantic = self.semantic
-        if semantic is not None and semantic.on:
-            semantic.embedder_by(deadline)
+        loaded = semantic is None or not semantic.on or semantic.embedder_by(deadline) is not None
+        self._settled = read and loaded
 
     def facts_layer(self) -> FactsLayer | None:
         """What the conversation told: opened when first asked for (it needs the whole graph,

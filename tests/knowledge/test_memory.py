@@ -184,5 +184,11 @@ def test_settle_gives_the_first_recall_what_a_cold_start_lacks(
         settled.settle(60.0)
         recall = settled.recaller().recall("payload 1234")
         assert recall.notes == [] and recall.files[0] == "pkg/mod1234.py"
+        warmed: list[float | None] = []
+        monkeypatch.setattr(
+            type(settled.recaller()), "warm", lambda _self, budget_s: warmed.append(budget_s)
+        )
+        settled.settle(60.0)  # all in place: no second warm-up (it asks git for HEAD)
+        assert warmed == []
     finally:
         settled.close()
