@@ -49,7 +49,7 @@ async def run_shell(
     unconfined = "" if sandbox_available() or current().no_sandbox else NO_SANDBOX
     request = ApprovalRequest("shell", f"run: {command[:80]}", command, protected=unconfined)
     if not await ctx.approve(request):
-        hint = request.reason or (UNSANDBOXED_HINT if unconfined else ctx.denied_hint)
+        hint = request.reason or ctx.denied_hint + (f"; {UNSANDBOXED_HINT}" if unconfined else "")
         raise ToolError(f"refused: the command was not approved ({hint})")
     ctx.commands.append(command)
     try:
