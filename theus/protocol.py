@@ -41,6 +41,16 @@ def is_request(message: Message) -> bool:
     return message.get("role") == "user" and not message.get(KIND)
 
 
+def text_of(content: object) -> str:
+    """A message content's text: the string, or its text parts joined (others dropped)."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "\n\n".join(
+        str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
+    )
+
+
 def wire(message: Message) -> dict[str, Any]:
     """The message as the server expects it: our metadata keys stripped."""
     return {k: v for k, v in message.items() if not k.startswith("_")}

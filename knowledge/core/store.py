@@ -384,6 +384,17 @@ class Store:
         """The `kind` nodes, without loading the graph."""
         return self._decoded(row_node, self._query("SELECT * FROM nodes WHERE kind = ?", (kind,)))
 
+    def fact_holders(self) -> list[Node]:
+        """Entity nodes and the nodes whose extra fields hold facts, relations or heat: a
+        superset of what the facts layer looks after, without loading the graph."""
+        return self._decoded(
+            row_node,
+            self._read(
+                "SELECT * FROM nodes WHERE kind = 'entity' OR instr(extra, '\"facts\":')"
+                " OR instr(extra, '\"relations\":') OR instr(extra, '\"heat\":')"
+            ),
+        )
+
     def load_graph(self) -> Graph:
         graph = Graph()
         nodes = self._decoded(lambda r: (row_node(r), r[1]), self._read("SELECT * FROM nodes"))

@@ -17,7 +17,7 @@ from knowledge.facts.extraction import (
     extraction_prompt,
     parse_extraction,
 )
-from knowledge.facts.layer import FactsLayer
+from knowledge.facts.layer import FactsLayer, stored_lines
 from knowledge.facts.ontology import EntityType, Ontology, register_relation, register_type
 from knowledge.facts.records import FactView
 
@@ -39,4 +39,5 @@ __all__ = [
     "parse_extraction",
     "register_relation",
     "register_type",
+    "stored_lines",
 ]

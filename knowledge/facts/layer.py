@@ -29,10 +29,10 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from knowledge.core.graph import RELATION_EDGE, Graph, Node
+from knowledge.core.graph import RELATION_EDGE, Graph, GraphReader, Node
 from knowledge.core.redact import redact
 from knowledge.core.settings import is_off
-from knowledge.core.store import StoreError
+from knowledge.core.store import Store, StoreError, StoreGraph
 from knowledge.facts.apply import ApplyReport, Turn, commit, redacted
 from knowledge.facts.extraction import Extraction, Speaker
 from knowledge.facts.match import Names, Said, mentioned
@@ -114,24 +114,19 @@ class FactsLayer:
         if is_off("facts") or limit <= 0:
             return []
         said = Said(query)
-        picked: list[tuple[int, float, Node]] = []
+        picked: list[tuple[int, Node]] = []
         graph = self.project.graph
         with graph.lock:  # in the request's path: not behind an index holding the project
             for node in self._nodes(graph):
-                if mentioned(said, [node.label, *node.data.get("aliases", [])]):
-                    rank = 0
+                if mentioned(said, _names(node)):
                     node = replace(
                         node, data={**node.data, "heat": "hot", "mentioned_at": self.now()}
                     )
                     self._put(graph, node)
+                    picked.append((0, node))
                 elif node.data.get("heat") == "hot":
-                    rank = 1
-                else:
-                    continue
-                if _current(node) or _used_by(graph, node):
-                    picked.append((rank, -float(node.data.get("mentioned_at", 0)), node))
-            picked.sort(key=lambda p: (p[0], p[1], p[2].label))
-            return [line(node, _used_by(graph, node)) for _, _, node in picked[:limit]]
+                    picked.append((1, node))
+            return _lines(picked, graph, limit)
 
     def current(self) -> list[FactView]:
         """Every current fact and relation, by subject."""
@@ -172,11 +167,7 @@ class FactsLayer:
     def _holders_of(self, graph: Graph) -> set[str]:
         """Keys of the nodes this layer looks after; found once, then kept up to date."""
         if self._holders is None:
-            self._holders = {
-                n.key
-                for n in graph.nodes()
-                if n.kind == "entity" or holds_records(n) or "heat" in n.data
-            }
+            self._holders = {n.key for n in graph.nodes() if _looked_after(n)}
         return self._holders
 
     def _nodes(self, graph: Graph) -> list[Node]:
@@ -240,11 +231,46 @@ class FactsLayer:
         return ""
 
 
+def stored_lines(store: Store, said: str, limit: int = 8) -> list[str]:
+    """`block_lines` for a process that has not opened the layer (a one-shot run, or a
+    resumed conversation's first turn), read from the store without loading the graph: the
+    subjects `said` names. Heat is left to the open layer, which ages it turn by turn."""
+    if is_off("facts") or limit <= 0:
+        return []
+    words = Said(said)
+    picked = [
+        (0, node)
+        for node in store.fact_holders()
+        if _looked_after(node) and mentioned(words, _names(node))
+    ]
+    return _lines(picked, StoreGraph(store), limit)
+
+
+def _looked_after(node: Node) -> bool:
+    return node.kind == "entity" or holds_records(node) or "heat" in node.data
+
+
+def _names(node: Node) -> list[str]:
+    return [node.label, *node.data.get("aliases", [])]
+
+
+def _lines(picked: list[tuple[int, Node]], graph: GraphReader, limit: int) -> list[str]:
+    """The block's lines for `picked` (rank, node): lower ranks first, then the most recently
+    mentioned; a subject with no current record and nothing pointing at it says nothing."""
+    kept = [
+        (rank, -float(node.data.get("mentioned_at", 0)), node.label, node, used_by)
+        for rank, node in picked
+        if (used_by := _used_by(graph, node)) or _current(node)
+    ]
+    kept.sort(key=lambda k: k[:3])
+    return [line(node, used_by) for *_, node, used_by in kept[:limit]]
+
+
 def _current(node: Node) -> bool:
     return any(v.current for v in views(node))
 
 
-def _used_by(graph: Graph, node: Node) -> dict[str, list[str]]:
+def _used_by(graph: GraphReader, node: Node) -> dict[str, list[str]]:
     """Relation -> labels of the nodes pointing at `node` with it (current relations)."""
     out: dict[str, list[str]] = {}
     for edge in graph.in_edges(node.key):

@@ -286,6 +286,22 @@ class Memory:
             log.warning("entity labels unavailable: %s", exc)
             return []
 
+    def fact_lines(self, request: str, conversation: str = "") -> list[str]:
+        """The block's facts: from the layer once this process opened it (it ages them turn by
+        turn), else the subjects the conversation so far and `request` name, from the store
+        (no graph load), so a one-shot or resumed run gets them too. Fails open."""
+        if self.facts is not None:
+            return self.facts.block_lines(request)
+        if self.project is None or is_off("facts"):
+            return []
+        from knowledge.facts import stored_lines
+
+        try:
+            return stored_lines(self.project.store, f"{conversation}\n{request}")
+        except Exception as exc:
+            log.warning("facts unavailable for the block: %s", exc)
+            return []
+
     def injection_stats(self) -> InjectionStats:
         """Injection counters that persist for `theus status` (kept in memory when the data
         folder is unusable). Needs only the paths: never waits for the memory to open."""

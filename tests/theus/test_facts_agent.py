@@ -216,3 +216,33 @@ def _repeating(reply: Any) -> Any:
         return answer
 
     return serve
+
+
+def reminder_of(server: ScriptedServer, request: int) -> str:
+    sent = [t for m in server.requests[request]["messages"] for t in texts_of(m)]
+    return "\n".join(t for t in sent if t.startswith("<system-reminder>"))
+
+
+def test_a_resumed_headless_run_gets_the_facts_its_conversation_named(
+    server: ScriptedServer, repo: Path
+) -> None:
+    """`theus -c -p` is the next turn of the conversation: what was said in it comes back as
+    the block's facts lines, as the app's next turn has them, though this process opened no
+    facts layer; a new conversation gets the facts its request names, and only those."""
+    from tests.theus.test_headless import index
+
+    index(repo)
+    server.structured.append(POSTGRES)
+    server.add(text("Noted: orders on PostgreSQL."), text("Target it."), text("Ok."), text("Pg."))
+    assert theus(["-p", "we moved the orders database to PostgreSQL"], server, repo).returncode == 0
+    resumed = theus(["-c", "-p", "which engine should the cart migration target?"], server, repo)
+    assert resumed.returncode == 0, resumed.stderr
+    block = reminder_of(server, 1)
+    assert "Facts from this conversation" in block
+    assert "orders database runs on PostgreSQL" in block
+    fresh = theus(["-p", "which engine should the cart migration target?"], server, repo)
+    assert fresh.returncode == 0, fresh.stderr
+    assert "Facts from this conversation" not in reminder_of(server, 2)
+    named = theus(["-p", "is PostgreSQL tuned for the cart?"], server, repo)
+    assert named.returncode == 0, named.stderr
+    assert "orders database runs on PostgreSQL" in reminder_of(server, 3)

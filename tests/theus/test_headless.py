@@ -510,3 +510,19 @@ def test_a_hand_edit_to_memory_md_is_recalled_headless(server: ScriptedServer, r
     assert done.returncode == 0, done.stderr
     reminder = texts_of(server.requests[0]["messages"][1])[0]
     assert "ledger service" in reminder
+
+
+def test_a_resumed_follow_up_extends_the_conversation_s_last_request(
+    server: ScriptedServer, repo: Path
+) -> None:
+    """`theus -c -p "and the tests?"` recalls on the resumed conversation's last request
+    with it, as the app's next turn does; alone its words would recall nothing useful."""
+    index(repo)
+    server.add(text("Cart.total sums price_of."), text("Tests too."))
+    first = theus(["-p", "where is the Cart total computed with price_of?"], server, repo)
+    assert first.returncode == 0, first.stderr
+    done = theus(["-c", "-p", "and the tests?", "--output-format", "json"], server, repo)
+    assert done.returncode == 0, done.stderr
+    sent = [t for m in server.requests[1]["messages"] for t in texts_of(m)]
+    reminders = [t for t in sent if t.startswith("<system-reminder>")]
+    assert len(reminders) == 2 and "cart.py" in reminders[-1]  # the resumed one, then its own

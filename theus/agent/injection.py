@@ -69,13 +69,15 @@ class Injector:
         stats: InjectionStats | None = None,
         facts: FactsSource | None = None,
         examples: ExamplesSource | None = None,
+        previous: str = "",
     ) -> None:
+        """`previous`: the last request of a resumed conversation, which a follow-up extends."""
         self.settings = settings
         self._factory = recaller_factory
         self.builder = ContextBuilder(self.recaller, facts=facts, examples=examples)
         self.stats = stats or InjectionStats()
         self._prefetched: _Prefetched | None = None
-        self._previous = ""  # the last request recalled on, which a follow-up extends
+        self._previous = previous  # the last request recalled on, which a follow-up extends
 
     def warm(self, budget_s: float = 2.0) -> None:
         """Load the graph and the recall indexes in the background, so that the first

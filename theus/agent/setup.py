@@ -14,7 +14,16 @@ from theus.agent.injection import Injector
 from theus.agent.loop import Agent
 from theus.config import AgentSettings, ModelSettings
 from theus.model import ModelClient
-from theus.protocol import Error, Event, Message, Sink, ToolCallStarted, null_sink
+from theus.protocol import (
+    Error,
+    Event,
+    Message,
+    Sink,
+    ToolCallStarted,
+    is_request,
+    null_sink,
+    text_of,
+)
 from theus.sessions import Session
 from theus.tools.base import Approver
 
@@ -76,12 +85,16 @@ def make_agent(
     settings = settings or AgentSettings.from_settings(
         semantic_on=memory.is_open and memory.semantic_on
     )
+    said = _said(messages or [])
     injector = Injector(
         settings,
         memory.recaller,
         memory.injection_stats(),
-        facts=lambda query: memory.facts.block_lines(query) if memory.facts is not None else [],
+        facts=lambda query: memory.fact_lines(query, said),
         examples=memory.examples,
+        previous=next(
+            (text_of(m.get("content")) for m in reversed(messages or []) if is_request(m)), ""
+        ),
     )
     if first_request is not None:
         injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S)
@@ -168,6 +181,14 @@ def start_headless(
         mcp=mcp,
     )
     return Runtime(agent, memory, mcp)
+
+
+def _said(messages: list[Message]) -> str:
+    """What a resumed conversation's requests and answers said: the facts it named are facts
+    from this conversation."""
+    return "\n".join(
+        text_of(m.get("content")) for m in messages if is_request(m) or m.get("role") == "assistant"
+    )
 
 
 def _watching_from_first_tool(sink: Sink, memory: Memory) -> Sink:

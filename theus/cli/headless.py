@@ -39,6 +39,7 @@ from theus.protocol import (
     ToolCallFinished,
     ToolCallStarted,
     Usage,
+    text_of,
 )
 from theus.service.process import to_devnull
 from theus.service.project import UsageError, project_root
@@ -607,12 +608,8 @@ def user_text(line: str) -> str:
     except ValueError:
         raise ValueError(f"--input-format stream-json: not JSON: {line.strip()[:80]!r}") from None
     message = event.get("message") if isinstance(event, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):
-        content = "\n\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    if event.get("type") != "user" or not isinstance(content, str) or not content.strip():
+    content = text_of(message.get("content")) if isinstance(message, dict) else ""
+    if not isinstance(event, dict) or event.get("type") != "user" or not content.strip():
         raise ValueError(
             '--input-format stream-json reads lines like {"type": "user", '
             '"message": {"role": "user", "content": "..."}}, not '
