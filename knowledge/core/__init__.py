@@ -1,6 +1,7 @@
 """The memory's bottom layer: what every other part of `knowledge` stands on and that imports
 nothing above it. The graph and its store (`graph`, `store`), node keys (`keys`), where data
-lives (`paths`), durable writes (`atomic`), safe file reads inside a root (`beneath`,
+lives (`paths`), durable writes (`atomic`; status files off the caller's thread:
+`state_writer`), safe file reads inside a root (`beneath`,
 `filetext`), redaction (`redact`), the one token estimator (`token_count`), the settings
 and kill switches (`settings`), saved credentials, the frontmatter format, text folding, the
 links free text makes to code (`mentions`) and the record of one agent run (`runs`).
@@ -22,6 +23,7 @@ __all__ = [
     "redact",
     "runs",
     "settings",
+    "state_writer",
     "store",
     "token_count",
 ]

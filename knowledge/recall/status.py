@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, Self
 
-from knowledge.core import atomic
+from knowledge.core import atomic, state_writer
 from knowledge.core.paths import ProjectPaths
 
 STATE_FILE = "recall.json"
@@ -46,8 +46,8 @@ class Counters:
             if error:
                 self.last_error = error
             state = self._snapshot()
-        if self.path is not None:
-            atomic.write_state(self.path, {**state, "updated": time.time()})
+        if self.path is not None:  # off the request's path: see knowledge.core.state_writer
+            state_writer.write_soon(self.path, {**state, "updated": time.time()})
         return state
 
     @classmethod

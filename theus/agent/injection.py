@@ -135,6 +135,7 @@ class Injector:
         and, `gated`, for small talk and for a follow-up that adds nothing to the previous
         turn's context (`knowledge.recall.gate`); a follow-up that names something new is
         recalled together with the previous request."""
+        start = time.perf_counter()  # the time box counts from here, thread start included
         if not self.settings.inject:
             return InjectionInfo(0, 0.0, "", reason="off (THEUS_NO_KNOWLEDGE_INJECT=1)")
         decision = gate(query) if gated else "fresh"
@@ -146,13 +147,14 @@ class Injector:
         if gated:
             self._previous = query
         deadline_ms = self.settings.injection_deadline_ms
-        start = time.perf_counter()
         prefetched, self._prefetched = self._prefetched, None
         if prefetched is not None and prefetched.query == query:
             future = prefetched.future
             wait_s = max(deadline_ms / 1000, prefetched.until - start)
         else:
-            future, wait_s = self._start(query, budget_tokens), deadline_ms / 1000
+            # Starting the thread can wait for the interpreter while the memory opens.
+            future = self._start(query, budget_tokens)
+            wait_s = max(0.0, start + deadline_ms / 1000 - time.perf_counter())
         try:
             context = await asyncio.wait_for(asyncio.wrap_future(future), wait_s)
         except TimeoutError:

@@ -17,6 +17,9 @@ def exit_now(code: int) -> NoReturn:
     costs the flush nothing (`| head`)."""
     import logging
 
+    from knowledge.core import state_writer
+
+    state_writer.flush()  # the status counters still being written
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
