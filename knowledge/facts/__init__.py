@@ -1,7 +1,8 @@
 """The facts layer: entities, relations and facts from the conversation, in the one graph.
 
-See `knowledge.facts.layer` for the storage design and `knowledge.facts.extraction` for what
-a model returns (and what a correction means). No model is called here: the agent calls it
+See `knowledge.facts.layer` for the storage design, `knowledge.facts.extraction` for what
+a model returns (and what a correction means), `knowledge.facts.gate` for which messages are
+worth asking about. No model is called here: the agent calls it
 and hands the parsed answer to `FactsLayer.apply`. THEUS_NO_FACTS=1 turns the layer off.
 """
 
@@ -17,6 +18,7 @@ from knowledge.facts.extraction import (
     extraction_prompt,
     parse_extraction,
 )
+from knowledge.facts.gate import can_carry_fact
 from knowledge.facts.layer import FactsLayer
 from knowledge.facts.ontology import EntityType, Ontology, register_relation, register_type
 from knowledge.facts.records import FactView
@@ -35,6 +37,7 @@ __all__ = [
     "Ontology",
     "Refusal",
     "Relation",
+    "can_carry_fact",
     "extraction_prompt",
     "parse_extraction",
     "register_relation",
