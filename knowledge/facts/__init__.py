@@ -14,9 +14,11 @@ from knowledge.facts.extraction import (
     Extraction,
     ExtractionError,
     Fact,
+    NotJSON,
     Relation,
     extraction_prompt,
     parse_extraction,
+    split_by_speaker,
 )
 from knowledge.facts.gate import can_carry_fact
 from knowledge.facts.layer import FactsLayer
@@ -34,6 +36,7 @@ __all__ = [
     "Fact",
     "FactView",
     "FactsLayer",
+    "NotJSON",
     "Ontology",
     "Refusal",
     "Relation",
@@ -42,4 +45,5 @@ __all__ = [
     "parse_extraction",
     "register_relation",
     "register_type",
+    "split_by_speaker",
 ]
