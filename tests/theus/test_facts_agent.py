@@ -110,6 +110,27 @@ def test_a_server_that_answers_no_json_is_warned_about_once(
     assert len(server.structured_requests) == 1
 
 
+def test_the_facts_model_setting_sends_the_extraction_to_its_own_server(
+    server: ScriptedServer, repo: Path
+) -> None:
+    with ScriptedServer(models=("small-model",)) as extractor:
+        extractor.structured.append(POSTGRES)
+        server.add(text("Noted."))
+        done = theus(
+            ["-p", "we moved the orders database to PostgreSQL"],
+            server,
+            repo,
+            THEUS_FACTS_BASE_URL=extractor.url,
+            THEUS_FACTS_MODEL="small-model",
+        )
+    assert done.returncode == 0, done.stderr
+    assert server.structured_requests == [] and len(server.requests) == 1
+    (asked,) = extractor.structured_requests
+    assert asked["model"] == "small-model" and extractor.requests == []
+    listed = json.loads(theus(["facts", "--json"], None, repo).stdout)
+    assert [f["subject"] for f in listed] == ["PostgreSQL"]
+
+
 async def test_a_server_refusing_response_format_is_asked_in_the_prompt_from_then_on(
     server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
