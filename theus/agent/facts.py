@@ -5,11 +5,14 @@ memory's facts layer applying each part as said by its speaker.
 Beside the turn, never in its way, and only when it can pay: the gate
 (`knowledge.facts.can_carry_fact`, no model call) reads the request as the turn starts; "fix
 the typo in the README" costs no call, "we moved to PostgreSQL" one, after the answer (so a
-reply that restates or completes it is read in the same call). Time-boxed, fails open (one
-log line, a counter); `THEUS_NO_FACTS=1` turns the layer off. A server whose answer is not
-JSON is learned once (`ModelClient.learned_not_json`, kept with the server's capabilities):
-one warning, then its turns are skipped quietly (`skipped`) while that record is fresh. The
-tokens count in the run's usage (`Usage.extraction_tokens`).
+reply that restates or completes it is read in the same call). Answers are not gated: an
+answer to a coding request often says what the project uses ("the project uses pytest, so I
+added a test"), which the gate takes for a statement. Time-boxed, fails open (one log line, a
+counter); `THEUS_NO_FACTS=1` turns the layer off. A server whose answer is not JSON is
+learned once (`ModelClient.learned_not_json`, kept with the server's capabilities): one
+warning, then its turns are skipped quietly (`skipped`) while that record is fresh. The
+tokens count in the run's usage (`Usage.extraction_tokens`). The model is the chat's, or its
+own (THEUS_FACTS_MODEL, THEUS_FACTS_BASE_URL: `theus.config.load_facts_settings`).
 """
 
 from __future__ import annotations
