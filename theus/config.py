@@ -11,7 +11,7 @@ the saved credentials.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from theus.settings import Settings, current
 
@@ -81,6 +81,23 @@ def load_model_settings(settings: Settings | None = None) -> ModelSettings | Non
         retry_deadline_s=settings.retry_deadline,
         max_output_tokens=max(0, settings.max_output_tokens),
     )
+
+
+def load_facts_settings(
+    chat: ModelSettings, settings: Settings | None = None
+) -> ModelSettings | None:
+    """The fact extraction's own model (THEUS_FACTS_MODEL, THEUS_FACTS_BASE_URL,
+    THEUS_FACTS_API_KEY), or None when it is the chat's. On another endpoint the key is
+    THEUS_FACTS_API_KEY or none: the chat key is never sent to a URL it was not set for."""
+    settings = settings or current()
+    base_url = settings.facts_base_url.strip().rstrip("/") or chat.base_url
+    elsewhere = base_url != chat.base_url
+    api_key = settings.facts_api_key or (NO_KEY if elsewhere else chat.api_key)
+    model = settings.facts_model or chat.model
+    if (base_url, api_key, model) == (chat.base_url, chat.api_key, chat.model):
+        return None
+    source = settings.source("facts_base_url") if elsewhere else chat.source
+    return replace(chat, base_url=base_url, api_key=api_key, model=model, source=source)
 
 
 @dataclass(frozen=True, slots=True)

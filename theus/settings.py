@@ -44,6 +44,15 @@ class Settings(MemorySettings):
         default=150.0, metadata=doc("time box of the context block, milliseconds")
     )
     facts_timeout: float = field(default=30.0, metadata=doc("seconds one fact extraction may take"))
+    # The fact extraction's own model: a small one does (default: the chat model).
+    facts_model: str = field(default="", metadata=doc("fact extraction's model (default: chat)"))
+    facts_base_url: str = field(
+        default="", metadata=doc("fact extraction's endpoint (default: the chat endpoint)")
+    )
+    # Only ever sent to the facts endpoint; the chat key only to the chat endpoint.
+    facts_api_key: str = field(
+        default="", repr=False, metadata=doc("fact extraction's API key", secret=True)
+    )
     no_sandbox: bool = field(
         default=False, metadata=doc("run shell commands unconfined, on purpose")
     )

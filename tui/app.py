@@ -434,6 +434,8 @@ class TheusApp(App[int]):
         """The model clients closed, the memory closed (each layer waits briefly)."""
         for agent in self._closed_agents:
             try:
+                if agent.facts is not None:  # its own model client, if it has one
+                    await agent.facts.close()
                 await agent.model.close()
             except Exception as exc:
                 log.info("model client close failed: %s", exc)

@@ -1,4 +1,5 @@
-"""What a model extracts from one message: the JSON schema, the prompt, and the parser.
+"""What a model extracts from one exchange (a user's request and the assistant's answer, in
+one call): the JSON schema, the prompt, the parser, and which part of it each of the two said.
 
 Corrections: `{"subject", "old", "new"}` says that `new` replaces `old` for `subject`. `old`
 and `new` are values, not whole sentences: "we moved from SQLite to PostgreSQL" is subject
@@ -18,10 +19,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from knowledge.core.errors import TheusError
+from knowledge.facts.match import Said
 from knowledge.facts.ontology import LAYERS, Layer, as_layer
 
 Speaker = Literal["user", "assistant"]
@@ -31,6 +34,7 @@ _SOURCE_OF: dict[str, FactSource] = {s: s for s in FACT_SOURCES}
 MAX_LABEL = 120  # longer "labels" are sentences, not names
 MAX_TEXT = 500  # characters of a fact kept
 MAX_KNOWN = 200  # known labels offered to the model, to bound the prompt
+_Item = TypeVar("_Item")
 _FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(?P<body>.*?)\n?```$", re.DOTALL)
 
 
@@ -66,14 +70,14 @@ EXTRACTION_SCHEMA: dict[str, Any] = _object(
     }
 )
 
-_SYSTEM = """You extract durable knowledge from one chat message for a knowledge graph.
-Return JSON matching the schema, nothing else.
+_SYSTEM = """You extract durable knowledge from one chat exchange (a user's message and the
+assistant's reply) for a knowledge graph. Return JSON matching the schema, nothing else.
 
-Only what the message literally states counts. Never add an entity, relation or fact that
-the message does not say; never guess; an empty list is a good answer.
+Only what the messages literally state counts. Never add an entity, relation or fact that
+they do not say; never guess; an empty list is a good answer.
 
 - entities: people, organizations, projects, places, technologies, works, documents, rules
-  the message names. "label" is the name exactly as written. "type" is one of Person,
+  the messages name. "label" is the name exactly as written. "type" is one of Person,
   Character, Organization, Project, Place, Technology, Work, Universe, Publisher, Document,
   Rule, or a new type name if none fits, or "unknown" if the message does not say.
   "layer": PERSONAL for the user's own world (their projects, team, preferences),
@@ -84,28 +88,32 @@ the message does not say; never guess; an empty list is a good answer.
 - facts: a short sentence about "subject" (an entity label). "source" is "user" for what the
   user asserts about their world, "assistant" for what the assistant states about it,
   "world" for externally verifiable knowledge.
-- corrections: when the message replaces an earlier value ("we moved from SQLite to
+- corrections: when a message replaces an earlier value ("we moved from SQLite to
   PostgreSQL", "actually it is Tuesday, not Monday"): "subject" is what changed (an entity
   label, or "project" / "user"), "old" the replaced value, "new" the value now true.
 
-Reuse the label of a known entity when the message refers to it."""
+Reuse the label of a known entity when a message refers to it."""
 
 
-def extraction_prompt(speaker: Speaker, text: str, known: list[str]) -> list[dict[str, str]]:
-    """The chat messages asking a model to extract from one message of `speaker`."""
+def extraction_prompt(request: str, answer: str, known: list[str]) -> list[dict[str, str]]:
+    """The chat messages asking a model to extract from one exchange: the user's `request`
+    and the assistant's `answer` to it (empty when there was none)."""
     labels = ", ".join(known[:MAX_KNOWN]) or "(none yet)"
-    who = "the user" if speaker == "user" else "the assistant (its reply to the user)"
+    said = f"Message from the user:\n<<<\n{request}\n>>>"
+    if answer.strip():
+        said += f"\n\nThe assistant's reply:\n<<<\n{answer}\n>>>"
     return [
         {"role": "system", "content": _SYSTEM},
-        {
-            "role": "user",
-            "content": f"Known entities: {labels}\n\nMessage from {who}:\n<<<\n{text}\n>>>",
-        },
+        {"role": "user", "content": f"Known entities: {labels}\n\n{said}"},
     ]
 
 
 class ExtractionError(TheusError, ValueError):
     """The model's answer is not an extraction at all (see the module docstring)."""
+
+
+class NotJSON(ExtractionError):
+    """The model's answer is not JSON: a server that does not follow the format."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +167,7 @@ def parse_extraction(raw: str) -> Extraction:
     try:
         data = json.loads(body)
     except ValueError as exc:
-        raise ExtractionError(f"not JSON: {exc}") from exc
+        raise NotJSON(f"not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ExtractionError(f"expected a JSON object, got {type(data).__name__}")
     if not any(name in data for name in EXTRACTION_SCHEMA["properties"]):
@@ -187,6 +195,32 @@ def parse_extraction(raw: str) -> Extraction:
         tuple(found["corrections"]),
         tuple(dropped),
     )
+
+
+def split_by_speaker(extraction: Extraction, request: str) -> tuple[Extraction, Extraction]:
+    """The user's part and the assistant's part of one exchange's extraction, to apply each
+    as said by its speaker (the request's first): a fact goes by its `source` (a "world" fact
+    to the user's part when the request names its subject); an entity, a relation or a
+    correction to the user's part when the request names it (both ends of a relation; the
+    new value of a correction), else to the assistant's."""
+    names = Said(request).mentions
+    entities = _parted(extraction.entities, lambda e: names(e.label))
+    relations = _parted(extraction.relations, lambda r: names(r.source) and names(r.target))
+    facts = _parted(
+        extraction.facts,
+        lambda f: f.source == "user" or (f.source == "world" and names(f.subject)),
+    )
+    corrections = _parted(extraction.corrections, lambda c: names(c.new))
+    return (
+        Extraction(entities[0], relations[0], facts[0], corrections[0]),
+        Extraction(entities[1], relations[1], facts[1], corrections[1]),
+    )
+
+
+def _parted(
+    items: tuple[_Item, ...], of_user: Callable[[_Item], bool]
+) -> tuple[tuple[_Item, ...], tuple[_Item, ...]]:
+    return tuple(i for i in items if of_user(i)), tuple(i for i in items if not of_user(i))
 
 
 def _fields(item: object, names: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, str]:

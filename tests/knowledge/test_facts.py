@@ -22,6 +22,7 @@ from knowledge.facts import (
     parse_extraction,
     register_relation,
     register_type,
+    split_by_speaker,
 )
 from knowledge.facts.ontology import Layer
 from knowledge.index.project import Project
@@ -568,13 +569,48 @@ def test_the_schema_is_strict_mode_compatible() -> None:
         assert sorted(schema["required"]) == sorted(schema["properties"])
 
 
-def test_the_prompt_names_the_speaker_the_known_labels_and_the_literal_rule() -> None:
-    messages = extraction_prompt("assistant", "Alice is the lead developer.", ["Alice", "Butaco"])
+def test_the_prompt_holds_the_exchange_the_known_labels_and_the_literal_rule() -> None:
+    messages = extraction_prompt(
+        "Alice joined the team.", "Alice is the lead developer.", ["Alice", "Butaco"]
+    )
     assert [m["role"] for m in messages] == ["system", "user"]
     assert "literally" in messages[0]["content"]
-    assert "Alice, Butaco" in messages[1]["content"]
-    assert "the assistant" in messages[1]["content"]
-    assert "Alice is the lead developer." in messages[1]["content"]
+    asked = messages[1]["content"]
+    assert "Alice, Butaco" in asked
+    assert asked.index("from the user:\n<<<\nAlice joined the team.") < asked.index(
+        "The assistant's reply:\n<<<\nAlice is the lead developer."
+    )
+    assert "reply" not in extraction_prompt("we use Redis", " ", [])[1]["content"]
+
+
+def test_an_exchange_is_split_by_who_said_each_part() -> None:
+    extraction = parse_extraction(
+        json.dumps(
+            {
+                "entities": [
+                    {"label": "Walletfy", "type": "Project", "layer": "PERSONAL"},
+                    {"label": "Supabase", "type": "Technology", "layer": "UNIVERSAL"},
+                ],
+                "relations": [
+                    {"source": "Walletfy", "target": "Supabase", "type": "USES_TECHNOLOGY"},
+                    {"source": "Walletfy", "target": "Alice", "type": "HAS_MEMBER"},
+                ],
+                "facts": [
+                    {"subject": "user", "text": "the user is Ana", "source": "user"},
+                    {"subject": "Walletfy", "text": "Walletfy is small", "source": "assistant"},
+                    {"subject": "Supabase", "text": "Supabase is Postgres", "source": "world"},
+                ],
+                "corrections": [{"subject": "project", "old": "SQLite", "new": "Supabase"}],
+            }
+        )
+    )
+    user, assistant = split_by_speaker(extraction, "I'm Ana; Walletfy runs on Supabase now")
+    assert [e.label for e in user.entities] == ["Walletfy", "Supabase"]
+    assert [r.target for r in user.relations] == ["Supabase"]
+    assert [r.target for r in assistant.relations] == ["Alice"]
+    assert [f.text for f in user.facts] == ["the user is Ana", "Supabase is Postgres"]
+    assert [f.text for f in assistant.facts] == ["Walletfy is small"]
+    assert len(user.corrections) == 1 and not assistant.corrections and not assistant.entities
 
 
 @pytest.mark.parametrize(

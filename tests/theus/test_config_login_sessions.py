@@ -13,7 +13,7 @@ from entrypoint.cli import main
 from entrypoint.settings import resolve
 from knowledge.core.credentials import ChatCredentials, credentials_path, save_credentials
 from tests.conftest import from_env
-from theus.config import load_model_settings
+from theus.config import load_facts_settings, load_model_settings
 from theus.sessions import SessionNotFound, SessionStore
 
 
@@ -56,6 +56,29 @@ def test_a_saved_key_never_goes_to_an_env_url() -> None:
         from_env({"THEUS_BASE_URL": "http://other.example/v1", "THEUS_MODEL": "m"})
     )
     assert s is not None and s.api_key != "saved-key"
+
+
+def test_the_facts_model_is_the_chat_model_unless_set_and_never_gets_its_key_elsewhere() -> None:
+    chat_env = {"THEUS_BASE_URL": "http://chat.example/v1", "THEUS_API_KEY": "ck"}
+    chat = load_model_settings(from_env({**chat_env, "THEUS_MODEL": "big"}))
+    assert chat is not None
+    assert load_facts_settings(chat, from_env(chat_env)) is None  # the chat's own client
+    small = load_facts_settings(chat, from_env({**chat_env, "THEUS_FACTS_MODEL": "small"}))
+    assert small is not None and (small.base_url, small.api_key, small.model) == (
+        "http://chat.example/v1",
+        "ck",
+        "small",
+    )
+    other = from_env({**chat_env, "THEUS_FACTS_BASE_URL": "http://facts.example/v1/"})
+    elsewhere = load_facts_settings(chat, other)
+    assert elsewhere is not None and elsewhere.base_url == "http://facts.example/v1"
+    assert elsewhere.api_key != "ck" and elsewhere.model == "big"
+    assert elsewhere.source == "THEUS_FACTS_BASE_URL"
+    keyed = load_facts_settings(
+        chat,
+        from_env({**chat_env, "THEUS_FACTS_BASE_URL": "http://f/v1", "THEUS_FACTS_API_KEY": "fk"}),
+    )
+    assert keyed is not None and keyed.api_key == "fk"
 
 
 def test_env_url_without_a_model_is_not_configured() -> None:

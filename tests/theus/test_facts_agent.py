@@ -1,6 +1,7 @@
-"""The facts layer through the agent: S1 on the request, S1.5 on the answer, asked of the
-scripted server's structured-output conversation with the real openai client, applied to the
-real graph; every failure of theirs leaves the turn as it was."""
+"""The facts layer through the agent: one extraction of the request and the answer together,
+after the answer, for a request the gate says can carry a durable fact (none for a command),
+asked of the scripted server's structured-output conversation with the real openai client,
+applied to the real graph; every failure of it leaves the turn as it was."""
 
 from __future__ import annotations
 
@@ -45,11 +46,12 @@ def test_a_headless_run_keeps_what_the_user_said(server: ScriptedServer, repo: P
     )
     assert done.returncode == 0, done.stderr
     result = lines(done.stdout)[-1]
-    assert result["usage"]["extraction_tokens"] > 0  # S1 and S1.5 count in the usage
-    s1, s15 = server.structured_requests  # one call each, no more
-    assert s1["response_format"]["json_schema"]["strict"] is True
-    assert "we moved the orders database" in json.dumps(s1["messages"])
-    assert "Noted: orders on PostgreSQL." in json.dumps(s15["messages"])
+    assert result["usage"]["extraction_tokens"] > 0  # the extraction counts in the usage
+    (asked,) = server.structured_requests  # one call, no more
+    assert asked["response_format"]["json_schema"]["strict"] is True
+    sent = json.dumps(asked["messages"])
+    # The request and the answer in one call: made after the answer, which it holds.
+    assert "we moved the orders database" in sent and "Noted: orders on PostgreSQL." in sent
     listed = json.loads(theus(["facts", "--json"], None, repo).stdout)
     assert [(f["subject"], f["text"], f["current"]) for f in listed] == [
         ("PostgreSQL", "the orders database runs on PostgreSQL", True)
@@ -64,11 +66,11 @@ def test_a_headless_run_keeps_what_the_user_said(server: ScriptedServer, repo: P
 def test_a_failing_extraction_leaves_the_run_as_it_was(
     server: ScriptedServer, repo: Path, reply: Reply
 ) -> None:
-    server.structured.extend([reply, reply])
+    server.structured.append(reply)
     server.add(text("The answer."))
     done = theus(["-p", "we use PostgreSQL"], server, repo)
     assert done.returncode == 0 and done.stdout == "The answer.\n"
-    assert "fact extraction (S1) skipped" in done.stderr
+    assert done.stderr.count("fact extraction skipped") == 1, done.stderr
     assert json.loads(theus(["facts", "--json"], None, repo).stdout) == []
 
 
@@ -77,13 +79,84 @@ def test_a_slow_extraction_is_dropped_at_its_deadline(server: ScriptedServer, re
         entities=[{"label": "PostgreSQL", "type": "Technology", "layer": "UNIVERSAL"}]
     )
     slow.delay_s = 60.0  # far past any machine's start-up time: waiting for it shows
-    server.structured.extend([slow, slow])
+    server.structured.append(slow)
     server.add(text("The answer."))
     start = time.monotonic()
     done = theus(["-p", "we use PostgreSQL"], server, repo, THEUS_FACTS_TIMEOUT="0.5")
     assert done.returncode == 0 and done.stdout == "The answer.\n"
     assert time.monotonic() - start < 30.0  # not the minute the extraction would take
     assert "no answer within 0.5s" in done.stderr
+
+
+def test_a_coding_request_makes_no_extraction_call(server: ScriptedServer, repo: Path) -> None:
+    server.add(text("Fixed."))
+    done = theus(["-p", "fix the typo in the README", "--output-format", "json"], server, repo)
+    assert done.returncode == 0, done.stderr
+    assert server.structured_requests == []
+    assert lines(done.stdout)[-1]["usage"]["extraction_tokens"] == 0
+
+
+def test_a_server_that_answers_no_json_is_warned_about_once(
+    server: ScriptedServer, repo: Path
+) -> None:
+    """Learned with the server's capabilities: the next run does not ask it, nor warn."""
+    server.structured.append(text("Sure! The user uses PostgreSQL."))
+    server.add(text("Noted."), text("Noted again."))
+    first = theus(["-p", "we use PostgreSQL"], server, repo)
+    second = theus(["-p", "we also use Redis"], server, repo)
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert "not JSON" in first.stderr and "not asked again for a day" in first.stderr
+    assert "fact extraction" not in second.stderr, second.stderr
+    assert len(server.structured_requests) == 1
+
+
+def test_the_facts_model_setting_sends_the_extraction_to_its_own_server(
+    server: ScriptedServer, repo: Path
+) -> None:
+    with ScriptedServer(models=("small-model",)) as extractor:
+        extractor.structured.append(POSTGRES)
+        server.add(text("Noted."))
+        done = theus(
+            ["-p", "we moved the orders database to PostgreSQL"],
+            server,
+            repo,
+            THEUS_FACTS_BASE_URL=extractor.url,
+            THEUS_FACTS_MODEL="small-model",
+        )
+    assert done.returncode == 0, done.stderr
+    assert server.structured_requests == [] and len(server.requests) == 1
+    (asked,) = extractor.structured_requests
+    assert asked["model"] == "small-model" and extractor.requests == []
+    listed = json.loads(theus(["facts", "--json"], None, repo).stdout)
+    assert [f["subject"] for f in listed] == ["PostgreSQL"]
+
+
+async def test_a_server_refusing_response_format_is_asked_in_the_prompt_from_then_on(
+    server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from theus.agent.setup import make_agent
+
+    configure(monkeypatch, no_embeddings=True)
+    configure(monkeypatch, no_watch=True)
+    memory = open_memory(repo, index_if_missing=True)
+    agent = make_agent(memory, model_settings(server.url), None)
+    server.structured.append(error(400, "unsupported parameter: response_format"))
+    # Without response_format the extraction is a chat request like the others.
+    server.add(text("Noted."), POSTGRES, text("Noted too."), extraction())
+    try:
+        for request in ("we use PostgreSQL", "we also use Redis"):
+            await agent.run_turn(request)
+            assert agent.facts is not None
+            await agent.facts.settle()
+        assert agent.facts is not None and agent.facts.failed == 0
+    finally:
+        memory.close()
+        await agent.model.close()
+    assert len(server.structured_requests) == 1  # refused once, then not sent again
+    assert "we also use Redis" in json.dumps(server.requests[3]["messages"])
+    assert memory.facts is not None and [v.subject for v in memory.facts.current()] == [
+        "PostgreSQL"
+    ]
 
 
 def test_the_kill_switch_makes_no_extraction_call(server: ScriptedServer, repo: Path) -> None:
@@ -111,7 +184,7 @@ async def test_what_was_said_is_in_the_next_requests_block(
     )
     server.add(text("Good to know."), text("Run poetry add."))
     try:
-        await agent.run_turn("I package the shop with Poetry")
+        await agent.run_turn("we use Poetry to package the shop")
         assert agent.facts is not None
         await agent.facts.settle()
         await agent.run_turn("how should I add a dependency?")
@@ -151,8 +224,9 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
     path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The specs' conversations played through the real pipeline: the agent's requests, the
-    model's answers and its extractions come from the scripted server, S1 and S1.5 run as
-    in a session; then every declared check runs on the memory's facts layer."""
+    model's answers and its extractions come from the scripted server, one extraction of each
+    exchange the gate lets through, as in a session; then every declared check runs on the
+    memory's facts layer."""
     from tests.conftest import write_tree
     from tests.knowledge.test_facts_specs import CHECKS
     from theus.agent.setup import make_agent
@@ -163,15 +237,16 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
     turns = spec["turns"]
     by_text = {t["text"]: t for t in turns}
 
-    def extract(body: dict[str, Any]) -> Reply:  # what the message it is asked about says
+    def extract(body: dict[str, Any]) -> Reply:  # what the exchange it is asked about says
         asked = json.dumps(body["messages"], ensure_ascii=False)
         found = [
             t for said, t in by_text.items() if json.dumps(said, ensure_ascii=False)[1:-1] in asked
         ]
-        reply = extraction(**found[0]["extraction"]) if found else extraction()
-        if found and found[0]["speaker"] == "user":
-            reply.delay_s = 0.3  # S1 answers after S1.5 is asked: applied first all the same
-        return reply
+        merged: dict[str, list[Any]] = {}
+        for turn in found:  # the request's, then the answer's
+            for name, items in turn["extraction"].items():
+                merged.setdefault(name, []).extend(items)
+        return extraction(**merged)
 
     root = write_tree(tmp_path / "repo", spec.get("files") or {"README.md": "# notes\n"})
     memory = open_memory(root, index_if_missing=True)

@@ -1,11 +1,18 @@
-"""What the user says joins the graph: S1 on each request and S1.5 on each answer, the
-configured model extracting entities, relations, facts and corrections with a strict JSON
-schema (`knowledge.facts`), the memory's facts layer applying them.
+"""What the user says joins the graph: one extraction per turn worth it, asked once the answer
+is given, of the request and the answer together (strict JSON schema, `knowledge.facts`), the
+memory's facts layer applying each part as said by its speaker.
 
-Beside the turn, never in its way: S1 starts with the request and runs while the model
-answers, S1.5 after the answer; at most one call of each per turn. Each is time-boxed and
-fails open (one log line, a counter); `THEUS_NO_FACTS=1` turns the layer off. Their tokens
-count in the run's usage (`Usage.extraction_tokens`).
+Beside the turn, never in its way, and only when it can pay: the gate
+(`knowledge.facts.can_carry_fact`, no model call) reads the request as the turn starts; "fix
+the typo in the README" costs no call, "we moved to PostgreSQL" one, after the answer (so a
+reply that restates or completes it is read in the same call). Answers are not gated: an
+answer to a coding request often says what the project uses ("the project uses pytest, so I
+added a test"), which the gate takes for a statement. Time-boxed, fails open (one log line, a
+counter); `THEUS_NO_FACTS=1` turns the layer off. A server whose answer is not JSON is
+learned once (`ModelClient.learned_not_json`, kept with the server's capabilities): one
+warning, then its turns are skipped quietly (`skipped`) while that record is fresh. The
+tokens count in the run's usage (`Usage.extraction_tokens`). The model is the chat's, or its
+own (THEUS_FACTS_MODEL, THEUS_FACTS_BASE_URL: `theus.config.load_facts_settings`).
 """
 
 from __future__ import annotations
@@ -13,16 +20,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from knowledge.core.settings import is_off
-from knowledge.facts import EXTRACTION_SCHEMA, FactsLayer, extraction_prompt, parse_extraction
+from knowledge.facts import (
+    EXTRACTION_SCHEMA,
+    FactsLayer,
+    NotJSON,
+    can_carry_fact,
+    extraction_prompt,
+    parse_extraction,
+    split_by_speaker,
+)
 from theus.model import ModelClient, ModelError
 from theus.protocol import Usage
 
 log = logging.getLogger(__name__)
 
-Speaker = Literal["user", "assistant"]
 # Faults of the server itself, which the turn's own call reports in its words: said once.
 SHARED_FAULTS = frozenset({"auth", "model", "network"})
 
@@ -39,38 +53,50 @@ class FactsSource(Protocol):
 
 class FactExtractor:
     def __init__(
-        self, model: ModelClient, source: FactsSource, usage: Usage, timeout_s: float
+        self,
+        model: ModelClient,
+        source: FactsSource,
+        usage: Usage,
+        timeout_s: float,
+        *,
+        owns_model: bool = False,
     ) -> None:
         self.model = model
+        self._owns_model = owns_model  # its own client (THEUS_FACTS_*): closed with it
         self._source = source
         self.usage = usage
         self.timeout_s = timeout_s
         self.failed = 0
+        self.skipped = 0  # turns not asked of a server learned to answer no JSON
         self._pending: set[asyncio.Task[None]] = set()
-        self._s1: asyncio.Task[None] | None = None  # this turn's S1
+        self._request: str | None = None  # this turn's request, when it can carry a fact
+        self._cycle: asyncio.Task[None] | None = None  # this turn's ageing
 
     @property
     def on(self) -> bool:
         return not is_off("facts")
 
     def start_turn(self, request: str) -> None:
-        """S1: age what was said before (hot -> warm -> cold), then extract from `request`."""
-        if self.on:
-            self._s1 = self._spawn(self._turn(request))
+        """A turn begins: age what was said before (hot -> warm -> cold), and keep `request`
+        for the extraction when the gate says it can carry a durable fact."""
+        self._request = None
+        if not self.on:
+            return
+        layer = self._source.facts  # an unopened layer has nothing hot to age
+        self._cycle = self._spawn(asyncio.to_thread(layer.cycle)) if layer is not None else None
+        if can_carry_fact(request):
+            self._request = request
 
     def after_answer(self, answer: str) -> None:
-        """S1.5: what the assistant said, once the answer is given (applied after the
-        request's S1, as it was said after it)."""
-        if self.on and answer.strip():
-            self._spawn(self._after(self._s1, answer))
-
-    async def _after(self, s1: asyncio.Task[None] | None, answer: str) -> None:
-        if s1 is not None:
-            await asyncio.wait({s1})  # its outcome is its own: failures are logged there
-        await self._extract("assistant", answer)
+        """The turn ended (`answer` is "" when it gave none): one extraction of its request and
+        `answer` together, if the request passed the gate."""
+        request, self._request = self._request, None
+        if request is not None and self.on:
+            self._spawn(self._extract(request, answer, self._cycle))
 
     async def settle(self, timeout_s: float | None = None) -> None:
-        """Wait for the extractions still running (bounded); the late ones are cancelled."""
+        """Wait for the extractions still running (bounded); the late ones are cancelled (and
+        said, unless the wait was none: the user interrupted)."""
         pending = set(self._pending)
         if not pending:
             return
@@ -78,6 +104,13 @@ class FactExtractor:
         _, late = await asyncio.wait(pending, timeout=wait_s)
         for task in late:
             task.cancel()
+        if late and wait_s > 0:
+            self._failed(f"no answer within {wait_s:g}s")
+
+    async def close(self) -> None:
+        """Close the extractor's own model client (the chat's is the agent's to close)."""
+        if self._owns_model:
+            await self.model.close()
 
     def _spawn(self, job: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(job)
@@ -85,43 +118,58 @@ class FactExtractor:
         task.add_done_callback(self._pending.discard)
         return task
 
-    async def _turn(self, request: str) -> None:
-        layer = self._source.facts  # an unopened layer has nothing hot to age
-        if layer is not None:
-            await asyncio.to_thread(layer.cycle)
-        await self._extract("user", request)
-
-    async def _extract(self, speaker: Speaker, text: str) -> None:
+    async def _extract(self, request: str, answer: str, cycle: asyncio.Task[None] | None) -> None:
+        if cycle is not None:
+            await asyncio.wait({cycle})  # aged before this turn's facts are added
         try:
             known = await asyncio.to_thread(self._source.entity_labels)
             completion = await asyncio.wait_for(
                 self.model.complete_json(
-                    extraction_prompt(speaker, text, known), EXTRACTION_SCHEMA, "extraction"
+                    extraction_prompt(request, answer, known), EXTRACTION_SCHEMA, "extraction"
                 ),
                 self.timeout_s,
             )
             self.usage.extraction_tokens += completion.prompt_tokens + completion.completion_tokens
-            extraction = parse_extraction(completion.text)
+            try:
+                extraction = parse_extraction(completion.text)
+            except NotJSON:
+                if completion.finish_reason != "length":  # a whole answer, not one cut short
+                    self.model.learned_not_json()
+                raise
             if extraction.empty:  # nothing said worth keeping: the graph is not even loaded
                 return
             layer = await asyncio.to_thread(self._source.facts_layer)
-            if layer is not None:
-                await asyncio.to_thread(layer.apply, extraction, text, speaker)
+            if layer is None:
+                return
+            users, assistants = split_by_speaker(extraction, request)
+            if not users.empty:
+                await asyncio.to_thread(layer.apply, users, request, "user")
+            if not assistants.empty:
+                await asyncio.to_thread(layer.apply, assistants, answer, "assistant")
         except asyncio.CancelledError:
             raise
         except TimeoutError:
-            self._failed(speaker, f"no answer within {self.timeout_s:g}s")
-        except ModelError as exc:  # the conversation's own calls report a server it shares
-            self._failed(speaker, str(exc), quiet=exc.kind in SHARED_FAULTS)
+            self._failed(f"no answer within {self.timeout_s:g}s")
+        except ModelError as exc:
+            if exc.kind == "no_json":  # learned before, said then
+                self.skipped += 1
+                log.info("fact extraction skipped: %s", exc)
+            else:  # the conversation's own calls report a server it shares
+                self._failed(str(exc), quiet=exc.kind in SHARED_FAULTS)
+        except NotJSON as exc:
+            where = f"{self.model.settings.base_url} ({self.model.model})"
+            learned = (
+                ""
+                if self.model.caps.answers_json
+                else (
+                    f"; the model at {where} is not asked again for a day (point "
+                    "THEUS_FACTS_MODEL / THEUS_FACTS_BASE_URL at one that answers JSON)"
+                )
+            )
+            self._failed(f"{exc}{learned}")
         except Exception as exc:  # a model's garbage, a store error
-            self._failed(speaker, f"{type(exc).__name__}: {exc}")
+            self._failed(f"{type(exc).__name__}: {exc}")
 
-    def _failed(self, speaker: Speaker, why: str, quiet: bool = False) -> None:
+    def _failed(self, why: str, quiet: bool = False) -> None:
         self.failed += 1
-        stage = "S1" if speaker == "user" else "S1.5"
-        log.log(
-            logging.INFO if quiet else logging.WARNING,
-            "fact extraction (%s) skipped: %s",
-            stage,
-            why,
-        )
+        log.log(logging.INFO if quiet else logging.WARNING, "fact extraction skipped: %s", why)

@@ -154,6 +154,7 @@ class Agent:
         messages: list[Message] | None = None,
         inject_requests: bool = True,
         facts: FactsSource | None = None,
+        facts_model: ModelClient | None = None,
         history: RunSink | None = None,
         parent_session: str = "",
         budget: CallBudget | None = None,
@@ -175,8 +176,15 @@ class Agent:
         self.usage = Usage()
         self.usage_estimated = False  # some server reported no usage: counts are estimates
         self.num_turns = 0
+        # The extraction asks the chat model, or `facts_model` (its own, closed with it).
         self.facts = (
-            FactExtractor(model, facts, self.usage, self.settings.facts_timeout_s)
+            FactExtractor(
+                facts_model or model,
+                facts,
+                self.usage,
+                self.settings.facts_timeout_s,
+                owns_model=facts_model is not None,
+            )
             if facts is not None
             else None
         )
@@ -532,10 +540,10 @@ class Agent:
     ) -> TurnResult:
         self.usage.add(turn)
         self._last_stop = stop
+        if self.facts is not None:  # a request that failed may still have said something
+            self.facts.after_answer(text if stop == "end" else "")
         if stop == "end":
             self._completed.append((self._request, text))
-            if self.facts is not None:
-                self.facts.after_answer(text)
             self._record_turn(text)
         else:
             self._not_done.append(f"request {self._request[:80]!r}: {error or stop}")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from knowledge.memory import Memory, open_memory
 from theus.agent.injection import Injector
 from theus.agent.loop import Agent
-from theus.config import AgentSettings, ModelSettings
+from theus.config import AgentSettings, ModelSettings, load_facts_settings
 from theus.model import ModelClient
 from theus.protocol import (
     Error,
@@ -54,6 +54,7 @@ class Runtime:
         the user interrupted), the session episode, the memory, the HTTP client."""
         if self.agent.facts is not None:
             await self.agent.facts.settle(0.0 if interrupted else None)
+            await self.agent.facts.close()
         self.agent.end_session()
         self.memory.close()
         if self.mcp is not None:
@@ -109,6 +110,7 @@ def make_agent(
         injector.warm()
     if headless:
         sink = _watching_from_first_tool(sink, memory)
+    facts_settings = load_facts_settings(model_settings)
     agent = Agent(
         ModelClient(model_settings),
         memory.root,
@@ -124,6 +126,7 @@ def make_agent(
         denied_hint=denied_hint,
         messages=messages or None,
         facts=memory,
+        facts_model=ModelClient(facts_settings) if facts_settings is not None else None,
         history=memory,
     )
     if mcp is not None:

@@ -1,7 +1,7 @@
 """What one server (base URL + model) can do, learned from its answers, never from a probe
-before a run: whether it streams tool calls, takes `tool_choice`, `stream_options` and
-`max_tokens`, reports usage, its context size and how its token counts compare with our
-estimate.
+before a run: whether it streams tool calls, takes `tool_choice`, `stream_options`,
+`max_tokens` and `response_format`, answers a structured request with JSON at all, reports
+usage, its context size and how its token counts compare with our estimate.
 
 Shared by every client of the process and kept in the Theus home (`servers.json`) for a day,
 so a one-shot run does not pay again for what the last one learned. Fails open: a home that
@@ -40,6 +40,11 @@ class Capabilities:
     context_source: str = ""
     # The server's prompt tokens per token of our estimate (learned from reported usage).
     token_ratio: float = 1.0
+    # Structured output (the fact extraction): whether the server takes `response_format`
+    # (else JSON is asked for in the prompt only), and whether what it answers is JSON at all
+    # (else the extraction is not asked of it while this is fresh).
+    response_format: bool = True
+    answers_json: bool = True
     learned_at: float = 0.0
     # Notices already shown in this process (a work-around is said once, not every step).
     told: set[str] = field(default_factory=set, compare=False)

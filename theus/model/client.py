@@ -310,20 +310,26 @@ class ModelClient:
     ) -> Completion:
         """One non-streaming call whose answer must be JSON of `schema` (strict structured
         output). A server that refuses `response_format` is asked again without it (the
-        prompt asks for JSON too). No retries: callers are optional layers that fail open."""
+        prompt asks for JSON too), and from then on at once. No retries: callers are optional
+        layers that fail open. A server learned to answer something else than JSON
+        (`learned_not_json`) is not asked: ModelError of kind "no_json"."""
+        if not self.caps.answers_json:
+            raise ModelError(
+                f"the model at {self.settings.base_url} ({self.settings.model}) was found to "
+                "answer structured requests with something else than JSON",
+                kind="no_json",
+            )
         request: dict[str, Any] = {"model": self.settings.model, "messages": clean(messages)}
         limit = output_limit(
             self.settings, self.caps, lambda: self.estimate_tokens(request["messages"])
         )
         if limit and self.caps.max_tokens_param:  # a local server would write until its context
             request[self.caps.max_tokens_param] = limit
-        formats = [
-            {
-                "type": "json_schema",
-                "json_schema": {"name": name, "strict": True, "schema": schema},
-            },
-            None,
-        ]
+        structured = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": True, "schema": schema},
+        }
+        formats = [structured, None] if self.caps.response_format else [None]
         for response_format in formats:
             kwargs = {
                 **request,
@@ -336,6 +342,8 @@ class ModelClient:
                 # A 400, or a validation 500 (llama-cpp-python), naming response_format.
                 refused = exc.status_code == 400 or is_validation(exc)
                 if response_format is not None and refused and "response_format" in short(exc):
+                    self.caps.response_format = False
+                    self._save()
                     continue
                 raise classify(exc, *self._where()) from exc
             except (openai.APIError, Unreadable) as exc:
@@ -351,6 +359,13 @@ class ModelClient:
             self.meter.cache(usage)
             return result
         raise ModelError("the server refused every response format", kind="request")
+
+    def learned_not_json(self) -> None:
+        """The caller found a structured answer of this server not JSON (a whole answer, not
+        one cut at its length): kept, and saved, so `complete_json` does not ask it again
+        while the record is fresh (a day; `theus doctor` starts over)."""
+        self.caps.answers_json = False
+        self._save()
 
     # -- learning -----------------------------------------------------------------------------
 
