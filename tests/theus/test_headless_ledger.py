@@ -140,3 +140,24 @@ def test_extraction_is_reported_beside_the_request(server: ScriptedServer, repo:
     assert server.structured_requests  # the facts layer asked the model
     assert ledger["extraction"] == result["usage"]["extraction_tokens"] > 0
     assert sent(ledger) == result["usage"]["prompt_tokens"] == prompt_count(server.requests[0])
+
+
+def test_stream_json_results_carry_the_ledger(server: ScriptedServer, repo: Path) -> None:
+    server.add(tool("read", {"path": "cart.py"}), text("It sums prices."), text("Welcome."))
+    asks = [
+        '{"type": "user", "message": {"role": "user", "content": "what does the cart do?"}}',
+        '{"type": "user", "message": {"role": "user", "content": "thanks!"}}',
+    ]
+    done = theus(
+        ["-p", "--input-format", "stream-json", "--output-format", "stream-json"],
+        server,
+        repo,
+        stdin="\n".join(asks) + "\n",
+    )
+    assert done.returncode == 0, done.stderr
+    results = [event for event in lines(done.stdout) if event["type"] == "result"]
+    assert len(results) == 2
+    for result, calls in zip(results, (2, 3), strict=True):  # the run's usage so far
+        usage = result["usage"]
+        assert sent(usage["ledger"]) == usage["prompt_tokens"]
+        assert usage["prompt_tokens"] == sum(prompt_count(b) for b in server.requests[:calls])
