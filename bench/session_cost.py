@@ -16,6 +16,11 @@ that has no ledger (`--tree` names another checkout, e.g. `git worktree add /tmp
 and the structured-output requests (the facts layer's extraction) with their answers. Beside
 that, each turn's `usage.ledger` (when the tree reports one) against the server's count.
 
+`--base-url URL --model NAME` plays the sessions against a real server instead, through a
+recording proxy (`bench/_recording_proxy.py`): the model answers for itself (the scripted
+tool calls are not played), and the server's own usage, where it reports one, is what the
+ledger is held against.
+
 Prints per turn (for `on`), per session and in total for each configuration and tree, the
 graph-quality specs' pass count (tests/knowledge/facts_specs, run by each tree's own
 `run_spec`), and with `--tree` a last line: the memory's overhead, this tree / that tree.
@@ -34,13 +39,15 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._recording_proxy import RecordingProxy
 from knowledge.core.token_count import count_tokens
 from tests.conftest import texts_of, write_tree
 from tests.scripted_server import Reply, ScriptedServer, prompt_count, text, tool
+from theus.model.limits import server_root
 from theus.protocol import LEDGER_PARTS
 
 HERE = Path(__file__).resolve().parent.parent
@@ -443,6 +450,7 @@ class Figures:
     extraction: int = 0  # their prompts and answers
     ledger: dict[str, int] = field(default_factory=dict)  # summed; {} when none reported
     failed: int = 0  # turns whose process failed
+    unreported: int = 0  # requests whose answer reported no usage (counted by prompt_count)
 
     @property
     def overhead(self) -> int:
@@ -452,8 +460,47 @@ class Figures:
         for name in ("calls", "sent", "block", "examples", "extraction_calls", "extraction"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failed += other.failed
+        self.unreported += other.unreported
         for part, tokens in other.ledger.items():
             self.ledger[part] = self.ledger.get(part, 0) + tokens
+
+
+class Wire(Protocol):
+    """The server as the bench reads it: the scripted one, or a real one behind a proxy."""
+
+    requests: list[dict[str, Any]]
+    structured_requests: list[dict[str, Any]]
+    script: list[Any]
+
+    @property
+    def url(self) -> str: ...
+
+    def add(self, *items: Reply) -> None: ...
+
+    def reported(self, body: dict[str, Any]) -> dict[str, int] | None: ...
+
+
+class Scripted(ScriptedServer):
+    def reported(self, body: dict[str, Any]) -> dict[str, int] | None:
+        return {"prompt_tokens": prompt_count(body)}  # what it answered (answers apart)
+
+
+class Proxy(RecordingProxy):
+    def add(self, *items: Reply) -> None:
+        """A real model answers for itself."""
+
+    def reported(self, body: dict[str, Any]) -> dict[str, int] | None:
+        return self.usage.get(id(body))
+
+
+@dataclass(frozen=True)
+class Options:
+    project: Path | None  # a project to copy, else PROJECT
+    deadline_ms: str
+    upstream: str = ""  # a real server's root, else the scripted server
+    model: str = "test-model"
+    extra: tuple[tuple[str, str], ...] = ()  # more THEUS_* settings for every run
+    timeout_s: float = 300
 
 
 class Extractions:
@@ -485,11 +532,20 @@ def reminders(body: dict[str, Any]) -> list[str]:
     ]
 
 
-def seen(bodies: list[dict[str, Any]], structured: list[dict[str, Any]], answered: int) -> Figures:
-    """The server's view of one turn's requests."""
-    figures = Figures(calls=len(bodies), extraction_calls=len(structured))
-    figures.sent = sum(prompt_count(body) for body in bodies)
-    figures.extraction = sum(prompt_count(body) for body in structured) + answered
+def seen(server: Wire, chat: int, structured: int, answered: int) -> Figures:
+    """The server's view of one turn's requests (those after the first `chat` and
+    `structured` ones): its own counts where it reported them, else `prompt_count`."""
+    bodies, asked = server.requests[chat:], server.structured_requests[structured:]
+    figures = Figures(calls=len(bodies), extraction_calls=len(asked))
+    for body in [*bodies, *asked]:
+        usage = server.reported(body)
+        figures.unreported += usage is None
+        tokens = usage["prompt_tokens"] if usage else prompt_count(body)
+        if body in asked:
+            figures.extraction += tokens + (usage or {}).get("completion_tokens", 0)
+        else:
+            figures.sent += tokens
+    figures.extraction += answered
     for body in bodies:
         for block in reminders(body):
             at = block.find(EXAMPLES_HEAD)
@@ -502,7 +558,7 @@ def seen(bodies: list[dict[str, Any]], structured: list[dict[str, Any]], answere
 
 
 def environment(
-    home: Path, server: ScriptedServer, tree: Path, config: str, deadline: str
+    home: Path, server: Wire, tree: Path, config: str, options: Options
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("THEUS_", "OPENAI_"))}
     env.update(
@@ -510,9 +566,10 @@ def environment(
             "PYTHONPATH": str(tree),
             "THEUS_HOME": str(home),
             "THEUS_BASE_URL": server.url,
-            "THEUS_MODEL": "test-model",
+            "THEUS_MODEL": options.model,
             "THEUS_NO_WATCH": "1",
-            "THEUS_RECALL_DEADLINE_MS": deadline,
+            "THEUS_RECALL_DEADLINE_MS": options.deadline_ms,
+            **dict(options.extra),
             **CONFIGS[config],
         }
     )
@@ -520,7 +577,7 @@ def environment(
 
 
 def theus(
-    tree: Path, root: Path, env: dict[str, str], *args: str
+    tree: Path, root: Path, env: dict[str, str], timeout_s: float, *args: str
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "entrypoint", "--path", str(root), *args],
@@ -528,32 +585,36 @@ def theus(
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout_s,
     )
 
 
 def play(
-    tree: Path, source: Path | None, config: str, deadline: str, sessions: list[list[Turn]]
+    tree: Path, config: str, options: Options, sessions: list[list[Turn]]
 ) -> Iterator[tuple[int, int, Turn, Figures]]:
     """(session, turn, the turn, its figures) for every turn of `sessions`, run in a fresh
     home on a fresh copy of the project."""
     work = Path(tempfile.mkdtemp(prefix="theus-session-cost-"))
     root = work / "project"
-    if source is not None:
-        shutil.copytree(source, root, ignore=shutil.ignore_patterns(".git"))
+    if options.project is not None:
+        shutil.copytree(options.project, root, ignore=shutil.ignore_patterns(".git"))
     else:
         write_tree(root, PROJECT)
     extractions = Extractions()
     try:
-        with ScriptedServer() as server:
-            server.structured.append(extractions)
-            env = environment(work / "home", server, tree, config, deadline)
-            done = theus(tree, root, env, "index")
+        wire = Proxy(options.upstream) if options.upstream else Scripted()
+        if isinstance(wire, Scripted):
+            wire.structured.append(extractions)
+        with wire:
+            server: Wire = wire
+            env = environment(work / "home", server, tree, config, options)
+            done = theus(tree, root, env, options.timeout_s, "index")
             if done.returncode != 0:
                 raise SystemExit(f"theus index failed in {tree}: {done.stderr.strip()}")
             for s, session in enumerate(sessions, 1):
                 for t, turn in enumerate(session, 1):
-                    yield s, t, turn, run_turn(tree, root, env, server, extractions, turn, t > 1)
+                    figures = run_turn(tree, root, env, server, extractions, turn, t > 1, options)
+                    yield s, t, turn, figures
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -562,21 +623,21 @@ def run_turn(
     tree: Path,
     root: Path,
     env: dict[str, str],
-    server: ScriptedServer,
+    server: Wire,
     extractions: Extractions,
     turn: Turn,
     follows: bool,
+    options: Options,
 ) -> Figures:
     chat, structured = len(server.requests), len(server.structured_requests)
     extractions.now, extractions.answered = turn.extraction, 0
     server.add(*turn.replies)
     flags = ["--output-format", "json", "--allow-edits", "--allow-shell"]
     flags.append("--allow-unsandboxed-shell")
-    done = theus(tree, root, env, *(["-c"] if follows else []), "-p", turn.text, *flags)
+    follow = ["-c"] if follows else []
+    done = theus(tree, root, env, options.timeout_s, *follow, "-p", turn.text, *flags)
     server.script.clear()  # a turn that failed early leaves its replies: not the next turn's
-    figures = seen(
-        server.requests[chat:], server.structured_requests[structured:], extractions.answered
-    )
+    figures = seen(server, chat, structured, extractions.answered)
     try:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -640,15 +701,18 @@ def figures_line(f: Figures) -> str:
         f"calls {f.calls:2}  sent {f.sent:7,}  block {f.block:6,}  examples {f.examples:5,}  "
         f"extraction {f.extraction_calls:2} req {f.extraction:6,} tok  overhead {f.overhead:7,}"
         + (f"  FAILED {f.failed}" if f.failed else "")
+        + (f"  ({f.unreported} requests without usage: our count)" if f.unreported else "")
     )
 
 
-def measure(tree: Path, source: Path | None, config: str, deadline: str, per_turn: bool) -> Figures:
+def measure(
+    tree: Path, config: str, options: Options, sessions: list[list[Turn]], per_turn: bool
+) -> Figures:
     total, session, current = Figures(), Figures(), 1
     worst = 0.0
     kinds: dict[str, tuple[int, Figures]] = {}
     print(f"\n## {config} ({tree})")
-    for s, t, turn, figures in play(tree, source, config, deadline, SESSIONS):
+    for s, t, turn, figures in play(tree, config, options, sessions):
         if s != current:
             print(f"  session {current} total: {figures_line(session)}")
             session, current = Figures(), s
@@ -689,19 +753,36 @@ def main() -> int:
         help=f"which of {', '.join(CONFIGS)} (default: all)",
     )
     parser.add_argument("--deadline-ms", default="30000", help="THEUS_RECALL_DEADLINE_MS")
+    parser.add_argument("--base-url", help="a real server (/v1 URL) instead of the scripted one")
+    parser.add_argument("--model", default="test-model", help="its model (with --base-url)")
+    parser.add_argument("--sessions", type=int, default=len(SESSIONS), help="the first N")
+    parser.add_argument("--turns", type=int, default=8, help="the first N of each session")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="THEUS_X=V", help="another setting"
+    )
     args = parser.parse_args()
     configs = [c for c in args.configs.split(",") if c]
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         parser.error(f"unknown configurations {unknown}: choose from {', '.join(CONFIGS)}")
     trees = [HERE] + ([args.tree.resolve()] if args.tree else [])
-    turns = sum(len(s) for s in SESSIONS)
-    print(f"# session cost: {len(SESSIONS)} sessions, {turns} turns, configurations {configs}")
+    sessions = [session[: args.turns] for session in SESSIONS[: args.sessions]]
+    options = Options(
+        args.project,
+        args.deadline_ms,
+        server_root(args.base_url) if args.base_url else "",
+        args.model if args.base_url else "test-model",
+        tuple(tuple(pair.split("=", 1)) for pair in args.set),
+        timeout_s=3600 if args.base_url else 300,
+    )
+    turns = sum(len(s) for s in sessions)
+    where = args.base_url or "the scripted server"
+    print(f"# session cost: {len(sessions)} sessions, {turns} turns against {where}, {configs}")
     overhead: dict[Path, int] = {}
     for tree in trees:
         print(f"\n# tree {tree}: {specs(tree)}")
         for config in configs:
-            total = measure(tree, args.project, config, args.deadline_ms, config == configs[0])
+            total = measure(tree, config, options, sessions, config == configs[0])
             if config == "on":
                 overhead[tree] = total.overhead
     if args.tree and len(overhead) == 2 and overhead[trees[1]]:
