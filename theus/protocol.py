@@ -81,10 +81,6 @@ class Ledger:
     request: int = 0  # the request being answered
     framing: int = 0
 
-    @property
-    def total(self) -> int:
-        return sum(getattr(self, part) for part in LEDGER_PARTS)
-
     def add(self, other: Ledger) -> None:
         for part in LEDGER_PARTS:
             setattr(self, part, getattr(self, part) + getattr(other, part))
@@ -99,7 +95,7 @@ class Usage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    # Tokens of the injected context blocks sent (estimated, ~4 characters per token).
+    # Tokens of the injected context blocks attached (once each, by count_tokens).
     injected_tokens: int = 0
     model_calls: int = 0
     # Tokens of the facts layer's extraction calls (S1, S1.5), beside the conversation's.
