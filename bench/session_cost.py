@@ -451,13 +451,26 @@ class Figures:
     ledger: dict[str, int] = field(default_factory=dict)  # summed; {} when none reported
     failed: int = 0  # turns whose process failed
     unreported: int = 0  # requests whose answer reported no usage (counted by prompt_count)
+    # Chat requests whose answer reported usage: our count (the ledger's sum for a request,
+    # `prompt_count`) and the server's.
+    ours: int = 0
+    theirs: int = 0
 
     @property
     def overhead(self) -> int:
         return self.block + self.examples + self.extraction
 
     def add(self, other: Figures) -> None:
-        for name in ("calls", "sent", "block", "examples", "extraction_calls", "extraction"):
+        for name in (
+            "calls",
+            "sent",
+            "block",
+            "examples",
+            "extraction_calls",
+            "extraction",
+            "ours",
+            "theirs",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failed += other.failed
         self.unreported += other.unreported
@@ -545,6 +558,9 @@ def seen(server: Wire, chat: int, structured: int, answered: int) -> Figures:
             figures.extraction += tokens + (usage or {}).get("completion_tokens", 0)
         else:
             figures.sent += tokens
+            if usage is not None:
+                figures.ours += prompt_count(body)
+                figures.theirs += tokens
     figures.extraction += answered
     for body in bodies:
         for block in reminders(body):
@@ -696,6 +712,15 @@ def ledger_line(ledger: dict[str, int], sent: int) -> str:
     return f"ledger: {parts} | sum {total} vs server {sent} ({off:+.2f}%)"
 
 
+def counts_line(f: Figures) -> str:
+    """Where the server counts with another tokenizer: requests it reported usage for."""
+    ratio = f.theirs / f.ours if f.ours else 0.0
+    return (
+        f"requests with reported usage: our count {f.ours:,}, "
+        f"the server's {f.theirs:,} ({ratio:.2f})"
+    )
+
+
 def figures_line(f: Figures) -> str:
     return (
         f"calls {f.calls:2}  sent {f.sent:7,}  block {f.block:6,}  examples {f.examples:5,}  "
@@ -727,11 +752,15 @@ def measure(
         if per_turn:
             print(f"  s{s} t{t} {turn.kind:11} {turn.text[:44]!r:48} {figures_line(figures)}")
             print(f"      {ledger_line(figures.ledger, figures.sent)}")
+            if figures.ours != figures.theirs:
+                print(f"      {counts_line(figures)}")
     print(f"  session {current} total: {figures_line(session)}")
     print(f"  TOTAL {config}: {figures_line(total)}")
     print(f"  TOTAL {ledger_line(total.ledger, total.sent)}")
     if total.ledger:
         print(f"  worst turn: ledger sum off the server's count by {100 * worst:.2f}%")
+    if total.ours != total.theirs:
+        print(f"  TOTAL {counts_line(total)}")
     for kind, (count, f) in kinds.items():
         print(
             f"  by kind: {kind:11} {count:2} turns, per turn: extraction requests "
