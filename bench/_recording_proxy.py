@@ -6,6 +6,7 @@ the body's id; none for a stream that sent no usage). Answers pass through as th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import urllib.error
@@ -86,9 +87,10 @@ class RecordingProxy:
                     read = getattr(answer, "read1", answer.read)  # a stream as it comes
                     seen = b""
                     while chunk := read(65536):
-                        self.wfile.write(chunk)
-                        self.wfile.flush()
                         seen += chunk
+                        with contextlib.suppress(ConnectionError):  # the client gave up
+                            self.wfile.write(chunk)
+                            self.wfile.flush()
                 if body is not None:
                     usage = _usage(seen)
                     if usage:
