@@ -25,6 +25,11 @@ Structured-output requests (a `response_format`: the facts layer's extraction) a
 conversation with the server: they consume `structured` (recorded in `structured_requests`),
 and when that runs out get what a model that found nothing returns: the schema's object with
 every list empty. So a test scripts the chat and the extractions apart.
+
+Usage counts the prompt exactly as a server would with a ChatML template and the tokenizer
+Theus's estimator stands for (`knowledge.core.token_count`): `MESSAGE_FRAMING` tokens around
+each message, `REPLY_FRAMING` to open the answer, the texts, the tool calls' JSON and the tool
+schemas' JSON (`prompt_count`). So a request's ledger can be checked against it to the token.
 Runs on a daemon thread on 127.0.0.1 only.
 """
 
@@ -39,6 +44,8 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from knowledge.core.token_count import count_tokens
+
 __all__ = [
     "Quirks",
     "Reply",
@@ -46,6 +53,7 @@ __all__ = [
     "endless_line",
     "error",
     "huge_event",
+    "prompt_count",
     "text",
     "tool",
     "tools",
@@ -432,11 +440,33 @@ def _arguments(arguments: dict[str, Any] | str) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
+# This server's chat template: `<|im_start|>`, the role, a newline and `<|im_end|>` around
+# each message; `<|im_start|>assistant` and a newline before the answer.
+MESSAGE_FRAMING = 4
+REPLY_FRAMING = 3
+
+
+def prompt_count(body: dict[str, Any]) -> int:
+    """The prompt tokens of a chat request: each message's text (a list of parts: their
+    texts, a line apart) and tool calls with their framing, the tool schemas, the reply's
+    opening."""
+    total = REPLY_FRAMING
+    for message in body.get("messages", []):
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "\n".join(str(part.get("text") or "") for part in content)
+        total += MESSAGE_FRAMING + count_tokens(str(content))
+        for call in message.get("tool_calls") or ():
+            total += count_tokens(json.dumps(call.get("function", {})))
+    if body.get("tools"):
+        total += count_tokens(json.dumps(body["tools"]))
+    return total
+
+
 def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    sent = json.dumps(body.get("messages", []))
-    prompt = reply.prompt_tokens if reply.prompt_tokens is not None else len(sent) // 4
-    out = len(reply.text) + sum(len(_arguments(a)) for _, a in reply.tool_calls)
-    completion = reply.completion_tokens if reply.completion_tokens is not None else out // 4
+    prompt = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_count(body)
+    out = count_tokens(reply.text) + sum(count_tokens(_arguments(a)) for _, a in reply.tool_calls)
+    completion = reply.completion_tokens if reply.completion_tokens is not None else out
     usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

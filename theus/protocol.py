@@ -24,6 +24,9 @@ KIND: Final = "_kind"
 INJECTION: Final = "injection"  # a recalled context block (quoted data, re-sent with each request)
 SUMMARY: Final = "summary"  # compaction's summary of older turns
 CLEARED: Final = "_cleared"  # on a tool result microcompact replaced by a placeholder
+# On an injected block: the tokens of its few-shot examples section, as quoted (the ledger
+# counts them apart from the rest of the block).
+EXAMPLES: Final = "_examples"
 
 
 class Message(TypedDict, total=False):
@@ -34,6 +37,7 @@ class Message(TypedDict, total=False):
     _t: float
     _kind: Literal["injection", "summary"]
     _cleared: bool
+    _examples: int
 
 
 def is_request(message: Message) -> bool:
@@ -56,17 +60,57 @@ def wire(message: Message) -> dict[str, Any]:
     return {k: v for k, v in message.items() if not k.startswith("_")}
 
 
+# The parts of a request the ledger counts, in the order they are shown.
+LEDGER_PARTS: Final = (
+    "system",
+    "instructions",
+    "tool_schemas",
+    "history",
+    "block",
+    "examples",
+    "tool_results",
+    "request",
+    "framing",
+)
+
+
+@dataclass(slots=True)
+class Ledger:
+    """What the requests to the model carried, part by part, in tokens of the one estimator
+    (`knowledge.core.token_count`), summed over a turn's (or a run's) model calls. The parts
+    add up to the prompt a server counts: `framing` is the chat template's own tokens (per
+    message, and the reply's opening). Built by `theus.agent.ledger`."""
+
+    system: int = 0  # the system prompt, without the project's instructions
+    instructions: int = 0  # AGENTS.md, CLAUDE.md… inside the system message
+    tool_schemas: int = 0  # the tools' JSON schemas, which a server renders into the prompt
+    history: int = 0  # earlier messages: requests, answers, tool calls, a compaction summary
+    block: int = 0  # the <system-reminder> context blocks, their examples section aside
+    examples: int = 0  # the blocks' few-shot examples of past runs
+    tool_results: int = 0
+    request: int = 0  # the request being answered
+    framing: int = 0
+
+    def add(self, other: Ledger) -> None:
+        for part in LEDGER_PARTS:
+            setattr(self, part, getattr(self, part) + getattr(other, part))
+
+    def as_dict(self) -> dict[str, int]:
+        return {part: getattr(self, part) for part in LEDGER_PARTS}
+
+
 @dataclass(slots=True)
 class Usage:
     """Token counts summed over the model calls of a turn (or a whole run)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    # Tokens of the injected context blocks sent (estimated, ~4 characters per token).
+    # Tokens of the injected context blocks attached (once each, by count_tokens).
     injected_tokens: int = 0
     model_calls: int = 0
     # Tokens of the facts layer's extraction calls (S1, S1.5), beside the conversation's.
     extraction_tokens: int = 0
+    ledger: Ledger = field(default_factory=Ledger)
 
     @property
     def total_tokens(self) -> int:
@@ -78,8 +122,9 @@ class Usage:
         self.injected_tokens += other.injected_tokens
         self.model_calls += other.model_calls
         self.extraction_tokens += other.extraction_tokens
+        self.ledger.add(other.ledger)
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -87,6 +132,8 @@ class Usage:
             "injected_tokens": self.injected_tokens,
             "model_calls": self.model_calls,
             "extraction_tokens": self.extraction_tokens,
+            # The request's parts, and beside them (not in their sum) the memory's own calls.
+            "ledger": {**self.ledger.as_dict(), "extraction": self.extraction_tokens},
         }
 
 
@@ -141,6 +188,7 @@ class InjectionInfo:
     best_score: float = 0.0
     reason: str = ""
     examples: int = 0  # past runs quoted as few-shot examples (knowledge.run_history)
+    examples_tokens: int = 0  # their section's tokens, as quoted in the block's message
 
 
 @dataclass(slots=True)

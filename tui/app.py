@@ -127,6 +127,8 @@ class TheusApp(App[int]):
             "tokens_in": 0,
             "tokens_out": 0,
             "cost": None,
+            "memory_tokens": 0,
+            "extraction_tokens": 0,
             "mcp": "",
             "embedding": "",
         }
@@ -190,6 +192,9 @@ class TheusApp(App[int]):
 
     def refresh_status(self) -> None:
         self.update_status(mcp=self.mcp.status_word())
+        agent = self.chat.agent if self.chat is not None else None
+        if agent is not None:  # extraction calls end after their turn's answer
+            self.update_status(extraction_tokens=agent.usage.extraction_tokens)
         for failure in self.mcp.new_failures():  # one warning each; the chat goes on
             self.notify(failure, severity="warning", markup=False)
         if self.engine.loaded:
@@ -243,11 +248,21 @@ class TheusApp(App[int]):
             tokens_in=usage.prompt_tokens,
             tokens_out=usage.completion_tokens,
             cost=cost_usd(model, usage.prompt_tokens, usage.completion_tokens),
+            memory_tokens=usage.ledger.block + usage.ledger.examples,
+            extraction_tokens=usage.extraction_tokens,
         )
 
     def reset_usage(self) -> None:
         """A new session (or a resumed one) starts its own figures."""
-        self.update_status(tokens_in=0, tokens_out=0, cost=None, turn_tokens=0, total_tokens=0)
+        self.update_status(
+            tokens_in=0,
+            tokens_out=0,
+            cost=None,
+            turn_tokens=0,
+            total_tokens=0,
+            memory_tokens=0,
+            extraction_tokens=0,
+        )
 
     async def action_interrupt(self) -> None:
         """Ctrl+C: stop the running turn; a second press within `QUIT_WINDOW_S` quits."""

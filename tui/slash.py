@@ -150,7 +150,9 @@ async def status(chat: ChatScreen, arg: str) -> None:
 
 
 @REGISTRY.command(
-    "cost", "this conversation's tokens (sent, received, injected, extraction) and cost"
+    "cost",
+    "this conversation's tokens (sent, received, injected, extraction), the ledger of what was "
+    "sent, and cost",
 )
 async def cost(chat: ChatScreen, arg: str) -> None:
     await chat.add(Notice(chat.cost_text()))

@@ -11,8 +11,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
+from knowledge.core.token_count import count_tokens
 from tests.conftest import texts_of
-from tests.scripted_server import ScriptedServer, text, tool
+from tests.scripted_server import ScriptedServer, prompt_count, text, tool
 from tests.tui.conftest import MakeApp, ready, wait_for
 from theus import protocol as ev
 from tui.messages import AgentEvent, TextBatch
@@ -89,6 +90,34 @@ async def test_injected_context_indicator_expands_to_the_block(
         bar = app.screen.query_one(StatusBar)
         assert bar.turn_tokens == view.tokens == bar.total_tokens
         assert bar.recall_ms is not None
+
+
+async def test_cost_shows_the_ledger_of_what_was_sent(
+    make_app: MakeApp, server: ScriptedServer
+) -> None:
+    server.add(tool("read", {"path": "pricing.py"}), text("price_of returns the price."))
+    app = make_app()
+    async with app.run_test(size=(160, 36)) as pilot:
+        await ready(pilot)
+        await ask(pilot, "how does the cart total add prices")
+        await wait_for(pilot, lambda: items(app, AssistantReply))
+        await app.workers.wait_for_complete()
+        await ask(pilot, "/cost")
+        await wait_for(pilot, lambda: items(app, Notice))
+        cost = str(items(app, Notice)[-1].render())
+        # The server's own view: the reminder it received, sent in both requests.
+        (reminder,) = [
+            t
+            for t in texts_of(server.requests[0]["messages"][1])
+            if t.startswith("<system-reminder>")
+        ]
+        block = 2 * count_tokens(reminder)
+        assert f"block {block:,} · examples 0 · tool results " in cost, cost
+        sent = sum(prompt_count(body) for body in server.requests)
+        assert f"{sent:,} tokens sent" in cost
+        assert "beside them, the memory's extraction calls: " in cost
+        bar = app.screen.query_one(StatusBar)
+        assert f"mem {block} ({round(100 * block / sent)}%) +extr" in str(bar.render())
 
 
 async def test_tool_call_is_compact_and_expands(make_app: MakeApp, server: ScriptedServer) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from knowledge.core.token_count import count_tokens
 from knowledge.memory.context import ContextBlock, ContextBuilder, ExamplesSource, FactsSource
 from knowledge.recall import Recaller
 from knowledge.recall.gate import gate
@@ -56,9 +57,18 @@ class _Prefetched:
 def reminder(block: str) -> str:
     """The block as its own message, quoted; recalled text (a docstring, a memory) cannot
     close the reminder or open another one: its tags are escaped."""
-    block = _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], block)
-    quoted = "\n".join(f"> {line}" if line else ">" for line in block.splitlines())
-    return REMINDER_HEAD + quoted + REMINDER_TAIL
+    return REMINDER_HEAD + _quoted(block) + REMINDER_TAIL
+
+
+def _quoted(text: str) -> str:
+    text = _TAG.sub(lambda m: "&lt;" + m.group(0)[1:], text)
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+
+
+def _examples_tokens(context: ContextBlock) -> int:
+    """The examples section's tokens as the block's message quotes it (whole lines, which
+    the estimator counts apart from their neighbours)."""
+    return sum(count_tokens(_quoted(s.text)) for s in context.sections if s.kind == "examples")
 
 
 class Injector:
@@ -181,5 +191,10 @@ class Injector:
             )
         self.stats.count("injected")
         return InjectionInfo(
-            context.tokens, took, context.block, best_score=best, examples=context.examples
+            context.tokens,
+            took,
+            context.block,
+            best_score=best,
+            examples=context.examples,
+            examples_tokens=_examples_tokens(context),
         )

@@ -27,10 +27,12 @@ from knowledge.memory.instructions import Instructions, read_instructions
 from theus.agent import compaction, microcompact
 from theus.agent.facts import FactExtractor, FactsSource
 from theus.agent.injection import Injector, reminder
+from theus.agent.ledger import request_ledger
 from theus.checkpoints import Checkpoints
 from theus.config import AgentSettings
 from theus.model import Completion, ModelClient, ModelError
 from theus.protocol import (
+    EXAMPLES,
     INJECTION,
     KIND,
     STAMP,
@@ -39,6 +41,7 @@ from theus.protocol import (
     Compacted,
     Error,
     InjectionInfo,
+    Ledger,
     Message,
     MicrocompactCleared,
     Sink,
@@ -212,6 +215,7 @@ class Agent:
         if not self.messages:
             self._append({"role": "system", "content": system_prompt(self.root, self.instructions)})
         self._last_prompt_tokens = 0
+        self._sent = Ledger()  # the parts of the latest request sent
         self._subagents = 0
         self._subagent_slots = asyncio.Semaphore(SUBAGENTS_AT_ONCE)
         # A subagent spends its parent request's budget; a request's own agent, a new one.
@@ -275,6 +279,7 @@ class Agent:
                 turn.model_calls += 1
                 turn.prompt_tokens += completion.prompt_tokens
                 turn.completion_tokens += completion.completion_tokens
+                turn.ledger.add(self._sent)
                 self._last_prompt_tokens = completion.prompt_tokens
                 text = completion.text
                 self._append(_assistant(text, completion.tool_calls, self.clock()))
@@ -331,7 +336,14 @@ class Agent:
     def _attach(self, info: InjectionInfo, turn: Usage) -> None:
         if not info.block:
             return
-        self._append({"role": "user", "content": reminder(info.block), KIND: INJECTION})
+        self._append(
+            {
+                "role": "user",
+                "content": reminder(info.block),
+                KIND: INJECTION,
+                EXAMPLES: info.examples_tokens,
+            }
+        )
         turn.injected_tokens += info.tokens
 
     def _microcompact(self) -> None:
@@ -373,8 +385,10 @@ class Agent:
         schemas = [t.schema() for t in self.tools.values()]
 
         def ask() -> Coroutine[Any, Any, Completion]:
+            sent = self._wire()
+            self._sent = request_ledger(self.messages, len(sent), schemas, INSTRUCTIONS_HEAD)
             return self.model.complete(
-                self._wire(),
+                sent,
                 schemas,
                 deadline=deadline,
                 on_text=lambda piece: self._emit(TextDelta(piece)),

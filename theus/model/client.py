@@ -95,7 +95,7 @@ class ModelClient:
     ) -> int:
         """Prompt tokens of a request, messages and tool schemas, scaled by how this server's
         counts compared with our estimate so far."""
-        raw = limits.conversation_tokens(messages) + limits.schema_tokens(tools)
+        raw = limits.prompt_tokens(messages, tools)
         return math.ceil(raw * self.caps.token_ratio)
 
     async def close(self) -> None:
@@ -383,7 +383,7 @@ class ModelClient:
         if streamed and caps.reports_usage != reported:
             caps.reports_usage, changed = reported, True
         if not result.usage_estimated and result.prompt_tokens:
-            raw = limits.conversation_tokens(messages) + limits.schema_tokens(tools)
+            raw = limits.prompt_tokens(messages, tools)
             ratio = min(3.0, max(0.5, result.prompt_tokens / max(1, raw)))
             if abs(ratio - caps.token_ratio) > 0.05 * caps.token_ratio:
                 caps.token_ratio, changed = round(ratio, 3), True
@@ -410,7 +410,7 @@ class ModelClient:
             caps.context_tokens, caps.context_source = overflow_size, "the server's error"
             counted, sent = prompt_count(exc), self._last_sent
             if counted and sent is not None:
-                raw = limits.conversation_tokens(sent[0]) + limits.schema_tokens(sent[1])
+                raw = limits.prompt_tokens(*sent)
                 caps.token_ratio = round(min(3.0, max(0.5, counted / max(1, raw))), 3)
             if self._fallback_unsaved:  # the failed stream was this overflow: try it again
                 caps.streams_tool_calls, self._fallback_unsaved = None, False

@@ -20,15 +20,34 @@ DISCOVERY_TIMEOUT_S = 2.0
 NOT_STATED = "not stated by the server"
 
 
+# A chat template's own tokens (ChatML: `<|im_start|>`, the role, a newline, `<|im_end|>`
+# around each message; `<|im_start|>assistant` and a newline to open the reply).
+MESSAGE_FRAMING = 4
+REPLY_FRAMING = 3
+
+
 def conversation_tokens(messages: list[Any]) -> int:
     """Estimated tokens of chat messages: their text, tool-call arguments and a few per
     message for the chat template's framing."""
-    total = 0
-    for message in messages:
-        total += 4 + count_tokens(str(message.get("content") or ""))
-        for call in message.get("tool_calls") or ():
-            total += count_tokens(json.dumps(call.get("function", {})))
-    return total
+    return sum(MESSAGE_FRAMING + message_tokens(message) for message in messages)
+
+
+def message_tokens(message: Any) -> int:
+    """A message's own tokens, framing aside: its text (a list of parts: their texts) and
+    its tool calls."""
+    content = message.get("content") or ""
+    if isinstance(content, list):
+        content = "\n".join(str(part.get("text") or "") for part in content)
+    calls = message.get("tool_calls") or ()
+    return count_tokens(str(content)) + sum(
+        count_tokens(json.dumps(call.get("function", {}))) for call in calls
+    )
+
+
+def prompt_tokens(messages: list[Any], tools: list[dict[str, Any]] | None) -> int:
+    """Estimated prompt tokens of a request as a server counts them: its messages, the tool
+    schemas and the reply's opening (what `theus.agent.ledger` splits into parts)."""
+    return conversation_tokens(messages) + schema_tokens(tools) + REPLY_FRAMING
 
 
 def schema_tokens(tools: list[dict[str, Any]] | None) -> int:

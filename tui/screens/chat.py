@@ -504,6 +504,12 @@ with; approvals offer "always" for this session or this project (`/permissions` 
                 if cost is not None
                 else "no price for this model (THEUS_PRICES or prices.json)"
             )
+            + "\nsent, by part: "
+            + " · ".join(
+                f"{part.replace('_', ' ')} {tokens:,}"
+                for part, tokens in usage.ledger.as_dict().items()
+            )
+            + f"\nbeside them, the memory's extraction calls: {usage.extraction_tokens:,}"
         )
 
     def permissions_text(self, arg: str) -> str:

@@ -23,8 +23,10 @@ class StatusBar(Static):
 model · the session's tokens sent ↑ and received ↓ (and its cost in US dollars when a price
 table is configured: `THEUS_PRICES` or `prices.json` in the config folder) · indexed
 files/symbols/edges · watcher state and last update · last recall time · tokens injected this
-turn / in total · MCP servers up / configured (`/mcp`) · memory layers switched off
-(THEUS_NO_*). A narrow terminal drops the last ones first.
+turn / in total · the memory's share of the tokens sent (its context blocks and examples, and
+the share of the tokens sent) and its own extraction calls (`/cost` has the whole ledger) ·
+MCP servers up / configured (`/mcp`) · memory layers switched off (THEUS_NO_*). A narrow
+terminal drops the last ones first.
 """
 
     model: reactive[str] = reactive("no model")
@@ -40,6 +42,9 @@ turn / in total · MCP servers up / configured (`/mcp`) · memory layers switche
     tokens_in: reactive[int] = reactive(0)
     tokens_out: reactive[int] = reactive(0)
     cost: reactive[float | None] = reactive(None)
+    # From the session's ledger: the blocks and examples sent, and the extraction calls.
+    memory_tokens: reactive[int] = reactive(0)
+    extraction_tokens: reactive[int] = reactive(0)
     mcp: reactive[str] = reactive("")  # "mcp 2/3 · 1 failed"; "" with no server
     embedding: reactive[str] = reactive("")  # "embedding 120/3400" while the layer embeds
 
@@ -86,6 +91,15 @@ turn / in total · MCP servers up / configured (`/mcp`) · memory layers switche
             (7, "recall " + (fmt.ms(self.recall_ms) if self.recall_ms is not None else "–"))
         )
         parts.append((5, f"ctx {self.turn_tokens} tok ({self.total_tokens} total)"))
+        if self.tokens_in:
+            share = round(100 * self.memory_tokens / self.tokens_in)
+            parts.append(
+                (
+                    5,
+                    f"mem {fmt.count(self.memory_tokens)} ({share}%) "
+                    f"+extr {fmt.count(self.extraction_tokens)}",
+                )
+            )
         if self.mcp:
             parts.append((4, self.mcp))
         if self.off:  # a memory layer switched off matters more than the timings
