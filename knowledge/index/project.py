@@ -9,11 +9,9 @@ invariants in one class.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -25,12 +23,11 @@ from knowledge.core import atomic, keys
 from knowledge.core.graph import Graph
 from knowledge.core.paths import ProjectPaths
 from knowledge.core.store import FileState, Links, Store, StoreCorrupt, StoreError
+from knowledge.core.workers import POOL_THRESHOLD
 
 # The indexer is imported when something is indexed: a one-shot `theus recall` that reads
 # the store and its snapshot never pays for it (pathspec, the extractors, the resolvers).
 if TYPE_CHECKING:
-    import multiprocessing.context
-
     from knowledge.index.analyse import Analysed
     from knowledge.index.definitions import Definitions
     from knowledge.index.ignore import IgnoreRules
@@ -40,7 +37,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
-POOL_THRESHOLD = 200  # below this many files to parse, a process pool costs more than it saves
 _CHUNK = 48
 _MAX_REFERENCES = 200
 
@@ -326,22 +322,15 @@ class Project:
         workers = workers or min(2, os.cpu_count() or 1)
         done = 0
         if workers > 1 and total >= POOL_THRESHOLD:
-            # Imported here: multiprocessing costs a one-shot that only reads ~25 ms.
-            from concurrent.futures import ProcessPoolExecutor
             from concurrent.futures.process import BrokenProcessPool
 
+            from knowledge.core.workers import pool
+
             chunks = [items[i : i + _CHUNK] for i in range(0, total, _CHUNK)]
-            ctx = _pool_context()
             finished = 0
             try:
-                parent = os.getpid() if ctx.get_start_method() == "fork" else 0
-                with ProcessPoolExecutor(
-                    max_workers=workers,
-                    mp_context=ctx,
-                    initializer=_die_with_parent,
-                    initargs=(parent,),
-                ) as pool:
-                    for batch in pool.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
+                with pool(workers, ["knowledge.index.project", "knowledge.index.analyse"]) as run:
+                    for batch in run.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
                         yield from batch
                         finished += 1
                         done += len(batch)
@@ -524,34 +513,6 @@ def _links_of(graph: Graph, key: str) -> list[tuple[str, str]]:
     return sorted(
         (e.dst, e.kind) for e in graph.out_edges(key) if e.kind in ("imports", "references")
     )
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _pool_context() -> multiprocessing.context.BaseContext:
-    """fork is cheapest but unsafe once other threads run (the watcher, the app); then a fork
-    server, started once with the indexer preloaded, forks workers without re-importing it."""
-    import multiprocessing
-
-    if threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["knowledge.index.project", "knowledge.index.analyse"])
-    return ctx
-
-
-def _die_with_parent(parent: int) -> None:
-    """Pool workers never outlive the indexer (a `kill -9` of `theus index`): the kernel
-    kills a worker when the process that forked it dies (Linux's PR_SET_PDEATHSIG; for a fork
-    server, which itself exits with the indexer, that is the server), and a forked worker
-    whose parent is already gone exits at once."""
-    with contextlib.suppress(Exception):  # not Linux: the pool's own checks remain
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if parent and os.getppid() != parent:
-        os._exit(0)
 
 
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
