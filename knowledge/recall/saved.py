@@ -204,12 +204,15 @@ def _applied(
 
 
 def _built(root: Path, nodes: list[tuple[Node, str]]) -> Arrays:
-    """The lexical and content indexes of `nodes`, frozen, in their order."""
-    index = lexical.LexicalIndex()
-    index.apply([n for n, _ in nodes], [])
+    """The lexical and content indexes of `nodes`, frozen, in their order. The files are
+    read and counted by worker processes (when many) while the labels are indexed here."""
     texts = content.ContentIndex(root)
     texts.apply([n for n, _ in nodes], [])
-    return {**index.freeze({n.key: owner for n, owner in nodes}), **texts.freeze()}
+    with texts.reading(workers=min(2, os.cpu_count() or 1)):
+        index = lexical.LexicalIndex()
+        index.apply([n for n, _ in nodes], [])
+        labels = index.freeze({n.key: owner for n, owner in nodes})
+    return {**labels, **texts.freeze()}
 
 
 def _new_base(path: Path, base: Arrays, store_id: str, seq: int) -> str:
