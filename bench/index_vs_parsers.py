@@ -77,18 +77,21 @@ print(json.dumps({"seconds": seconds, "parsed": parsed}))
 """
 
 AIDER = r"""
-import json, os, sys, time
+import json, os, shutil, sys, tempfile, time
 from aider.io import InputOutput
 from aider.repomap import RepoMap
 root = sys.argv[1]
 files = json.load(sys.stdin)
 io = InputOutput(pretty=False, yes=True)
+# RepoMap opens its tag cache in the checkout, where the next Theus run would index it.
+RepoMap.TAGS_CACHE_DIR = tempfile.mkdtemp(prefix="aider-tags-")
 rm = RepoMap(root=root, io=io, verbose=False)
 tags = 0
 t0 = time.perf_counter()
 for rel in files:
     tags += sum(1 for _ in rm.get_tags_raw(os.path.join(root, rel), rel))
 seconds = time.perf_counter() - t0
+shutil.rmtree(RepoMap.TAGS_CACHE_DIR, ignore_errors=True)
 print(json.dumps({"seconds": seconds, "tags": tags}))
 """
 
