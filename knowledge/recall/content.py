@@ -19,21 +19,19 @@ the order their nodes came (a file node's slot among the lexical index's file no
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from knowledge.core.filetext import passages, read_text
 from knowledge.core.graph import Node
 from knowledge.core.redact import redact
-from knowledge.core.workers import POOL_THRESHOLD
 from knowledge.recall import postings
 from knowledge.recall.kinds import CODES, KINDS, kind_of
 from knowledge.recall.postings import (
@@ -47,6 +45,9 @@ from knowledge.recall.postings import (
 )
 from knowledge.recall.snapshot import Strings
 from knowledge.recall.tokens import term_counts
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 log = logging.getLogger(__name__)
 
@@ -177,41 +178,26 @@ class ContentIndex:
             self.complete = not self._pending
             return self.complete
 
-    @contextlib.contextmanager
-    def reading(self, workers: int) -> Iterator[None]:
-        """The pending files read and counted by `workers` processes while the caller does
-        something else (a cold build: the lexical index), taken in on leaving; the read goes
-        on here (`read`) when there are too few files to pay for a pool, or the pool fails."""
-        with self.lock:
-            pending = list(self._pending.items())
-        if workers < 2 or len(pending) < POOL_THRESHOLD:
-            yield
-            return
+    @property
+    def pending(self) -> int:
+        """Files not read yet."""
+        return len(self._pending)
+
+    def read_in(self, run: Executor) -> None:
+        """Read the pending files in the worker processes of `run`, taking each one's counts
+        in as they come, in order; what the pool fails to read stays pending (`read`)."""
         from concurrent.futures.process import BrokenProcessPool
 
-        from knowledge.core.workers import pool
-
-        sources = [_source(node) for _, node in pending]
-        chunks = [sources[i : i + _CHUNK] for i in range(0, len(sources), _CHUNK)]
-        try:
-            run = pool(workers, ["knowledge.recall.content"])
-        except OSError as exc:
-            log.warning("reading files in one process: the process pool failed (%s)", exc)
-            yield
-            return
-        with run:
-            found = run.map(_counted_chunk, [str(self.root)] * len(chunks), chunks)
+        with self.lock:
+            pending = list(self._pending.items())
+            sources = [_source(node) for _, node in pending]
+            chunks = [sources[i : i + _CHUNK] for i in range(0, len(sources), _CHUNK)]
             try:
-                yield
-            except BaseException:
-                run.shutdown(cancel_futures=True)
-                raise
-            try:
-                with self.lock:
-                    results = (counts for batch in found for counts in batch)
-                    for (path, node), counts in zip(pending, results, strict=False):
-                        if self._pending.get(path) is node:  # not changed meanwhile
-                            self._take(path, node, counts)
+                found = run.map(_counted_chunk, [str(self.root)] * len(chunks), chunks)
+                results = (counts for batch in found for counts in batch)
+                for (path, node), counts in zip(pending, results, strict=False):
+                    if self._pending.get(path) is node:  # not changed meanwhile
+                        self._take(path, node, counts)
             except (OSError, ValueError, BrokenProcessPool) as exc:
                 log.warning("reading files in one process: the process pool failed (%s)", exc)
 

@@ -34,6 +34,8 @@ from knowledge.recall import content, history, lexical, snapshot
 from knowledge.recall.snapshot import Strings
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from knowledge.index.project import Project
 
 FORMAT = 5  # bump when what either file holds changes meaning
@@ -204,15 +206,47 @@ def _applied(
 
 
 def _built(root: Path, nodes: list[tuple[Node, str]]) -> Arrays:
-    """The lexical and content indexes of `nodes`, frozen, in their order. The files are
-    read and counted by worker processes (when many) while the labels are indexed here."""
+    """The lexical and content indexes of `nodes`, frozen, in their order. With many files,
+    worker processes read and count them while one of them indexes the labels; their counts
+    are taken in here as they come."""
     texts = content.ContentIndex(root)
     texts.apply([n for n, _ in nodes], [])
-    with texts.reading(workers=min(2, os.cpu_count() or 1)):
-        index = lexical.LexicalIndex()
-        index.apply([n for n, _ in nodes], [])
-        labels = index.freeze({n.key: owner for n, owner in nodes})
-    return {**labels, **texts.freeze()}
+    run = _pool(texts.pending)
+    if run is None:
+        return {**_labels(nodes), **texts.freeze()}
+    from concurrent.futures.process import BrokenProcessPool
+
+    with run:
+        labels = run.submit(_labels, nodes)  # first, so that a worker starts on it at once
+        texts.read_in(run)
+        try:
+            found = labels.result()
+        except (OSError, BrokenProcessPool) as exc:
+            log.warning("labels indexed in one process: the process pool failed (%s)", exc)
+            found = _labels(nodes)
+    return {**found, **texts.freeze()}
+
+
+def _labels(nodes: list[tuple[Node, str]]) -> Arrays:
+    """The lexical index of `nodes`, frozen (in a worker process for a cold build)."""
+    index = lexical.LexicalIndex()
+    index.apply([n for n, _ in nodes], [])
+    return index.freeze({n.key: owner for n, owner in nodes})
+
+
+def _pool(files: int) -> ProcessPoolExecutor | None:
+    """Worker processes for a build over `files` files; None when too few to pay for them,
+    or when none can start here."""
+    from knowledge.core.workers import POOL_THRESHOLD, pool
+
+    workers = min(2, os.cpu_count() or 1)
+    if workers < 2 or files < POOL_THRESHOLD:
+        return None
+    try:
+        return pool(workers, ["knowledge.recall.saved"])
+    except OSError as exc:
+        log.warning("reading files in one process: the process pool failed (%s)", exc)
+        return None
 
 
 def _new_base(path: Path, base: Arrays, store_id: str, seq: int) -> str:

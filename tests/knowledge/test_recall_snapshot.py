@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.core.store import StoreGraph
+from knowledge.core.workers import POOL_THRESHOLD
 from knowledge.index.project import Project
 from knowledge.memory.context import build_context
 from knowledge.recall import Recaller, make_recaller
@@ -54,6 +55,27 @@ def test_a_one_shot_recall_ranks_exactly_as_the_warmed_engine(tmp_path: Path) ->
     assert reopened._graph is None, "the whole graph must not be loaded"
     for request in REQUESTS:
         assert shown(one_shot, request) == expected[request], request
+    reopened.close()
+
+
+def test_a_snapshot_built_in_worker_processes_ranks_as_the_warmed_engine(tmp_path: Path) -> None:
+    """Enough files for a pool: worker processes read and count the files and index the
+    labels of the snapshot; the warmed engine does all of it in process."""
+    parts = {
+        f"shop/parts/part{i:03d}.py": f'"""Part {i} of the catalogue."""\n\n\n'
+        f"def price_{i}(item):\n    return item.price * {i}  # with discounts\n"
+        for i in range(POOL_THRESHOLD)
+    }
+    project = indexed_project(tmp_path / "repo", {**FILES, **parts})
+    warmed = make_recaller(project)
+    warmed.warm()
+    expected = {r: shown(warmed, r) for r in [*REQUESTS, "price of part 17"]}
+    project.close()
+    reopened = Project(tmp_path / "repo")
+    one_shot = make_recaller(reopened, one_shot=True)
+    assert one_shot.frozen
+    for request, found in expected.items():
+        assert shown(one_shot, request) == found, request
     reopened.close()
 
 
