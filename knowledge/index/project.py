@@ -80,6 +80,10 @@ class Project:
         self._pending_files: dict[str, FileState] = {}
         self._pending_removed: set[str] = set()
         self.lock = threading.RLock()  # one writer at a time: CLI, watcher, agent
+        # Whether the files' texts the index reads are kept for the scoring snapshot to take
+        # (`take_texts`): a one-shot `theus index` builds it next, from the same texts.
+        self.keep_texts = False
+        self._texts: dict[str, str] = {}
         self.files: dict[str, FileState] = {}
         self.walk_skipped: dict[str, str] = {}
         self.last_index = 0.0
@@ -278,6 +282,12 @@ class Project:
             self._pending_removed -= gone
             return written
 
+    def take_texts(self) -> dict[str, str]:
+        """The texts kept since the last call (`keep_texts`), redacted as recall reads them."""
+        with self.lock:
+            texts, self._texts = self._texts, {}
+            return texts
+
     @property
     def unsaved(self) -> bool:
         graph = self._graph
@@ -369,6 +379,7 @@ class Project:
                 graph.remove_owner(rel)
                 self.files.pop(rel, None)
                 self.links.pop(rel, None)
+                self._texts.pop(rel, None)
                 self._pending_files.pop(rel, None)
                 self._pending_links.pop(rel, None)
                 self._pending_removed.add(rel)
@@ -421,6 +432,8 @@ class Project:
         )
         self.files[result.rel] = state
         self._pending_files[result.rel] = state
+        if self.keep_texts and result.text is not None:
+            self._texts[result.rel] = result.text
         self.links[result.rel] = links
         self._pending_links[result.rel] = links
         self._pending_removed.discard(result.rel)

@@ -71,7 +71,8 @@ class Counted:
     file_passages: list[int]
 
 
-Source = tuple[str, int, bool]  # a file node's path, recorded size, and whether it was skipped
+# A file node's path, recorded size, whether it was skipped, and its text when known.
+Source = tuple[str, int, bool, str | None]
 
 
 def counted(path: str, text: str) -> Counted:
@@ -94,14 +95,12 @@ def counted(path: str, text: str) -> Counted:
     )
 
 
-def _source(node: Node) -> Source:
-    return node.path, int(node.data.get("size", 0) or 0), node.status == "skipped"
-
-
 def _text(root: Path, source: Source) -> str:
-    path, size, skipped = source
+    path, size, skipped, known = source
     if skipped:  # too large, minified, binary: a file node only
         return ""
+    if known is not None:
+        return known
     # What the index keeps (and its snapshot on disk) holds no secret-shaped value.
     return redact(read_text(root, path, size) or "")
 
@@ -126,8 +125,10 @@ class ContentMatch:
 
 
 class ContentIndex:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, texts: dict[str, str] | None = None) -> None:
+        """`texts`: files' texts as `_text` would read them, already read by the indexer."""
         self.root = root
+        self._texts = texts or {}
         self.complete = False
         self._pending: dict[str, Node] = {}  # file nodes whose text is not read yet
         self._slot: dict[str, int] = {}  # path -> live file slot
@@ -172,7 +173,7 @@ class ContentIndex:
             for path, node in list(self._pending.items()):
                 if deadline is not None and time.perf_counter() > deadline:
                     break
-                self._take(path, node, counted(path, _text(self.root, _source(node))))
+                self._take(path, node, counted(path, _text(self.root, self._source(node))))
             if self._dead > max(postings.COMPACT_MIN, len(self._slot)):
                 self._compact()
             self.complete = not self._pending
@@ -190,7 +191,7 @@ class ContentIndex:
 
         with self.lock:
             pending = list(self._pending.items())
-            sources = [_source(node) for _, node in pending]
+            sources = [self._source(node) for _, node in pending]
             chunks = [sources[i : i + _CHUNK] for i in range(0, len(sources), _CHUNK)]
             try:
                 found = run.map(_counted_chunk, [str(self.root)] * len(chunks), chunks)
@@ -200,6 +201,10 @@ class ContentIndex:
                         self._take(path, node, counts)
             except (OSError, ValueError, BrokenProcessPool) as exc:
                 log.warning("reading files in one process: the process pool failed (%s)", exc)
+
+    def _source(self, node: Node) -> Source:
+        size = int(node.data.get("size", 0) or 0)
+        return node.path, size, node.status == "skipped", self._texts.get(node.path)
 
     def _take(self, path: str, node: Node, counts: Counted) -> None:
         self._drop(path)

@@ -116,7 +116,7 @@ def _caught_up(
     none = np.zeros(0, np.int32)
     if found is None:  # none yet, or of another store or format: built from every row
         seq, _ = store.changes_since(0)
-        base = _built(root, store.nodes())
+        base = _built(root, store.nodes(), project.take_texts())
         base_id = _new_base(path, base, store_id, seq)
         overlay, dead_lex, dead_content = _built(root, []), none, none
         old_history: Arrays = {}
@@ -180,7 +180,7 @@ def _applied(
     }
     dirty = sorted(was | {n.path for n, _ in nodes if n.path})
     shared = set(_paths(base, live & ~dying_base, dirty)) | set(_paths(overlay, ~dying, dirty))
-    fresh = _built(project.root, nodes)
+    fresh = _built(project.root, nodes, project.take_texts())
     at: dict[str, list[Node]] = {}
     for node, _ in nodes:
         if node.path not in shared:
@@ -205,11 +205,12 @@ def _applied(
     return merged, np.flatnonzero(~live | dying_base), np.flatnonzero(gone)
 
 
-def _built(root: Path, nodes: list[tuple[Node, str]]) -> Arrays:
-    """The lexical and content indexes of `nodes`, frozen, in their order. With many files,
-    worker processes read and count them while one of them indexes the labels; their counts
-    are taken in here as they come."""
-    texts = content.ContentIndex(root)
+def _built(root: Path, nodes: list[tuple[Node, str]], read: dict[str, str] | None = None) -> Arrays:
+    """The lexical and content indexes of `nodes`, frozen, in their order (`read`: files'
+    texts the indexer read, see `Project.keep_texts`). With many files, worker processes
+    count their words while one of them indexes the labels; their counts are taken in here
+    as they come."""
+    texts = content.ContentIndex(root, read)
     texts.apply([n for n, _ in nodes], [])
     run = _pool(texts.pending)
     if run is None:

@@ -70,6 +70,7 @@ def _index(root: Path, args: argparse.Namespace) -> tuple[Project, IndexReport, 
     from knowledge.index.project import Project
 
     project = Project(root)
+    project.keep_texts = True  # the snapshot below counts the words the index read
     show_progress = not args.json and sys.stderr.isatty()
     # A one-shot process whose heap only grows while it indexes (nodes, postings): each of
     # the cyclic collector's passes walks all of it, a third of a cold index's time, to free
