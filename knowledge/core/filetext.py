@@ -41,7 +41,15 @@ def read_text(root: Path, path: str, size: int = 0) -> str | None:
         data = read_beneath(root, path, MAX_FILE_BYTES + 1)
     except OSError:
         return None
-    if len(data) > MAX_FILE_BYTES or b"\0" in data[:4096]:
+    return text_of(path, data)
+
+
+def text_of(path: str, data: bytes) -> str | None:
+    """What `read_text` reads of the file at `path` whose content is `data` (the indexer,
+    which has read it already, tells the content index)."""
+    if path.rsplit("/", 1)[-1].lower() in LOCKFILES or len(data) > MAX_FILE_BYTES:
+        return None
+    if b"\0" in data[:4096]:
         return None
     return data.decode("utf-8", errors="replace")
 

@@ -110,7 +110,10 @@ _DIGEST_WORDS = frozenset(
         "nonce",
     }
 )
-_NAME_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*)[\"'`\]]*[ \t]*$")
+# A name before a value: `[A-Za-z_][A-Za-z0-9_.-]*`, then closing quotes or brackets, then
+# blanks (`_name_before`).
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+_NAME_STARTS = frozenset(string.ascii_letters + "_")
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # Http, 2, Response; AES, 256
 
 
@@ -176,10 +179,27 @@ def _keep_unnamed(match: re.Match[str], group: str) -> bool:
     if value.startswith("/") or _is_reference(value) or not _random_looking(value):
         return True
     line_start = match.string.rfind("\n", 0, match.start()) + 1
-    name = _NAME_BEFORE.search(match.string, line_start, match.start())
-    words = [w.lower() for w in _WORDS.findall(name[1]) if not w.isdigit()] if name else []
+    name = _name_before(match.string, line_start, match.start())
+    words = [w.lower() for w in _WORDS.findall(name) if not w.isdigit()]
     last = words[-1] if words else ""  # sha256 -> sha, requestId -> id, apiKeySID -> sid
     return last in _DIGEST_WORDS or (last.endswith("s") and last[:-1] in _DIGEST_WORDS)
+
+
+def _name_before(text: str, start: int, end: int) -> str:
+    """The name that `text[start:end]` ends with, before closing quotes and blanks (`"":
+    none): read backwards from `end`, as far as the name goes. A pattern searched over the
+    line tried every start in it: a minute for an SVG's long lines of `attr=value`."""
+    at = end
+    while at > start and text[at - 1] in " \t":
+        at -= 1
+    while at > start and text[at - 1] in "\"'`]":
+        at -= 1
+    first = at
+    while first > start and text[first - 1] in _NAME_CHARS:
+        first -= 1
+    while first < at and text[first] not in _NAME_STARTS:
+        first += 1
+    return text[first:at]
 
 
 def _keep_url_user(match: re.Match[str], group: str) -> bool:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from knowledge.core.beneath import read_beneath
+from knowledge.core.filetext import text_of
 from knowledge.core.redact import redact
 from knowledge.index.model import Extract
 
@@ -33,6 +34,9 @@ class Analysed:
     reason: str
     extract: Extract | None  # None: no content indexed (file node only, or nothing at all)
     keep_node: bool = True  # False for binaries and unreadable files
+    # The file's text as recall reads it (`filetext.text_of`), redacted ("" when it reads
+    # none), for the content index to take instead of reading the file again; None: not read.
+    text: str | None = None
 
 
 def language_of(rel: str) -> str:
@@ -61,10 +65,16 @@ def analyse(root: str, rel: str, size: int, mtime_ns: int, data: bytes | None = 
     from knowledge.index.extract import extract_file
 
     content = text.encode("utf-8") if reason == "utf-16" else data
+    clean = redact(text)
+    recalled = text_of(rel, data)
+    if recalled is not None and recalled != text:  # another decoding than the index's
+        recalled = redact(recalled)
+    elif recalled is not None:
+        recalled = clean
     try:
         # The file as written is parsed (a placeholder where a secret was can break its
         # syntax and lose every symbol); what the graph keeps of it is redacted.
-        extract = _redacted(extract_file(rel, content), text, redact(text))
+        extract = _redacted(extract_file(rel, content), text, clean)
     except Exception as exc:  # an extractor bug must not lose the rest of the index
         return Analysed(
             rel,
@@ -74,10 +84,11 @@ def analyse(root: str, rel: str, size: int, mtime_ns: int, data: bytes | None = 
             "partial",
             f"extractor error: {type(exc).__name__}",
             Extract(language=language_of(rel), lines=text.count("\n") + 1),
+            text=recalled or "",
         )
     why = extract.partial or (reason if reason == "invalid-utf8" else "")
     status = "partial" if why else "ok"
-    return Analysed(rel, len(data), mtime_ns, sha1, status, why, extract)
+    return Analysed(rel, len(data), mtime_ns, sha1, status, why, extract, text=recalled or "")
 
 
 def _redacted(extract: Extract, text: str, clean: str) -> Extract:

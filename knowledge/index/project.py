@@ -9,11 +9,9 @@ invariants in one class.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -25,12 +23,11 @@ from knowledge.core import atomic, keys
 from knowledge.core.graph import Graph
 from knowledge.core.paths import ProjectPaths
 from knowledge.core.store import FileState, Links, Store, StoreCorrupt, StoreError
+from knowledge.core.workers import POOL_THRESHOLD
 
 # The indexer is imported when something is indexed: a one-shot `theus recall` that reads
 # the store and its snapshot never pays for it (pathspec, the extractors, the resolvers).
 if TYPE_CHECKING:
-    import multiprocessing.context
-
     from knowledge.index.analyse import Analysed
     from knowledge.index.definitions import Definitions
     from knowledge.index.ignore import IgnoreRules
@@ -40,7 +37,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
-POOL_THRESHOLD = 200  # below this many files to parse, a process pool costs more than it saves
 _CHUNK = 48
 _MAX_REFERENCES = 200
 
@@ -84,6 +80,10 @@ class Project:
         self._pending_files: dict[str, FileState] = {}
         self._pending_removed: set[str] = set()
         self.lock = threading.RLock()  # one writer at a time: CLI, watcher, agent
+        # Whether the files' texts the index reads are kept for the scoring snapshot to take
+        # (`take_texts`): a one-shot `theus index` builds it next, from the same texts.
+        self.keep_texts = False
+        self._texts: dict[str, str] = {}
         self.files: dict[str, FileState] = {}
         self.walk_skipped: dict[str, str] = {}
         self.last_index = 0.0
@@ -282,6 +282,12 @@ class Project:
             self._pending_removed -= gone
             return written
 
+    def take_texts(self) -> dict[str, str]:
+        """The texts kept since the last call (`keep_texts`), redacted as recall reads them."""
+        with self.lock:
+            texts, self._texts = self._texts, {}
+            return texts
+
     @property
     def unsaved(self) -> bool:
         graph = self._graph
@@ -326,22 +332,15 @@ class Project:
         workers = workers or min(2, os.cpu_count() or 1)
         done = 0
         if workers > 1 and total >= POOL_THRESHOLD:
-            # Imported here: multiprocessing costs a one-shot that only reads ~25 ms.
-            from concurrent.futures import ProcessPoolExecutor
             from concurrent.futures.process import BrokenProcessPool
 
+            from knowledge.core.workers import pool
+
             chunks = [items[i : i + _CHUNK] for i in range(0, total, _CHUNK)]
-            ctx = _pool_context()
             finished = 0
             try:
-                parent = os.getpid() if ctx.get_start_method() == "fork" else 0
-                with ProcessPoolExecutor(
-                    max_workers=workers,
-                    mp_context=ctx,
-                    initializer=_die_with_parent,
-                    initargs=(parent,),
-                ) as pool:
-                    for batch in pool.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
+                with pool(workers, ["knowledge.index.project", "knowledge.index.analyse"]) as run:
+                    for batch in run.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
                         yield from batch
                         finished += 1
                         done += len(batch)
@@ -380,6 +379,7 @@ class Project:
                 graph.remove_owner(rel)
                 self.files.pop(rel, None)
                 self.links.pop(rel, None)
+                self._texts.pop(rel, None)
                 self._pending_files.pop(rel, None)
                 self._pending_links.pop(rel, None)
                 self._pending_removed.add(rel)
@@ -432,6 +432,8 @@ class Project:
         )
         self.files[result.rel] = state
         self._pending_files[result.rel] = state
+        if self.keep_texts and result.text is not None:
+            self._texts[result.rel] = result.text
         self.links[result.rel] = links
         self._pending_links[result.rel] = links
         self._pending_removed.discard(result.rel)
@@ -524,34 +526,6 @@ def _links_of(graph: Graph, key: str) -> list[tuple[str, str]]:
     return sorted(
         (e.dst, e.kind) for e in graph.out_edges(key) if e.kind in ("imports", "references")
     )
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _pool_context() -> multiprocessing.context.BaseContext:
-    """fork is cheapest but unsafe once other threads run (the watcher, the app); then a fork
-    server, started once with the indexer preloaded, forks workers without re-importing it."""
-    import multiprocessing
-
-    if threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["knowledge.index.project", "knowledge.index.analyse"])
-    return ctx
-
-
-def _die_with_parent(parent: int) -> None:
-    """Pool workers never outlive the indexer (a `kill -9` of `theus index`): the kernel
-    kills a worker when the process that forked it dies (Linux's PR_SET_PDEATHSIG; for a fork
-    server, which itself exits with the indexer, that is the server), and a forked worker
-    whose parent is already gone exits at once."""
-    with contextlib.suppress(Exception):  # not Linux: the pool's own checks remain
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if parent and os.getppid() != parent:
-        os._exit(0)
 
 
 def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:

@@ -19,11 +19,13 @@ the order their nodes came (a file node's slot among the lexical index's file no
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,14 +44,70 @@ from knowledge.recall.postings import (
     grow,
 )
 from knowledge.recall.snapshot import Strings
-from knowledge.recall.tokens import STOPWORDS, fold, split_words
+from knowledge.recall.tokens import term_counts
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+log = logging.getLogger(__name__)
 
 K1 = 1.5
 B = 0.75
+_CHUNK = 48  # files a worker reads per task
 
 
-def file_terms(text: str) -> Counter[str]:
-    return Counter(fold(w) for w in split_words(text) if len(w) > 1 and w not in STOPWORDS)
+@dataclass(slots=True)
+class Counted:
+    """A file's words as the index counts them: each passage's terms and their counts, the
+    passages end to end (`ends`: where each one's terms end), and the file's terms with their
+    counts and the number of passages holding each. Plain lists: a worker process sends
+    them back cheaply."""
+
+    terms: list[str]
+    counts: list[int]
+    ends: list[int]
+    file_terms: list[str]
+    file_counts: list[int]
+    file_passages: list[int]
+
+
+# A file node's path, recorded size, whether it was skipped, and its text when known.
+Source = tuple[str, int, bool, str | None]
+
+
+def counted(path: str, text: str) -> Counted:
+    terms: list[str] = []
+    counts: list[int] = []
+    ends: list[int] = []
+    in_file: Counter[str] = Counter()
+    in_passages: Counter[str] = Counter()
+    for i, body in enumerate(passages(text)):
+        # The path is part of the file's text: it is read once, with the first passage.
+        found = term_counts(f"{path}\n{body}" if i == 0 else body)
+        in_file.update(found)
+        in_passages.update(found.keys())
+        terms.extend(found.keys())
+        counts.extend(found.values())
+        ends.append(len(terms))
+    held = list(in_file)
+    return Counted(
+        terms, counts, ends, held, [in_file[t] for t in held], [in_passages[t] for t in held]
+    )
+
+
+def _text(root: Path, source: Source) -> str:
+    path, size, skipped, known = source
+    if skipped:  # too large, minified, binary: a file node only
+        return ""
+    if known is not None:
+        return known
+    # What the index keeps (and its snapshot on disk) holds no secret-shaped value.
+    return redact(read_text(root, path, size) or "")
+
+
+def _counted_chunk(root: str, sources: list[Source]) -> list[Counted]:
+    """In a worker process: `counted` for each file."""
+    return [counted(source[0], _text(Path(root), source)) for source in sources]
 
 
 @dataclass
@@ -67,8 +125,10 @@ class ContentMatch:
 
 
 class ContentIndex:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, texts: dict[str, str] | None = None) -> None:
+        """`texts`: files' texts as `_text` would read them, already read by the indexer."""
         self.root = root
+        self._texts = texts or {}
         self.complete = False
         self._pending: dict[str, Node] = {}  # file nodes whose text is not read yet
         self._slot: dict[str, int] = {}  # path -> live file slot
@@ -113,39 +173,65 @@ class ContentIndex:
             for path, node in list(self._pending.items()):
                 if deadline is not None and time.perf_counter() > deadline:
                     break
-                self._drop(path)
-                self._add(path, node, self._read(node))
-                del self._pending[path]
+                self._take(path, node, counted(path, _text(self.root, self._source(node))))
             if self._dead > max(postings.COMPACT_MIN, len(self._slot)):
                 self._compact()
             self.complete = not self._pending
             return self.complete
 
-    def _add(self, path: str, node: Node, text: str) -> None:
+    @property
+    def pending(self) -> int:
+        """Files not read yet."""
+        return len(self._pending)
+
+    def read_in(self, run: Executor) -> None:
+        """Read the pending files in the worker processes of `run`, taking each one's counts
+        in as they come, in order; what the pool fails to read stays pending (`read`)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        with self.lock:
+            pending = list(self._pending.items())
+            sources = [self._source(node) for _, node in pending]
+            chunks = [sources[i : i + _CHUNK] for i in range(0, len(sources), _CHUNK)]
+            try:
+                found = run.map(_counted_chunk, [str(self.root)] * len(chunks), chunks)
+                results = (counts for batch in found for counts in batch)
+                for (path, node), counts in zip(pending, results, strict=False):
+                    if self._pending.get(path) is node:  # not changed meanwhile
+                        self._take(path, node, counts)
+            except (OSError, ValueError, BrokenProcessPool) as exc:
+                log.warning("reading files in one process: the process pool failed (%s)", exc)
+
+    def _source(self, node: Node) -> Source:
+        size = int(node.data.get("size", 0) or 0)
+        return node.path, size, node.status == "skipped", self._texts.get(node.path)
+
+    def _take(self, path: str, node: Node, counts: Counted) -> None:
+        self._drop(path)
+        self._add(path, node, counts)
+        del self._pending[path]
+
+    def _add(self, path: str, node: Node, counts: Counted) -> None:
         slot = len(self._nodes)
         self._nodes.append(node)
         self._kind = grow(self._kind, slot + 1, DEAD)
         self._length = grow(self._length, slot + 1, 0.0)
         self._kind[slot] = CODES[kind_of(path)]
         self._slot[path] = slot
-        words = 0
-        in_file: Counter[str] = Counter()
-        in_passages: Counter[str] = Counter()
-        for i, body in enumerate(passages(text)):
-            # The path is part of the file's text: it is read once, with the first passage.
-            counts = file_terms(f"{path}\n{body}" if i == 0 else body)
-            in_file.update(counts)
-            in_passages.update(counts.keys())
+        words = start = 0
+        for end in counts.ends:
             at = self._passages
             self._passages += 1
             self._owner = grow(self._owner, at + 1, 0)
             self._passage_length = grow(self._passage_length, at + 1, 0.0)
             self._owner[at] = slot
-            self._passage_length[at] = length = sum(counts.values())
+            values = counts.counts[start:end]
+            self._passage_length[at] = length = sum(values)
             words += length
-            self._postings.add(at, counts.items())
-        self._file_counts.add(slot, in_file.items())
-        self._file_passages.add(slot, in_passages.items())
+            self._postings.add(at, zip(counts.terms[start:end], values, strict=True))
+            start = end
+        self._file_counts.add(slot, zip(counts.file_terms, counts.file_counts, strict=True))
+        self._file_passages.add(slot, zip(counts.file_terms, counts.file_passages, strict=True))
         self._length[slot] = words
 
     def _drop(self, path: str) -> None:
@@ -177,12 +263,6 @@ class ContentIndex:
         self._length = self._length[live].copy()
         self._slot = {n.path: i for i, n in enumerate(self._nodes) if n is not None}
         self._dead = 0
-
-    def _read(self, node: Node) -> str:
-        if node.status == "skipped":  # too large, minified, binary: a file node only
-            return ""
-        # What the index keeps (and its snapshot on disk) holds no secret-shaped value.
-        return redact(read_text(self.root, node.path, int(node.data.get("size", 0) or 0)) or "")
 
     def search(
         self,

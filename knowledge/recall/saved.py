@@ -34,6 +34,8 @@ from knowledge.recall import content, history, lexical, snapshot
 from knowledge.recall.snapshot import Strings
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from knowledge.index.project import Project
 
 FORMAT = 5  # bump when what either file holds changes meaning
@@ -114,7 +116,7 @@ def _caught_up(
     none = np.zeros(0, np.int32)
     if found is None:  # none yet, or of another store or format: built from every row
         seq, _ = store.changes_since(0)
-        base = _built(root, store.nodes())
+        base = _built(root, store.nodes(), project.take_texts())
         base_id = _new_base(path, base, store_id, seq)
         overlay, dead_lex, dead_content = _built(root, []), none, none
         old_history: Arrays = {}
@@ -178,7 +180,7 @@ def _applied(
     }
     dirty = sorted(was | {n.path for n, _ in nodes if n.path})
     shared = set(_paths(base, live & ~dying_base, dirty)) | set(_paths(overlay, ~dying, dirty))
-    fresh = _built(project.root, nodes)
+    fresh = _built(project.root, nodes, project.take_texts())
     at: dict[str, list[Node]] = {}
     for node, _ in nodes:
         if node.path not in shared:
@@ -203,13 +205,49 @@ def _applied(
     return merged, np.flatnonzero(~live | dying_base), np.flatnonzero(gone)
 
 
-def _built(root: Path, nodes: list[tuple[Node, str]]) -> Arrays:
-    """The lexical and content indexes of `nodes`, frozen, in their order."""
+def _built(root: Path, nodes: list[tuple[Node, str]], read: dict[str, str] | None = None) -> Arrays:
+    """The lexical and content indexes of `nodes`, frozen, in their order (`read`: files'
+    texts the indexer read, see `Project.keep_texts`). With many files, worker processes
+    count their words while one of them indexes the labels; their counts are taken in here
+    as they come."""
+    texts = content.ContentIndex(root, read)
+    texts.apply([n for n, _ in nodes], [])
+    run = _pool(texts.pending)
+    if run is None:
+        return {**_labels(nodes), **texts.freeze()}
+    from concurrent.futures.process import BrokenProcessPool
+
+    with run:
+        labels = run.submit(_labels, nodes)  # first, so that a worker starts on it at once
+        texts.read_in(run)
+        try:
+            found = labels.result()
+        except (OSError, BrokenProcessPool) as exc:
+            log.warning("labels indexed in one process: the process pool failed (%s)", exc)
+            found = _labels(nodes)
+    return {**found, **texts.freeze()}
+
+
+def _labels(nodes: list[tuple[Node, str]]) -> Arrays:
+    """The lexical index of `nodes`, frozen (in a worker process for a cold build)."""
     index = lexical.LexicalIndex()
     index.apply([n for n, _ in nodes], [])
-    texts = content.ContentIndex(root)
-    texts.apply([n for n, _ in nodes], [])
-    return {**index.freeze({n.key: owner for n, owner in nodes}), **texts.freeze()}
+    return index.freeze({n.key: owner for n, owner in nodes})
+
+
+def _pool(files: int) -> ProcessPoolExecutor | None:
+    """Worker processes for a build over `files` files; None when too few to pay for them,
+    or when none can start here."""
+    from knowledge.core.workers import POOL_THRESHOLD, pool
+
+    workers = min(2, os.cpu_count() or 1)
+    if workers < 2 or files < POOL_THRESHOLD:
+        return None
+    try:
+        return pool(workers, ["knowledge.recall.saved"])
+    except OSError as exc:
+        log.warning("reading files in one process: the process pool failed (%s)", exc)
+        return None
 
 
 def _new_base(path: Path, base: Arrays, store_id: str, seq: int) -> str:

@@ -34,11 +34,22 @@ def split_words(text: str) -> list[str]:
     """Lower-case words of ``text``: ``parseHTTPHeaders_v2`` -> parse, http, headers, v, 2."""
     out: list[str] = []
     for run in _WORD.findall(text):
-        if run.islower() or run.isupper() or run.isdigit():
-            out.append(run.lower())
-        else:
-            out.extend(p.lower() for p in _CAMEL.findall(run))
+        out.extend(_run_words(run))
     return out
+
+
+# A project's identifiers repeat: each run of letters and digits is split (and its terms
+# folded) once, not at every occurrence; that was most of the content index's build.
+@lru_cache(maxsize=1 << 17)
+def _run_words(run: str) -> tuple[str, ...]:
+    if run.islower() or run.isupper() or run.isdigit():
+        return (run.lower(),)
+    return tuple(p.lower() for p in _CAMEL.findall(run))
+
+
+@lru_cache(maxsize=1 << 17)
+def _run_terms(run: str) -> tuple[str, ...]:
+    return tuple(fold(w) for w in _run_words(run) if w not in STOPWORDS and len(w) > 1)
 
 
 @lru_cache(maxsize=65536)
@@ -75,6 +86,16 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """Folded words worth matching, in order, duplicates kept (for term frequency)."""
     return [fold(w) for w in split_words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+def term_counts(text: str) -> Counter[str]:
+    """``Counter(terms(text))``, counting each distinct run of ``text`` once."""
+    out: dict[str, int] = {}
+    get = out.get
+    for run, n in Counter(_WORD.findall(text)).items():
+        for term in _run_terms(run):
+            out[term] = get(term, 0) + n
+    return Counter(out)
 
 
 def query_terms(text: str) -> list[str]:

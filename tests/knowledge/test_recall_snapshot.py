@@ -7,11 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from knowledge.core.store import StoreGraph
+from knowledge.core.workers import POOL_THRESHOLD
 from knowledge.index.project import Project
 from knowledge.memory.context import build_context
-from knowledge.recall import Recaller, make_recaller
-from tests.conftest import file_types_history, indexed_project
+from knowledge.recall import Recaller, make_recaller, snapshot
+from knowledge.recall.saved import delta_path
+from tests.conftest import file_types_history, indexed_project, write_tree
 
 FILES = {
     "shop/cart.py": '"""Shopping cart."""\nfrom shop import pricing\n\n\nclass Cart:\n'
@@ -55,6 +59,59 @@ def test_a_one_shot_recall_ranks_exactly_as_the_warmed_engine(tmp_path: Path) ->
     for request in REQUESTS:
         assert shown(one_shot, request) == expected[request], request
     reopened.close()
+
+
+def test_a_snapshot_built_in_worker_processes_ranks_as_the_warmed_engine(tmp_path: Path) -> None:
+    """Enough files for a pool: worker processes read and count the files and index the
+    labels of the snapshot; the warmed engine does all of it in process."""
+    parts = {
+        f"shop/parts/part{i:03d}.py": f'"""Part {i} of the catalogue."""\n\n\n'
+        f"def price_{i}(item):\n    return item.price * {i}  # with discounts\n"
+        for i in range(POOL_THRESHOLD)
+    }
+    project = indexed_project(tmp_path / "repo", {**FILES, **parts})
+    warmed = make_recaller(project)
+    warmed.warm()
+    expected = {r: shown(warmed, r) for r in [*REQUESTS, "price of part 17"]}
+    project.close()
+    reopened = Project(tmp_path / "repo")
+    one_shot = make_recaller(reopened, one_shot=True)
+    assert one_shot.frozen
+    for request, found in expected.items():
+        assert shown(one_shot, request) == found, request
+    reopened.close()
+
+
+def test_a_snapshot_from_the_texts_the_index_read_is_the_one_that_reads_the_files(
+    tmp_path: Path,
+) -> None:
+    """`theus index` keeps the texts it read for its snapshot (`Project.keep_texts`), redacted
+    and decoded as the content index reads files, not as the parser does."""
+    files: dict[str, str | bytes] = {
+        **FILES,
+        "shop/keys.py": 'API_KEY = "sk-q8Xv2LrT9mWpZk3nB7cY1dHf"  # the checkout secret\n',
+        # Its NEL byte is a line break once decoded as latin-1, not in the UTF-8 that recall
+        # reads: the file's passages differ.
+        "shop/latin.py": b"# -*- coding: latin-1 -*-\n# prix\x85r\xe9duit\n"
+        + b"".join(b"# coupon rule %d\n" % i for i in range(40)),
+        "shop/wide.py": "# coupon in UTF-16\n".encode("utf-16"),
+        "package-lock.json": '{"name": "shop", "lockfileVersion": 3}\n',
+    }
+    project = Project(write_tree(tmp_path / "repo", files))
+    project.keep_texts = True
+    project.index()
+    assert make_recaller(project, one_shot=True).frozen
+    assert not project.take_texts(), "the snapshot took the texts"
+    kept, _ = snapshot.read(project.paths.recall_index)
+    kept = {name: array.copy() for name, array in kept.items()}
+    for path in (project.paths.recall_index, delta_path(project.paths.recall_index)):
+        path.unlink()
+    assert make_recaller(project, one_shot=True).frozen  # built again, reading the files
+    read, _ = snapshot.read(project.paths.recall_index)
+    assert kept.keys() == read.keys()
+    for name, array in read.items():
+        assert np.array_equal(kept[name], array), name
+    project.close()
 
 
 def test_a_one_shot_recall_through_a_hub_ranks_as_the_warmed_engine(tmp_path: Path) -> None:
