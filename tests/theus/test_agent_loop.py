@@ -149,7 +149,8 @@ async def test_default_approver_asks_the_front_end_through_a_future(
     agent.sink = answer
     await agent.run_turn("run it")
     assert (repo / "out.txt").read_text().strip() == "hi"
-    assert tool_results(server.requests[1])[0].startswith("exit 0")
+    # after a note when this machine has no sandbox
+    assert "exit 0" in tool_results(server.requests[1])[0].splitlines()
 
 
 async def test_a_broken_sink_does_not_break_the_turn(
