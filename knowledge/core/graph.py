@@ -148,7 +148,7 @@ class Graph:
 
     def owned_nodes(self, owner: str) -> list[Node]:
         g, index = self._g, self._index
-        return [g[index[k]] for k in self._owned.get(owner, ())]
+        return [g[index[k]] for k in sorted(self._owned.get(owner, ()))]
 
     def out_edge_rows(self, key: str, owner: str) -> list[tuple[str, str, str, str]]:
         """(src, dst, kind, owner) rows for the store, without building Edge objects."""

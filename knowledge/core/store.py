@@ -470,9 +470,11 @@ class Store:
         """
         with graph.lock:
             dirty = graph.take_dirty()
+            # In a fixed order: the rows' order is recall's tie-break, the same every index.
+            ordered = sorted(dirty)
             rows: list[tuple[Any, ...]] = []
             edge_rows: list[tuple[str, str, str, str]] = []
-            for owner in dirty:
+            for owner in ordered:
                 for node in graph.owned_nodes(owner):
                     rows.append(node_row(node, owner))
                     edge_rows.extend(graph.out_edge_rows(node.key, owner))
@@ -495,7 +497,7 @@ class Store:
                 c.execute("BEGIN IMMEDIATE")
                 if not self._writing:  # until `close`: a crash leaves this mark behind
                     c.execute("INSERT OR REPLACE INTO meta VALUES ('writer', 'open')")
-                owners = [(o,) for o in dirty]
+                owners = [(o,) for o in ordered]
                 c.executemany("INSERT OR REPLACE INTO changes (owner) VALUES (?)", owners)
                 c.executemany("DELETE FROM nodes WHERE owner = ?", owners)
                 c.executemany("DELETE FROM edges WHERE owner = ?", owners)
