@@ -103,6 +103,29 @@ class ContextBlock:
     def best_score(self) -> float:
         return self.recall.best_score
 
+    def without(self, known: frozenset[str]) -> ContextBlock:
+        """This block less the lines the conversation already carries (`known`: the lines of
+        its earlier blocks still in its messages), which the model has read: a section's
+        heading stays while one of its lines is new; the examples go or stay whole."""
+        if not known:
+            return self
+        kept: list[Section] = []
+        for section in self.sections:
+            lines = section.text.splitlines()
+            if section.kind == "examples":
+                new = [] if all(line in known for line in lines) else lines
+            else:
+                head = lines[:1] if lines[0].endswith(":") else []
+                new = [line for line in lines[len(head) :] if line not in known]
+                new = head + new if new else []
+            if new == lines:
+                kept.append(section)
+            elif new:
+                text = "\n".join(new)
+                kept.append(Section(section.kind, text, count_tokens(text)))
+        examples = self.examples if any(s.kind == "examples" for s in kept) else 0
+        return ContextBlock(self.recall, tuple(kept), examples)
+
 
 def recalled_texts(
     recall: Recall, graph: GraphReader, max_lines: int = 40, threshold: float = THRESHOLD

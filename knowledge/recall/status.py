@@ -91,6 +91,7 @@ class InjectionStats(Counters):
     late: int = 0  # recall missed its deadline: dropped, the turn went on
     failed: int = 0  # recall raised: logged, the turn went on
     chat: int = 0  # small talk or a follow-up with nothing new (`gate`): nothing recalled
+    known: int = 0  # all it recalled was in the conversation's earlier blocks: none attached
 
 
 def state_path(paths: ProjectPaths) -> Path:

@@ -190,10 +190,34 @@ async def test_small_talk_and_go_aheads_recall_nothing_and_follow_ups_extend(
     await agent.run_turn("yes please, do it")
     await agent.run_turn("and the tests?")
     infos = rec.of(InjectionInfo)
-    assert [bool(i.block) for i in infos] == [True, False, False, True]
+    # the follow-up recalls on both requests and finds only what the first block carried
+    assert [bool(i.block) for i in infos] == [True, False, False, False]
     assert "small talk" in infos[1].reason and "follow-up" in infos[2].reason
+    assert "in this conversation already" in infos[3].reason
     assert counting.asked == [
         "where is the Cart total computed with price_of?",
         "where is the Cart total computed with price_of?\nand the tests?",
     ]
-    assert [len(reminders(body)) for body in server.requests] == [1, 1, 1, 2]
+    assert [len(reminders(body)) for body in server.requests] == [1, 1, 1, 1]
+
+
+async def test_a_block_leaves_out_what_the_conversation_already_carries(
+    server: ScriptedServer, recaller: Recaller, make_agent: MakeAgent
+) -> None:
+    """The same question again recalls the same lines: the model has them in the first
+    block, so nothing is attached; a question on another part sends only its new lines."""
+    for answer in ("In cart.py.", "Same place.", "In pricing.py."):
+        server.add(text(answer))
+    agent, rec = make_agent(
+        recaller_factory=lambda: recaller, settings=AgentSettings(deadline_ms=2000)
+    )
+    await agent.run_turn("where is the Cart total computed with price_of?")
+    await agent.run_turn("where is the Cart total computed with price_of?")
+    await agent.run_turn("how does the unit price with discounts work in price_of?")
+    first, again, other = rec.of(InjectionInfo)
+    assert first.block and not again.block
+    assert "in this conversation already" in again.reason
+    sent = set(first.block.splitlines())
+    new = other.block.splitlines()
+    assert new and not sent.intersection(new[1:])  # its heading, then only new lines
+    assert [len(reminders(body)) for body in server.requests] == [1, 1, 2]

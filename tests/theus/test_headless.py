@@ -519,10 +519,16 @@ def test_a_resumed_follow_up_extends_the_conversation_s_last_request(
     with it, as the app's next turn does; alone its words would recall nothing useful."""
     index(repo)
     server.add(text("Cart.total sums price_of."), text("Tests too."))
-    first = theus(["-p", "where is the Cart total computed with price_of?"], server, repo)
+    # the first run injects nothing, so the second one's block is not left out as known
+    first = theus(
+        ["-p", "where is the Cart total computed with price_of?"],
+        server,
+        repo,
+        THEUS_NO_KNOWLEDGE_INJECT="1",
+    )
     assert first.returncode == 0, first.stderr
     done = theus(["-c", "-p", "and the tests?", "--output-format", "json"], server, repo)
     assert done.returncode == 0, done.stderr
     sent = [t for m in server.requests[1]["messages"] for t in texts_of(m)]
     reminders = [t for t in sent if t.startswith("<system-reminder>")]
-    assert len(reminders) == 2 and "cart.py" in reminders[-1]  # the resumed one, then its own
+    assert len(reminders) == 1 and "cart.py" in reminders[0]

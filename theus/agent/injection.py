@@ -54,6 +54,15 @@ class _Prefetched:
     until: float  # perf_counter time past which `inject` stops waiting for it
 
 
+def reminder_lines(message: str) -> set[str]:
+    """The block lines an injected message carries (unquoted, as `reminder` quoted them)."""
+    return {
+        line[2:] if line.startswith("> ") else ""
+        for line in message.splitlines()
+        if line.startswith(">")
+    }
+
+
 def reminder(block: str) -> str:
     """The block as its own message, quoted; recalled text (a docstring, a memory) cannot
     close the reminder or open another one: its tags are escaped."""
@@ -139,12 +148,18 @@ class Injector:
         return future
 
     async def inject(
-        self, query: str, *, budget_tokens: int | None = None, gated: bool = True
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        gated: bool = True,
+        known: frozenset[str] = frozenset(),
     ) -> InjectionInfo:
         """The block for `query` within the deadline; empty when off, weak, late or failed,
         and, `gated`, for small talk and for a follow-up that adds nothing to the previous
         turn's context (`knowledge.recall.gate`); a follow-up that names something new is
-        recalled together with the previous request."""
+        recalled together with the previous request. `known`: the lines of the blocks the
+        conversation still carries, which this one leaves out (`ContextBlock.without`)."""
         start = time.perf_counter()  # the time box counts from here, thread start included
         if not self.settings.inject:
             return InjectionInfo(0, 0.0, "", reason="off (THEUS_NO_KNOWLEDGE_INJECT=1)")
@@ -188,6 +203,12 @@ class Injector:
             self.stats.count("empty")
             return InjectionInfo(
                 0, took, "", best_score=best, reason=f"best score {best:.2f} below the threshold"
+            )
+        context = context.without(known)
+        if not context.sections:
+            self.stats.count("known")
+            return InjectionInfo(
+                0, took, "", best_score=best, reason="all of it is in this conversation already"
             )
         self.stats.count("injected")
         return InjectionInfo(

@@ -26,7 +26,7 @@ from knowledge.core.runs import RunSummary
 from knowledge.memory.instructions import Instructions, read_instructions
 from theus.agent import compaction, microcompact
 from theus.agent.facts import FactExtractor, FactsSource
-from theus.agent.injection import Injector, reminder
+from theus.agent.injection import Injector, reminder, reminder_lines
 from theus.agent.ledger import request_ledger
 from theus.checkpoints import Checkpoints
 from theus.config import AgentSettings
@@ -239,7 +239,7 @@ class Agent:
         try:
             self._microcompact()
             if self.inject_requests:
-                info = await self.injector.inject(user_text)
+                info = await self.injector.inject(user_text, known=self._injected_lines())
                 self._emit(info)
                 self._attach(info, turn)
             self._append({"role": "user", "content": user_text})
@@ -332,6 +332,15 @@ class Agent:
         )
 
     # -- the steps --------------------------------------------------------------------------
+
+    def _injected_lines(self) -> frozenset[str]:
+        """What the blocks still in the conversation carry (compaction may have dropped some)."""
+        return frozenset(
+            line
+            for m in self.messages
+            if m.get(KIND) == INJECTION and isinstance(content := m.get("content"), str)
+            for line in reminder_lines(content)
+        )
 
     def _attach(self, info: InjectionInfo, turn: Usage) -> None:
         if not info.block:
