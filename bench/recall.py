@@ -2,12 +2,15 @@
 (a benchmark, not a test).
 
     python bench/recall.py --corpus bench/recall_corpus.txt --mirrors /work/.mirror
-        [--set tuning|check|all] [--tasks 80] [--query full|subject|both]
+        [--set tuning|check|all] [--tasks 80] [--query full|subject|voice|both|all]
+        [--voice bench/recall_voice.txt]
         [--systems theus,theus+sem,bm25_code,dense,rrf] [--cache vectors.db] [--ablate]
     python bench/recall.py /path/to/repo[@BASE] ...      (ad hoc, set "adhoc")
 
 Tasks (bench/_tasks.py): a later commit's subject plus cleaned body is the request (`--query
-subject` for the subject alone), the non-test source files it changed are the gold set. Each
+subject` for the subject alone; `--query voice`: the request as a user would ask it, written
+from the commit message alone, from `--voice`), the non-test source files it changed are the
+gold set, and the definitions it changed the symbol-level gold (bench/_symbols.py). Each
 repository is extracted at its base and indexed once (temporary THEUS_HOME). Systems, all in
 the same run on the same tasks:
 
@@ -20,7 +23,9 @@ the same run on the same tasks:
 
 Printed per set (tuning and check apart) and per repository: Recall@1/5/10 at file level,
 MRR (first gold file, 100 deep), latency p50/p95; for Theus the injected block's median
-tokens and how often it names a gold file, and the targets of the recall issue.
+tokens, how often it names a gold file, how often it names a changed definition and whether
+the first definition it names is one (over the tasks whose change touched a definition the
+base has), and the targets of the recall issue.
 `--ablate` adds a Theus row per signal switched off (lexical + graph, and with the layer).
 `--cache` keeps embeddings between runs (keyed by model and text: always safe to reuse).
 """
@@ -46,6 +51,7 @@ import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads w
 
 # isort: split
 from bench import _baselines as base
+from bench._symbols import NOT_DEFINITIONS, Definition, changed_definitions, named
 from bench._tasks import Task, checkout, git_dir_of, mine, pick_base
 from knowledge.embed.indexer import NodeVectors, embed_pass
 from knowledge.embed.semantic import SemanticReranker
@@ -75,6 +81,8 @@ class Repo:
     project: Project
     tasks: list[Task]
     files: list[str]  # code files at the base (the baselines' universe before test removal)
+    definitions: dict[str, frozenset[Definition]]  # commit -> the definitions it changed
+    labels: dict[str, frozenset[str]]  # path -> its definitions' qualified names at the base
 
 
 @dataclass
@@ -86,10 +94,14 @@ class Row:
     ms: float
     tokens: int | None = None  # the block's, for Theus
     named: bool = False  # the block names a gold file
+    # Over tasks with changed definitions (None otherwise, or without a block): the block
+    # names one of them, and the first definition it names is one.
+    defs_named: bool | None = None
+    defs_first: bool | None = None
 
 
-def score(answer: Answer, gold: frozenset[str], ms: float) -> Row:
-    ranked = answer.files
+def score(answer: Answer, task: Task, repo: Repo, ms: float) -> Row:
+    gold, ranked = task.gold, answer.files
 
     def at(k: int) -> float:
         return len(gold.intersection(ranked[:k])) / len(gold)
@@ -97,8 +109,14 @@ def score(answer: Answer, gold: frozenset[str], ms: float) -> Row:
     rr = next((1.0 / (i + 1) for i, p in enumerate(ranked[:DEPTH]) if p in gold), 0.0)
     if answer.block is None:
         return Row(at(1), at(5), at(10), rr, ms)
-    named = any(g in answer.block for g in gold)
-    return Row(at(1), at(5), at(10), rr, ms, answer.tokens, named)
+    named_file = any(g in answer.block for g in gold)
+    row = Row(at(1), at(5), at(10), rr, ms, answer.tokens, named_file)
+    changed = repo.definitions.get(task.commit)
+    if changed:
+        shown = named(answer.block, lambda p: repo.labels.get(p, frozenset()))
+        row.defs_named = any(d in changed for d in shown)
+        row.defs_first = bool(shown) and shown[0] in changed
+    return row
 
 
 def mean(rows: list[Row], what: str) -> float:
@@ -167,14 +185,35 @@ def systems(
     return out
 
 
-def run(ranker: Ranker, tasks: list[Task], variant: str) -> list[Row]:
+def run(ranker: Ranker, repo: Repo, variant: str, voice: dict[str, str]) -> list[Row]:
     rows = []
-    for task in tasks:
-        text = task.subject if variant == "subject" else task.query
+    for task in repo.tasks:
+        text = {"subject": task.subject, "full": task.query}.get(variant)
+        if text is None:
+            text = voice.get(task_id(task))
+            if text is None:
+                continue
         start = time.perf_counter()
         ranked = ranker(text)
-        rows.append(score(ranked, task.gold, (time.perf_counter() - start) * 1e3))
+        rows.append(score(ranked, task, repo, (time.perf_counter() - start) * 1e3))
     return rows
+
+
+def task_id(task: Task) -> str:
+    """How the voice file names a task: `owner/name sha12`."""
+    return f"{task.repo} {task.commit[:12]}"
+
+
+def read_voice(path: Path) -> dict[str, str]:
+    """task id -> the request in a user's words (`owner/name sha12<TAB>text` lines)."""
+    out: dict[str, str] = {}
+    if not path.is_file():
+        return out
+    for raw in path.read_text().splitlines():
+        if raw.strip() and not raw.startswith("#"):
+            key, _, text = raw.partition("\t")
+            out[key.strip()] = text.strip()
+    return out
 
 
 # -- reporting -------------------------------------------------------------------------------
@@ -198,9 +237,9 @@ def report(
 ) -> None:
     if not repos:
         return
-    tasks = sum(len(r.tasks) for r in repos)
-    print(f"\n## {title}, query = {variant}: {tasks} tasks, {len(repos)} repositories")
     pooled = {n: [x for r in repos for x in results.get((r.name, n), [])] for n in names}
+    tasks = max((len(rows) for rows in pooled.values()), default=0)
+    print(f"\n## {title}, query = {variant}: {tasks} tasks, {len(repos)} repositories")
     for name in names:
         if pooled[name]:
             print(line(name, pooled[name]))
@@ -214,6 +253,9 @@ def report(
                 f"  {name} block: median {tokens:.0f} tokens, names a gold file in "
                 f"{named:.1%} of tasks, empty in {empty:.1%}"
             )
+            print(f"  {name} definitions: {definitions(blocks)}")
+            for r in repos:
+                print(f"    {r.name:<22} {definitions(results.get((r.name, name), []))}")
     present = [n for n in names if pooled[n]]
     print("  per repository, R@5 / MRR:")
     print("    " + f"{'':<22}" + "".join(f"{n:>17}" for n in present))
@@ -225,6 +267,20 @@ def report(
         )
         print(f"    {r.name:<22}{cells}")
     targets(repos, results, pooled)
+
+
+def definitions(rows: list[Row]) -> str:
+    """How often the block names a changed definition, and names one first."""
+    counted = [r for r in rows if r.defs_named is not None]
+    if not counted:
+        return "no task changed a definition"
+    some = sum(1 for r in counted if r.defs_named) / len(counted)
+    first = sum(1 for r in counted if r.defs_first) / len(counted)
+    tokens = statistics.median(r.tokens or 0 for r in counted)
+    return (
+        f"names a changed one in {some:.1%}, first named is changed in {first:.1%} "
+        f"({len(counted)} tasks, median {tokens:.0f} tokens)"
+    )
 
 
 def targets(
@@ -302,13 +358,29 @@ def prepare(which: str, name: str, git_dir: Path, commit: str, limit: int) -> Re
     project = Project(root)
     indexed = project.index()
     files = base.code_files(git_dir, commit)
+    graph = project.graph
+    labels = {
+        path: frozenset(
+            n.label
+            for n in graph.owned_nodes(path)
+            if n.kind == "symbol" and n.subkind not in NOT_DEFINITIONS
+        )
+        for path in graph.owners()
+    }
+    changed = {
+        t.commit: changed_definitions(
+            git_dir, t.commit, t.gold, lambda d: d[1] in labels.get(d[0], frozenset())
+        )
+        for t in tasks
+    }
     print(
         f"# [{which}] {name} @ {commit[:12]}: {indexed.files} files indexed "
-        f"({len(files)} code files), {len(project.graph)} nodes, "
-        f"{time.perf_counter() - start:.1f}s; {len(tasks)} tasks",
+        f"({len(files)} code files), {len(graph)} nodes, "
+        f"{time.perf_counter() - start:.1f}s; {len(tasks)} tasks, "
+        f"{sum(1 for c in changed.values() if c)} with changed definitions",
         flush=True,
     )
-    return Repo(name, which, root, commit, project, tasks, files)
+    return Repo(name, which, root, commit, project, tasks, files, changed, labels)
 
 
 def main() -> int:
@@ -319,13 +391,22 @@ def main() -> int:
     ap.add_argument("--set", default="all", help="tuning, check or all (with --corpus)")
     ap.add_argument("--back", type=int, default=300, help="base = HEAD~BACK when not given")
     ap.add_argument("--tasks", type=int, default=80, help="at most this many tasks per repo")
-    ap.add_argument("--query", default="both", choices=("full", "subject", "both"))
+    ap.add_argument("--query", default="both", choices=("full", "subject", "voice", "both", "all"))
+    ap.add_argument(
+        "--voice",
+        type=Path,
+        default=Path(__file__).with_name("recall_voice.txt"),
+        help="the tasks' requests in a user's words",
+    )
     ap.add_argument("--systems", default="theus,theus+sem,bm25_code,dense,rrf")
     ap.add_argument("--cache", type=Path, help="vector cache file kept between runs")
     ap.add_argument("--ablate", action="store_true", help="a Theus row per signal removed")
     args = ap.parse_args()
     names = [s for s in args.systems.split(",") if s]
-    variants = ["full", "subject"] if args.query == "both" else [args.query]
+    variants = {"both": ["full", "subject"], "all": ["full", "subject", "voice"]}.get(
+        args.query, [args.query]
+    )
+    voice = read_voice(args.voice) if "voice" in variants else {}
     home = tempfile.mkdtemp(prefix="theus-bench-home-")
     os.environ["THEUS_HOME"] = home
     apply_settings({}, os.environ)
@@ -342,9 +423,10 @@ def main() -> int:
                 if label not in shown:
                     shown.append(label)
                 for variant in variants:
-                    rows = run(ranker, repo.tasks, variant)
+                    rows = run(ranker, repo, variant, voice)
                     results[variant][(repo.name, label)] = rows
-                    print(f"  {variant:<7}" + line(label, rows)[1:], flush=True)
+                    if rows:
+                        print(f"  {variant:<7}" + line(label, rows)[1:], flush=True)
             repo.project.close()
             shutil.rmtree(repo.root, ignore_errors=True)
         for variant in variants:
