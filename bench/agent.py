@@ -27,10 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from entrypoint.settings import apply as apply_settings
 from knowledge.core.token_count import count_tokens
 from knowledge.index.project import Project
 from knowledge.recall import Recaller, make_recaller

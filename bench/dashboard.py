@@ -22,10 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.e2e.chromium
 
+from entrypoint.settings import apply as apply_settings
 from knowledge.core.graph import Edge, Graph, Node
 from theus.dashboard.server import Dashboard
 

@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from entrypoint.settings import apply as apply_settings
 from knowledge.core.token_count import count_tokens
 from knowledge.facts import EXTRACTION_SCHEMA, FactsLayer, extraction_prompt, parse_extraction
 from tests.conftest import indexed_project

@@ -43,10 +43,9 @@ import qdrant_edge as edge
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from entrypoint.settings import apply as apply_settings
 from knowledge.vectors.embedded import EmbeddedStore
 from knowledge.vectors.port import Filter, Hit, Point, Vector
 from knowledge.vectors.qdrant import QdrantStore

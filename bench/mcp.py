@@ -28,12 +28,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from entrypoint.settings import apply as apply_settings
-
 # The repository instead of bench/, whose mcp.py (this file) would hide the `mcp` package.
 sys.path.pop(0)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from entrypoint.settings import apply as apply_settings
 from knowledge.index.project import Project
 from knowledge.memory import Memory
 from knowledge.memory.context import build_context

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from entrypoint.settings import apply as apply_settings
 
 T = TypeVar("T")
 

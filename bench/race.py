@@ -18,10 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from entrypoint.settings import apply as apply_settings
 from knowledge.index.project import Project
 from tests.conftest import write_tree
 from tests.racer import Swapper

@@ -43,11 +43,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads with one BLAS thread
+from entrypoint.settings import apply as apply_settings
 
 # isort: split
 from bench import _baselines as base

@@ -32,11 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import knowledge  # noqa: F401  first, as in a Theus process: numpy then loads with one BLAS thread
+from entrypoint.settings import apply as apply_settings
 
 # isort: split
 import numpy as np

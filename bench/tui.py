@@ -35,10 +35,9 @@ from typing import Any
 from textual.screen import Screen
 from textual.widgets import OptionList, Tree
 
-from entrypoint.settings import apply as apply_settings
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from entrypoint.settings import apply as apply_settings
 from knowledge.index.project import Project
 from tests.scripted_server import ScriptedServer, text
 from theus.config import AgentSettings, ModelSettings
