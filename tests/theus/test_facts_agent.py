@@ -12,16 +12,28 @@ from typing import Any
 
 import pytest
 
-from knowledge.memory import open_memory
+from knowledge.memory import Memory, open_memory
 from tests.conftest import configure, texts_of
 from tests.scripted_server import Reply, ScriptedServer, error, text
 from tests.theus.conftest import model_settings
 from tests.theus.test_headless import lines, theus
+from theus.agent.loop import Agent
 
 
 def extraction(**found: Any) -> Reply:
     empty: dict[str, list[Any]] = {"entities": [], "relations": [], "facts": [], "corrections": []}
     return text(json.dumps({**empty, **found}))
+
+
+def chat_agent(
+    server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Memory, Agent]:
+    """The app's agent over `repo`'s memory (no embeddings, no watcher), talking to `server`."""
+    from theus.agent.setup import make_agent
+
+    configure(monkeypatch, no_embeddings=True, no_watch=True)
+    memory = open_memory(repo, index_if_missing=True)
+    return memory, make_agent(memory, model_settings(server.url), None)
 
 
 POSTGRES = extraction(
@@ -134,12 +146,7 @@ def test_the_facts_model_setting_sends_the_extraction_to_its_own_server(
 async def test_a_server_refusing_response_format_is_asked_in_the_prompt_from_then_on(
     server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from theus.agent.setup import make_agent
-
-    configure(monkeypatch, no_embeddings=True)
-    configure(monkeypatch, no_watch=True)
-    memory = open_memory(repo, index_if_missing=True)
-    agent = make_agent(memory, model_settings(server.url), None)
+    memory, agent = chat_agent(server, repo, monkeypatch)
     server.structured.append(error(400, "unsupported parameter: response_format"))
     # Without response_format the extraction is a chat request like the others.
     server.add(text("Noted."), POSTGRES, text("Noted too."), extraction())
@@ -168,12 +175,7 @@ def test_the_kill_switch_makes_no_extraction_call(server: ScriptedServer, repo: 
 async def test_what_was_said_is_in_the_next_requests_block(
     server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from theus.agent.setup import make_agent
-
-    configure(monkeypatch, no_embeddings=True)
-    configure(monkeypatch, no_watch=True)
-    memory = open_memory(repo, index_if_missing=True)
-    agent = make_agent(memory, model_settings(server.url), None)
+    memory, agent = chat_agent(server, repo, monkeypatch)
     server.structured.append(
         extraction(
             entities=[{"label": "Poetry", "type": "Technology", "layer": "UNIVERSAL"}],
