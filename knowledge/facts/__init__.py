@@ -24,6 +24,7 @@ from knowledge.facts.gate import can_carry_fact
 from knowledge.facts.layer import FactsLayer, stored_lines
 from knowledge.facts.ontology import EntityType, Ontology, register_relation, register_type
 from knowledge.facts.records import FactView
+from knowledge.facts.status import ExtractionStats
 
 __all__ = [
     "EXTRACTION_SCHEMA",
@@ -33,6 +34,7 @@ __all__ = [
     "EntityType",
     "Extraction",
     "ExtractionError",
+    "ExtractionStats",
     "Fact",
     "FactView",
     "FactsLayer",

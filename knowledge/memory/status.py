@@ -82,6 +82,12 @@ def _history(project: Project, live: Memory | None) -> dict[str, Any]:
     return status_section(project.paths)
 
 
+def _facts(project: Project, live: Memory | None) -> dict[str, Any]:
+    from knowledge.facts.status import status_section
+
+    return status_section(project.paths)
+
+
 # One section per layer, each built beside its layer (imported when asked for).
 SECTIONS: dict[str, Section] = {
     "index": lambda project, _live: index_section(project),
@@ -91,6 +97,7 @@ SECTIONS: dict[str, Section] = {
     "memory": _memory,
     "episodes": _episodes,
     "history": _history,
+    "facts": _facts,
     "instructions": _instructions,
 }
 

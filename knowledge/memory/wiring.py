@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.core.runs import RunSummary
     from knowledge.embed.layer import SemanticLayer
     from knowledge.episodes import Episode, EpisodeStore
-    from knowledge.facts import FactsLayer
+    from knowledge.facts import ExtractionStats, FactsLayer
     from knowledge.index.project import Project
     from knowledge.memdir import MemdirWatcher, SyncReport
     from knowledge.recall import Recaller
@@ -301,6 +301,18 @@ class Memory:
         except Exception as exc:
             log.warning("facts unavailable for the block: %s", exc)
             return []
+
+    def extraction_stats(self) -> ExtractionStats:
+        """The fact extraction's counters that persist for `theus status` (in memory when
+        the data folder is unusable); needs only the paths."""
+        from knowledge.core.paths import ProjectPaths
+        from knowledge.facts.status import ExtractionStats, stats_path
+
+        try:
+            return ExtractionStats.load(stats_path(ProjectPaths.for_root(self.root)))
+        except Exception as exc:
+            log.warning("fact extraction counters kept in memory only: %s", exc)
+            return ExtractionStats()
 
     def injection_stats(self) -> InjectionStats:
         """Injection counters that persist for `theus status` (kept in memory when the data

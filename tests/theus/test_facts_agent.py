@@ -36,6 +36,14 @@ def chat_agent(
     return memory, make_agent(memory, model_settings(server.url), None)
 
 
+def extraction_counts(repo: Path) -> dict[str, Any]:
+    """`theus status --json`'s facts section, as another process reads it."""
+    done = theus(["status", "--json"], None, repo)
+    assert done.returncode == 0, done.stderr
+    facts: dict[str, Any] = json.loads(done.stdout)["facts"]
+    return facts
+
+
 POSTGRES = extraction(
     entities=[{"label": "PostgreSQL", "type": "Technology", "layer": "UNIVERSAL"}],
     facts=[
@@ -106,6 +114,8 @@ def test_a_coding_request_makes_no_extraction_call(server: ScriptedServer, repo:
     assert done.returncode == 0, done.stderr
     assert server.structured_requests == []
     assert lines(done.stdout)[-1]["usage"]["extraction_tokens"] == 0
+    facts = extraction_counts(repo)
+    assert (facts["not_asked"], facts["asked"], facts["failed"]) == (1, 0, 0)
 
 
 def test_a_server_that_answers_no_json_is_warned_about_once(
@@ -120,6 +130,9 @@ def test_a_server_that_answers_no_json_is_warned_about_once(
     assert "not JSON" in first.stderr and "not asked again for a day" in first.stderr
     assert "fact extraction" not in second.stderr, second.stderr
     assert len(server.structured_requests) == 1
+    facts = extraction_counts(repo)  # `theus status` says what the warning said once
+    assert (facts["asked"], facts["failed"], facts["skipped"]) == (1, 1, 1)
+    assert "not JSON" in facts["last_error"]
 
 
 def test_the_facts_model_setting_sends_the_extraction_to_its_own_server(
@@ -155,7 +168,7 @@ async def test_a_server_refusing_response_format_is_asked_in_the_prompt_from_the
             await agent.run_turn(request)
             assert agent.facts is not None
             await agent.facts.settle()
-        assert agent.facts is not None and agent.facts.failed == 0
+        assert agent.facts is not None and agent.facts.stats.failed == 0
     finally:
         memory.close()
         await agent.model.close()
@@ -271,7 +284,7 @@ async def test_each_graph_quality_spec_holds_through_the_agent(
                 assert agent.facts is not None
                 await agent.facts.settle()
             layer = memory.facts
-            assert layer is not None and agent.facts is not None and agent.facts.failed == 0
+            assert layer is not None and agent.facts is not None and agent.facts.stats.failed == 0
             declared = [(kind, item) for kind, items in spec["checks"].items() for item in items]
             failures = [
                 f"{kind} {item}: {problem}"

@@ -10,7 +10,8 @@ answer to a coding request often says what the project uses ("the project uses p
 added a test"), which the gate takes for a statement. Time-boxed, fails open (one log line, a
 counter); `THEUS_NO_FACTS=1` turns the layer off. A server whose answer is not JSON is
 learned once (`ModelClient.learned_not_json`, kept with the server's capabilities): one
-warning, then its turns are skipped quietly (`skipped`) while that record is fresh. The
+warning, then its turns are skipped quietly while that record is fresh. What the gate spared,
+what was asked, skipped or failed is counted for `theus status` (`ExtractionStats`). The
 tokens count in the run's usage (`Usage.extraction_tokens`). The model is the chat's, or its
 own (THEUS_FACTS_MODEL, THEUS_FACTS_BASE_URL: `theus.config.load_facts_settings`).
 """
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 from knowledge.core.settings import is_off
 from knowledge.facts import (
     EXTRACTION_SCHEMA,
+    ExtractionStats,
     FactsLayer,
     NotJSON,
     can_carry_fact,
@@ -50,6 +52,8 @@ class FactsSource(Protocol):
 
     def entity_labels(self, limit: int = 100) -> list[str]: ...  # cheap, for the prompt
 
+    def extraction_stats(self) -> ExtractionStats: ...  # counters `theus status` reads
+
 
 class FactExtractor:
     def __init__(
@@ -66,8 +70,7 @@ class FactExtractor:
         self._source = source
         self.usage = usage
         self.timeout_s = timeout_s
-        self.failed = 0
-        self.skipped = 0  # turns not asked of a server learned to answer no JSON
+        self.stats = source.extraction_stats()
         self._pending: set[asyncio.Task[None]] = set()
         self._request: str | None = None  # this turn's request, when it can carry a fact
         self._cycle: asyncio.Task[None] | None = None  # this turn's ageing
@@ -86,6 +89,8 @@ class FactExtractor:
         self._cycle = self._spawn(asyncio.to_thread(layer.cycle)) if layer is not None else None
         if can_carry_fact(request):
             self._request = request
+        else:
+            self.stats.count("not_asked")
 
     def after_answer(self, answer: str) -> None:
         """The turn ended (`answer` is "" when it gave none): one extraction of its request and
@@ -130,6 +135,7 @@ class FactExtractor:
                 self.timeout_s,
             )
             self.usage.extraction_tokens += completion.prompt_tokens + completion.completion_tokens
+            self.stats.count("asked")
             try:
                 extraction = parse_extraction(completion.text)
             except NotJSON:
@@ -152,7 +158,7 @@ class FactExtractor:
             self._failed(f"no answer within {self.timeout_s:g}s")
         except ModelError as exc:
             if exc.kind == "no_json":  # learned before, said then
-                self.skipped += 1
+                self.stats.count("skipped")
                 log.info("fact extraction skipped: %s", exc)
             else:  # the conversation's own calls report a server it shares
                 self._failed(str(exc), quiet=exc.kind in SHARED_FAULTS)
@@ -171,5 +177,5 @@ class FactExtractor:
             self._failed(f"{type(exc).__name__}: {exc}")
 
     def _failed(self, why: str, quiet: bool = False) -> None:
-        self.failed += 1
+        self.stats.count("failed", why)
         log.log(logging.INFO if quiet else logging.WARNING, "fact extraction skipped: %s", why)
