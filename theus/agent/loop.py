@@ -697,7 +697,7 @@ class Agent:
         except Exception as exc:  # fails open: the conversation goes on
             log.warning("episodes port failed (%s): %s", kind, exc)
 
-    def _wire(self, *, reminders: bool = True) -> list[dict[str, Any]]:
+    def _wire(self) -> list[dict[str, Any]]:
         """Messages as the server expects them: our "_" meta keys stripped, and adjacent user
         messages (summary, reminder, request) merged into one, because some chat templates
         reject two user turns in a row. The recalled block stays a text part of its own, so
@@ -706,8 +706,6 @@ class Agent:
         injected = False  # the last message of `out` holds a reminder
         for message in self.messages:
             is_reminder = message.get(KIND) == INJECTION
-            if not reminders and is_reminder:
-                continue
             clean = wire(message)
             prev = out[-1] if out else None
             if (
