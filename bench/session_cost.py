@@ -24,6 +24,8 @@ ledger is held against.
 Prints per turn (for `on`), per session and in total for each configuration and tree, the
 graph-quality specs' pass count (tests/knowledge/facts_specs, run by each tree's own
 `run_spec`), and with `--tree` a last line: the memory's overhead, this tree / that tree.
+`fresh` is what a prefix cache would process anew: each chat prompt's tokens past the
+messages it shares with the session's previous chat request.
 The recall deadline is raised (`--deadline-ms`): this measures what is sent, not timing.
 """
 
@@ -448,6 +450,9 @@ class Figures:
     examples: int = 0
     extraction_calls: int = 0
     extraction: int = 0  # their prompts and answers
+    # The chat prompts' tokens past the messages each shares with the session's previous
+    # chat request: what a prefix cache (a hosted provider's, llama.cpp's) processes anew.
+    fresh: int = 0
     ledger: dict[str, int] = field(default_factory=dict)  # summed; {} when none reported
     failed: int = 0  # turns whose process failed
     unreported: int = 0  # requests whose answer reported no usage (counted by prompt_count)
@@ -468,6 +473,7 @@ class Figures:
             "examples",
             "extraction_calls",
             "extraction",
+            "fresh",
             "ours",
             "theirs",
         ):
@@ -545,11 +551,28 @@ def reminders(body: dict[str, Any]) -> list[str]:
     ]
 
 
-def seen(server: Wire, chat: int, structured: int, answered: int) -> Figures:
+def fresh(body: dict[str, Any], previous: dict[str, Any] | None) -> int:
+    """`body`'s prompt tokens past the messages it shares, in order, with `previous`; all
+    of them when the tools differ (they come first in a prompt)."""
+    if previous is None or previous.get("tools") != body.get("tools"):
+        return prompt_count(body)
+    messages, before = body["messages"], previous["messages"]
+    shared = 0
+    while shared < min(len(messages), len(before)) and messages[shared] == before[shared]:
+        shared += 1
+    return prompt_count({"messages": messages[shared:]})
+
+
+def seen(server: Wire, chat: int, structured: int, answered: int, follows: bool = True) -> Figures:
     """The server's view of one turn's requests (those after the first `chat` and
-    `structured` ones): its own counts where it reported them, else `prompt_count`."""
+    `structured` ones): its own counts where it reported them, else `prompt_count`.
+    `follows`: the turn continues the session of the request before `chat`."""
     bodies, asked = server.requests[chat:], server.structured_requests[structured:]
     figures = Figures(calls=len(bodies), extraction_calls=len(asked))
+    previous = server.requests[chat - 1] if follows and chat else None
+    for body in bodies:
+        figures.fresh += fresh(body, previous)
+        previous = body
     for body in [*bodies, *asked]:
         usage = server.reported(body)
         figures.unreported += usage is None
@@ -653,7 +676,7 @@ def run_turn(
     follow = ["-c"] if follows else []
     done = theus(tree, root, env, options.timeout_s, *follow, "-p", turn.text, *flags)
     server.script.clear()  # a turn that failed early leaves its replies: not the next turn's
-    figures = seen(server, chat, structured, extractions.answered)
+    figures = seen(server, chat, structured, extractions.answered, follows)
     try:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -724,7 +747,8 @@ def counts_line(f: Figures) -> str:
 def figures_line(f: Figures) -> str:
     return (
         f"calls {f.calls:2}  sent {f.sent:7,}  block {f.block:6,}  examples {f.examples:5,}  "
-        f"extraction {f.extraction_calls:2} req {f.extraction:6,} tok  overhead {f.overhead:7,}"
+        f"extraction {f.extraction_calls:2} req {f.extraction:6,} tok  overhead {f.overhead:7,}  "
+        f"fresh {f.fresh:7,}"
         + (f"  FAILED {f.failed}" if f.failed else "")
         + (f"  ({f.unreported} requests without usage: our count)" if f.unreported else "")
     )
