@@ -10,7 +10,7 @@ caller can log and count the failure.
 The code section (at most `max_lines`, each line at most `LINE_CHARS`, the "also:" line of
 paths at most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
 
-    Project index — code related to the request (recalled, score 0.82):
+    Code related to the request (score 0.82):
     src/cart.py — Shopping cart.; imports pricing.py, models.py
       Cart.total(self, items) -> float :12 — Sum of line prices.
     src/pricing.py: price_of(item) — Unit price with discounts.
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 from knowledge.core import keys
 from knowledge.core.graph import GraphReader, Node
 from knowledge.core.redact import redact
+from knowledge.core.runs import NOTE
 from knowledge.core.token_count import count_tokens
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 
@@ -104,9 +106,11 @@ class ContextBlock:
         return self.recall.best_score
 
     def without(self, known: frozenset[str]) -> ContextBlock:
-        """This block less the lines the conversation already carries (`known`: the lines of
-        its earlier blocks still in its messages), which the model has read: a section's
-        heading stays while one of its lines is new; the examples go or stay whole."""
+        """This block less what the conversation already carries (`known`: the lines of its
+        earlier blocks still in its messages), which the model has read: a file an earlier
+        block introduced is not introduced again (only its new symbols, under its bare path),
+        a path an earlier "also:" named is not named again, other lines go when seen whole; a
+        section's heading stays while one of its lines is new; the examples go or stay whole."""
         if not known:
             return self
         kept: list[Section] = []
@@ -116,7 +120,8 @@ class ContextBlock:
                 new = [] if all(line in known for line in lines) else lines
             else:
                 head = lines[:1] if lines[0].endswith(":") else []
-                new = [line for line in lines[len(head) :] if line not in known]
+                body = lines[len(head) :]
+                new = _new_code(body, known) if section.kind == "code" else _unseen(body, known)
                 new = head + new if new else []
             if new == lines:
                 kept.append(section)
@@ -125,6 +130,49 @@ class ContextBlock:
                 kept.append(Section(section.kind, text, count_tokens(text)))
         examples = self.examples if any(s.kind == "examples" for s in kept) else 0
         return ContextBlock(self.recall, tuple(kept), examples)
+
+
+ALSO = "also: "
+_PATH = re.compile(r"([^\s:;]+?)(?=$|[:;]| — )")
+
+
+def _unseen(lines: list[str], known: frozenset[str]) -> list[str]:
+    return [line for line in lines if line not in known]
+
+
+def _introduced(line: str) -> str | None:
+    """The file a code line introduces (`path — summary`, `path: symbol`, `path; imports`);
+    None for a symbol's detail line and the "also:" line."""
+    if line.startswith((" ", ALSO)):
+        return None
+    match = _PATH.match(line)
+    return match.group(1) if match else None
+
+
+def _new_code(lines: list[str], known: frozenset[str]) -> list[str]:
+    """The code lines the model has not read: see `ContextBlock.without`."""
+    files = {path for line in known if (path := _introduced(line))}
+    named = files | {p for line in known if line.startswith(ALSO) for p in _also_paths(line)}
+    out: list[str] = []
+    anchor = ""  # the bare path of the file above, when an earlier block introduced it
+    for line in lines:
+        if line.startswith(ALSO):
+            rest = [p for p in _also_paths(line) if p not in named]
+            out += [ALSO + ", ".join(rest)] if rest else []
+        elif line.startswith(" "):  # a symbol of the file above
+            if line not in known:
+                out += [anchor, line] if anchor else [line]
+                anchor = ""
+        elif line in known or _introduced(line) in files:
+            anchor = _introduced(line) or ""
+        else:
+            out.append(line)
+            anchor = ""
+    return out
+
+
+def _also_paths(line: str) -> list[str]:
+    return [p for p in line.removeprefix(ALSO).split(", ") if p]
 
 
 def recalled_texts(
@@ -142,10 +190,7 @@ def recalled_texts(
         memo = _memories(memories, graph)[: max_lines // 2]
         room = max_lines - len(memo) - 1  # the "also:" line
         if code:
-            lines.append(
-                f"Project index — code related to the request "
-                f"(recalled, score {recall.best_score:.2f}):"
-            )
+            lines.append(f"Code related to the request (score {recall.best_score:.2f}):")
             budget = _Budget(BLOCK_TOKENS - sum(count_tokens(m) for m in memo), room)
             budget.take(lines[0])
             lines += _hot(code, graph, shown, budget)
@@ -226,12 +271,12 @@ def _also(code: list[Hit], files: list[str], shown: set[str]) -> str:
     names = [p for p in dict.fromkeys([*(h.path for h in code), *files]) if p and p not in shown][
         :MAX_ALSO
     ]
-    line = "also:"
+    fit: list[str] = []
     for name in names:
-        if len(line) + len(name) + 2 > ALSO_CHARS:
+        if len(ALSO) + sum(len(n) + 2 for n in fit) + len(name) > ALSO_CHARS:
             break
-        line += (" " if line == "also:" else ", ") + name
-    return line if names else ""
+        fit.append(name)
+    return ALSO + ", ".join(fit) if fit else ""
 
 
 def _text_hits(hits: list[Hit]) -> list[Hit]:
@@ -263,7 +308,8 @@ def _memories(hits: list[Hit], graph: GraphReader) -> list[str]:
 
 def _memory_text(node: Node) -> str:
     text = str(node.data.get("text") or node.summary or node.label)
-    return " ".join(text.split())
+    # An episode's note on how it was written is for the file's reader, not worth tokens here.
+    return " ".join(text.removeprefix(NOTE).split())
 
 
 def _file_line(path: str, node: Node | None, graph: GraphReader) -> str:

@@ -9,7 +9,13 @@ import pytest
 
 from knowledge.core.graph import Graph, GraphReader, Node
 from knowledge.core.token_count import count_tokens
-from knowledge.memory.context import ContextBuilder, build_context, recalled_texts
+from knowledge.memory.context import (
+    ContextBlock,
+    ContextBuilder,
+    Section,
+    build_context,
+    recalled_texts,
+)
 from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
 from knowledge.run_history.layer import Example
 from tests.conftest import indexed_project
@@ -35,7 +41,7 @@ def test_block_shows_hot_in_detail_with_imports(tmp_path: Path) -> None:
     recall = Recaller(project.graph, project.root).recall("cart total", top=30)
     block = build_block(recall, project.graph)
     lines = block.splitlines()
-    assert lines[0].startswith("Project index")
+    assert lines[0].startswith("Code related to the request")
     assert "shop/cart.py — Shopping cart.; imports pricing.py" in lines
     assert any(
         line.strip().startswith("Cart.total(self, items) :6 — Sum of line prices.")
@@ -202,3 +208,37 @@ def test_secrets_in_any_section_are_redacted(tmp_path: Path) -> None:
     builder = ContextBuilder(lambda: recaller, facts=lambda r: [f"- deploy key is {key}"])
     block = builder.build("cart total")
     assert key not in block.block and "[redacted:openai-key]" in block.block
+
+
+def test_a_block_leaves_out_the_files_and_paths_an_earlier_block_introduced() -> None:
+    """What the model has read is not sent again, even worded another way: a file the first
+    block introduced comes back only for a new symbol, under its bare path; an "also:" path
+    named before is not named again; a new file comes whole."""
+    earlier = (
+        "Code related to the request (score 0.46):\n"
+        "shop/cart.py — Shopping cart.; imports pricing.py\n"
+        "  Cart.total(self) -> float :15\n"
+        "tests/test_cart.py: test_total_sums_prices() -> None\n"
+        "also: shop/db.py, README.md"
+    )
+    now = (
+        "Code related to the request (score 0.44):\n"
+        "shop/cart.py — Shopping cart.\n"
+        "  Cart.total(self) -> float :15\n"
+        "tests/test_cart.py; imports cart.py\n"
+        "  test_remove() -> None :9\n"
+        "AGENTS.md — Keep functions small.\n"
+        "also: shop/db.py, shop/orders.py"
+    )
+    recall = Recall("and the tests?", [], 1.0, 0.44)
+    block = ContextBlock(recall, (Section("code", now, count_tokens(now)),))
+    known = frozenset(earlier.splitlines())
+    assert block.without(known).block.splitlines() == [
+        "Code related to the request (score 0.44):",
+        "tests/test_cart.py",
+        "  test_remove() -> None :9",
+        "AGENTS.md — Keep functions small.",
+        "also: shop/orders.py",
+    ]
+    seen_all = frozenset([*known, *now.splitlines()])
+    assert block.without(seen_all).sections == ()

@@ -37,7 +37,7 @@ def test_json_contract(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = out["results"][0]
     assert {"key", "kind", "path", "name", "line", "score", "why"} <= first.keys()
     assert first["path"] == "shop/cart.py" and 0.35 <= first["score"] <= 1.0
-    assert out["context"].startswith("Project index")
+    assert out["context"].startswith("Code related to the request")
     assert "shop/cart.py" in out["context"]
     assert out["injected_tokens"] > 0
 
