@@ -196,8 +196,12 @@ def test_an_endpoint_down_at_start_leaves_lexical_recall(
     script.mode = "error"
     layer = layer_for(project, hosted_env(url))
     layer.start_background()
-    result = Recaller(project.graph, project.root, reranker=layer.reranker).recall("cart total")
-    layer.stop()
+    try:
+        # the failed start is what this is about: a recall before it is merely late
+        assert layer.wait_idle(10)
+        result = Recaller(project.graph, project.root, reranker=layer.reranker).recall("cart total")
+    finally:
+        layer.stop()
     assert result.hits[0].path == "shop/cart.py"
     assert layer.stats.skipped == 1
     assert "HTTP 500" in status_section(project, settings=hosted_env(url))["reason"]
