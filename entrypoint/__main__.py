@@ -1,5 +1,5 @@
 """`python -m entrypoint` is the `theus` command."""
 
-from entrypoint.cli import run
+from entrypoint.launch import run
 
 run()

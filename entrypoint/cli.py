@@ -13,6 +13,7 @@ from theus.printable import printable_last_resort
 
 if TYPE_CHECKING:
     from knowledge.index.project import Project
+from entrypoint.launch import interrupted, say_interrupted
 from entrypoint.settings import apply as apply_settings
 from knowledge.core.errors import TheusError
 from theus.service.process import exit_now, to_devnull
@@ -330,7 +331,20 @@ def _on_a_terminal() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    words = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _command(sys.argv[1:] if argv is None else list(argv))
+    except UsageError as exc:
+        sys.stderr.write(f"theus: {exc}\n")
+        return 2
+    except BrokenPipeError:
+        return _reader_went_away()
+    except (KeyboardInterrupt, RuntimeError) as exc:
+        if not interrupted(exc):
+            raise
+        return say_interrupted()
+
+
+def _command(words: list[str]) -> int:
     words, request = _opening_request(words)
     parser = build_parser(words)
     parser.headless = _headless(words)
@@ -340,39 +354,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(ONE_PIECE)
     printable_last_resort()  # a command's warnings (file names, server errors) on stderr
     apply_settings(flags(args), os.environ)
-    try:
-        if args.command:
-            return int(args.func(args) or 0)
-        if args.prompt is not None:
-            from theus.cli.headless import run_headless
+    if args.command:
+        return int(args.func(args) or 0)
+    if args.prompt is not None:
+        from theus.cli.headless import run_headless
 
-            return run_headless(args)
-        from theus.service.project import project_root
+        return run_headless(args)
+    from theus.service.project import project_root
 
-        project_root(args.path)
-        if not _on_a_terminal():
-            raise UsageError(
-                "the chat app needs a terminal (a script or pipe has none); "
-                'for one request without it use theus -p "..."'
-            )
-        from tui.app import run_app
+    project_root(args.path)
+    if not _on_a_terminal():
+        raise UsageError(
+            "the chat app needs a terminal (a script or pipe has none); "
+            'for one request without it use theus -p "..."'
+        )
+    from tui.app import run_app
 
-        run_app(args, dashboard=serve_dashboard)
-    except UsageError as exc:
-        sys.stderr.write(f"theus: {exc}\n")
-        return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("theus: interrupted\n")
-        return 130
-    except BrokenPipeError:
-        return _reader_went_away()
-    except RuntimeError as exc:
-        # Python 3.11 wraps a Ctrl-C that lands inside a class body's __set_name__ (an import
-        # of rich.table, say) in a RuntimeError: still an interrupt, not a crash.
-        if isinstance(exc.__cause__, KeyboardInterrupt):
-            sys.stderr.write("theus: interrupted\n")
-            return 130
-        raise
+    run_app(args, dashboard=serve_dashboard)
 
 
 def flags(args: argparse.Namespace) -> dict[str, object]:

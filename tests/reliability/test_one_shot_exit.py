@@ -89,6 +89,48 @@ def test_ctrl_c_inside_a_class_body_is_an_interrupt_not_a_crash(
     assert capsys.readouterr().err == "theus: interrupted\n"
 
 
+def _wrapped_interrupt() -> RuntimeError:
+    """What Python 3.11 raises for a Ctrl-C inside a class body's `__set_name__`."""
+    error = RuntimeError("Error calling __set_name__ on 'Field' instance 'home'")
+    error.__cause__ = KeyboardInterrupt()
+    return error
+
+
+def test_ctrl_c_while_the_settings_load_is_an_interrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seen under load in the fifty runs above: the Ctrl-C landed while the settings'
+    dataclass was being built, before the command ran, and exited 1 with a traceback."""
+    import entrypoint.cli as cli
+
+    def apply(*_args: object) -> None:
+        raise _wrapped_interrupt()
+
+    monkeypatch.setattr(cli, "apply_settings", apply)
+    assert cli.main(["--path", str(tmp_path), "status"]) == 130
+    assert capsys.readouterr().err == "theus: interrupted\n"
+
+
+def test_ctrl_c_while_the_command_is_imported_is_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first frame (`entrypoint.launch`) imports the command: a Ctrl-C in that import
+    exits 130 with one line too."""
+    import types
+
+    from entrypoint import launch
+
+    class Interrupted(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            raise _wrapped_interrupt()
+
+    monkeypatch.setitem(sys.modules, "entrypoint.cli", Interrupted("entrypoint.cli"))
+    with pytest.raises(SystemExit) as exited:
+        launch.run()
+    assert exited.value.code == 130
+    assert capsys.readouterr().err == "theus: interrupted\n"
+
+
 def test_a_one_shot_command_skips_the_teardown_but_its_output_arrives_whole(tmp_path: Path) -> None:
     """The interpreter's teardown (a final collection, every module's and native library's
     destructors) took ~0.3 s after `theus -p` had answered: commands leave with `exit_now`."""
