@@ -1,7 +1,7 @@
 """One-shot commands and process lifecycle, timed from outside (a benchmark, not a test).
 
     python bench/cli.py [PATH ...] [--runs 7] [--query "..."] [--no-app] [--home DIR]
-                        [--changes-only]
+                        [--changes-only | --headless-only]
 
 For each project (the PATHs, then this repository), with a temporary THEUS_HOME (or `--home`,
 kept between calls: embedding a large project once takes many minutes) in which the project
@@ -14,7 +14,8 @@ is indexed (`theus index`, embeddings included), prints the median and min of
   -p first request  `theus -p` against the scripted OpenAI-compatible server: process start ->
                     the server receives the chat request
   openai SDK floor  the same for a script that only imports openai and sends one chat
-                    request: the least any agent on that SDK can do (a baseline)
+                    request: the least any agent on that SDK can do (a baseline), run
+                    right after each `-p` so the pair shares the machine's load
   -p exit           the server has answered -> the process has exited
   app first paint   `theus` in a 120x40 pseudo-terminal: process start -> the footer drawn
   app quit          ctrl+q sent -> the process has exited
@@ -31,7 +32,8 @@ commits and edits never touch the original), each run in turn, all THEUS_NO_EMBE
 Targets (the instant-commands issue, this machine's median): recall <= 300 ms without
 embeddings and <= 700 ms with them; -p first request <= 500 ms, exit <= 300 ms after the
 answer; app quit <= 300 ms. The in-place snapshot issue: index after edit <= 1.5x index
-unchanged; recall after commit, after switch <= 1.5x recall.
+unchanged; recall after commit, after switch <= 1.5x recall; -p first request <= 1.5x the
+SDK floor.
 """
 
 from __future__ import annotations
@@ -218,7 +220,17 @@ def report(name: str, figures: list[float], target_ms: float | None = None) -> N
     print(f"  {name:18s} median {median:7.0f} ms   min {low:7.0f} ms   ({len(figures)} runs){aim}")
 
 
-def bench_project(root: Path, runs: int, query: str, with_app: bool, keep: Path | None) -> None:
+def _with_floor(root: Path, env: dict[str, str]) -> tuple[float, float, float] | None:
+    """One `theus -p` and, right after it, the SDK floor: (first request, floor, exit), so
+    the two are read under the same load (the machine is shared)."""
+    run = headless(root, env)
+    floor = sdk_floor(env) if run is not None else None
+    return None if run is None or floor is None else (run[0], floor, run[1])
+
+
+def bench_project(
+    root: Path, runs: int, query: str, with_app: bool, keep: Path | None, headless_only: bool
+) -> None:
     home = keep or Path(tempfile.mkdtemp(prefix="theus-bench-cli-"))
     try:
         env = base_env(home)
@@ -247,14 +259,21 @@ def bench_project(root: Path, runs: int, query: str, with_app: bool, keep: Path 
         )
         recall = [*CLI, "--path", str(root), "recall", "--json", query]
         no_emb = {**env, "THEUS_NO_EMBEDDINGS": "1"}
-        report("recall", timed(lambda: wall(recall, no_emb), runs), 300)
-        report("recall+emb", timed(lambda: wall(recall, env), runs), 700)
-        report("status", timed(lambda: wall([*CLI, "--path", str(root), "status"], env), runs))
-        pairs = timed(lambda: headless(root, env), runs)
-        report("-p first request", [a for a, _ in pairs], 500)
-        report("  openai SDK floor", timed(lambda: sdk_floor(env), runs))
-        report("-p exit", [b for _, b in pairs], 300)
-        if with_app:
+        if not headless_only:
+            report("recall", timed(lambda: wall(recall, no_emb), runs), 300)
+            report("recall+emb", timed(lambda: wall(recall, env), runs), 700)
+            report("status", timed(lambda: wall([*CLI, "--path", str(root), "status"], env), runs))
+        rows = timed(lambda: _with_floor(root, env), runs)
+        report("-p first request", [first for first, _, _ in rows], 500)
+        report("  openai SDK floor", [floor for _, floor, _ in rows])
+        if rows:
+            ratio = statistics.median(r[0] for r in rows) / statistics.median(r[1] for r in rows)
+            print(
+                f"  {'':18s} {ratio:.2f}x the floor   target <= 1.5x: "
+                f"{'met' if ratio <= 1.5 else 'NOT met'}"
+            )
+        report("-p exit", [after for _, _, after in rows], 300)
+        if with_app and not headless_only:
             pairs = timed(lambda: app(root, env), runs)
             report("app first paint", [a for a, _ in pairs])
             report("app quit", [b for _, b in pairs], 300)
@@ -366,11 +385,24 @@ def main() -> int:
         action="store_true",
         help="only the rows after an edit, a commit, a branch switch",
     )
+    parser.add_argument(
+        "--headless-only",
+        action="store_true",
+        help="only the -p rows and the SDK floor",
+    )
     args = parser.parse_args()
     for root in [*args.paths, REPO]:
         if not args.changes_only:
-            bench_project(root.resolve(), args.runs, args.query, not args.no_app, args.home)
-        bench_changes(root.resolve(), args.runs, args.query)
+            bench_project(
+                root.resolve(),
+                args.runs,
+                args.query,
+                not args.no_app,
+                args.home,
+                args.headless_only,
+            )
+        if not args.headless_only:
+            bench_changes(root.resolve(), args.runs, args.query)
     return 0
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 import assets
 from knowledge.embed.base import (
@@ -40,6 +42,7 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 SEP_ID = 102  # "[SEP]" in that tokenizer, which closes every text
 BATCH_SIZE = 8  # 256-token chunks: batch 32 peaked at 1.5 GB RSS and ran slower (13 vs 17/s)
+RECENT_TEXTS = 8  # single texts whose vectors are kept (`_embed_one`)
 
 
 def default_model_path() -> Path:
@@ -93,6 +96,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         self._runs_lock = threading.Lock()
         self._runs: set[onnxruntime.RunOptions] = set()  # in progress, for `close`
+        self._recent: dict[bytes, Future[Vectors]] = {}  # single texts' vectors, by word pieces
         self._closed = False
         self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer: tokenizers.Tokenizer | None = None
@@ -156,16 +160,46 @@ class LocalEmbedder:
 
     def embed(self, texts: list[str], max_tokens: int | None = None) -> Vectors:
         self.load()
+        if len(texts) == 1:
+            return self._embed_one(texts[0], max_tokens)
         out = np.empty((len(texts), DIM), dtype=np.float32)
         # Batches of similar length waste little work on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self._batch_size):
             chunk = order[start : start + self._batch_size]
-            out[chunk] = self._embed_batch([texts[i] for i in chunk], max_tokens)
+            out[chunk] = self._run(*self._encode([texts[i] for i in chunk], max_tokens))
         return out
 
-    def _embed_batch(self, texts: list[str], max_tokens: int | None) -> Vectors:
-        assert self._tokenizer is not None and self._session is not None
+    def _embed_one(self, text: str, max_tokens: int | None) -> Vectors:
+        """One text: a request, which its re-rank (its start) and its examples lookup (the
+        whole of it) embed at the same time; when both cuts give the same word pieces, as
+        for most requests, the model runs once (~0.1 s without graph optimisations, under
+        load) and the other waits for it. The last few are kept."""
+        input_ids, mask = self._encode([text], max_tokens)
+        key = input_ids.tobytes()
+        with self._runs_lock:
+            shared = self._recent.get(key)
+            if shared is None:
+                self._recent[key] = mine = Future[Vectors]()
+                while len(self._recent) > RECENT_TEXTS:
+                    self._recent.pop(next(iter(self._recent)))
+        if shared is not None:
+            return shared.result().copy()
+        try:
+            vectors = self._run(input_ids, mask)
+        except BaseException as exc:
+            with self._runs_lock:
+                self._recent.pop(key, None)
+            mine.set_exception(exc)
+            raise
+        mine.set_result(vectors)
+        return vectors.copy()
+
+    def _encode(
+        self, texts: list[str], max_tokens: int | None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The word pieces and attention mask of `texts`, cut at `max_tokens`."""
+        assert self._tokenizer is not None
         encodings = self._tokenizer.encode_batch([encodable(t) for t in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -174,6 +208,10 @@ class LocalEmbedder:
             cut = mask.sum(axis=1) > max_tokens
             input_ids, mask = input_ids[:, :max_tokens].copy(), mask[:, :max_tokens]
             input_ids[cut, -1] = SEP_ID
+        return input_ids, mask
+
+    def _run(self, input_ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64]) -> Vectors:
+        assert self._session is not None
         import onnxruntime
 
         run = onnxruntime.RunOptions()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from knowledge.embed.base import EmbedderUnavailable, ModelIntegrityError
+from knowledge.embed.base import EmbedderUnavailable, ModelIntegrityError, Vectors
 from knowledge.embed.local import DIM, LocalEmbedder, default_model_path, default_tokenizer_path
+from knowledge.embed.semantic import QUERY_TOKENS
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +58,38 @@ def test_max_tokens_reads_only_the_first_word_pieces(embedder: LocalEmbedder) ->
     assert float(capped[0] @ alone) > 0.9999 and float(capped[1] @ alone) > 0.9999
     assert float(whole[0] @ whole[1]) < 0.95  # uncut, their tails tell them apart
     assert float(capped[2] @ whole[2]) > 0.9999  # a text within the bound is unchanged
+
+
+class Counting(LocalEmbedder):
+    """The real model, counting how often it runs."""
+
+    def __init__(self) -> None:
+        super().__init__(threads=1, optimize=False)
+        self.runs = 0
+
+    def _run(self, input_ids: Any, mask: Any) -> Vectors:
+        self.runs += 1
+        return super()._run(input_ids, mask)
+
+
+def test_a_request_embedded_twice_at_once_runs_the_model_once(embedder: LocalEmbedder) -> None:
+    """A request's re-rank (cut at QUERY_TOKENS) and its examples lookup (whole) ask for the
+    same word pieces at the same time: one run serves both."""
+    counting = Counting()
+    request = "where is the cart total computed"
+    with ThreadPoolExecutor(2) as pool:
+        cut = pool.submit(counting.embed, [request], QUERY_TOKENS)
+        whole = pool.submit(counting.embed, [request])
+        vectors = [cut.result()[0], whole.result()[0]]
+    assert counting.runs == 1
+    for vector in vectors:
+        assert float(vector @ embedder.embed([request])[0]) > 0.9999
+    vectors[0][:] = 0  # each caller has its own copy
+    assert float(counting.embed([request])[0] @ vectors[1]) > 0.9999 and counting.runs == 1
+    long = request + " and refunds" * 40  # cut, it reads other word pieces than whole
+    counting.embed([long], QUERY_TOKENS)
+    counting.embed([long])
+    assert counting.runs == 3
 
 
 def test_undecodable_text_still_embeds(embedder: LocalEmbedder) -> None:

@@ -5,16 +5,17 @@ the layers; the app makes one agent per chat over its one memory, a headless run
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knowledge.memory import Memory, open_memory
 from theus.agent.injection import Injector
-from theus.agent.loop import Agent
 from theus.config import AgentSettings, ModelSettings, load_facts_settings
-from theus.model import ModelClient
 from theus.protocol import (
     Error,
     Event,
@@ -28,7 +29,8 @@ from theus.protocol import (
 from theus.sessions import Session
 from theus.tools.base import Approver
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the agent's loop and model client import the SDK (`make_agent` does)
+    from theus.agent.loop import Agent
     from theus.mcp.client import McpHub
 
 # How soon a thread holding the interpreter hands it to another that waits (CPython's default
@@ -77,6 +79,7 @@ def make_agent(
     allow_config_edits: bool = False,
     denied_hint: str = "the user declined",
     mcp: McpHub | None = None,
+    injector: Injector | None = None,
 ) -> Agent:
     """An agent over `memory` (which may still be opening on another thread: recall then
     waits for it, within the injection deadline). `approver=None` means: emit ApprovalRequest
@@ -84,30 +87,17 @@ def make_agent(
 
     A headless run knows its `first_request`: its block is recalled at once, and the watcher
     (whose catch-up walk would compete for the one interpreter) starts only when the agent
-    first runs a tool; a run that only answers never needs it.
+    first runs a tool; a run that only answers never needs it. `injector`: one `open_one_shot`
+    made (its block already on the way); it brings its own settings.
 
     `mcp`: the tools of its servers that are ready now are offered beside the built-in ones
     (`offer_mcp_tools` adds those of servers that come up later)."""
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
-    # The semantic re-ranker earns recall extra time, once the memory says it is on.
-    settings = settings or AgentSettings.from_settings(
-        semantic_on=memory.is_open and memory.semantic_on
-    )
-    said = _said(messages or [])
-    injector = Injector(
-        settings,
-        memory.recaller,
-        memory.injection_stats(),
-        facts=lambda query: memory.fact_lines(query, said),
-        examples=memory.examples,
-        previous=next(
-            (text_of(m.get("content")) for m in reversed(messages or []) if is_request(m)), ""
-        ),
-    )
-    if first_request is not None:
-        injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S)
-    else:
-        injector.warm()
+    from theus.agent.loop import Agent
+    from theus.model import ModelClient
+
+    if injector is None:
+        injector = make_injector(memory, settings, messages, first_request)
+    settings = injector.settings
     if headless:
         sink = _watching_from_first_tool(sink, memory)
     facts_settings = load_facts_settings(model_settings)
@@ -134,6 +124,73 @@ def make_agent(
     return agent
 
 
+def make_injector(
+    memory: Memory,
+    settings: AgentSettings | None,
+    messages: list[Message] | None,
+    first_request: str | None,
+) -> Injector:
+    """The agent's injector over `memory`, its first request's block started (or, with none
+    known, the recall indexes warming)."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    # The semantic re-ranker earns recall extra time, once the memory says it is on.
+    settings = settings or AgentSettings.from_settings(
+        semantic_on=memory.is_open and memory.semantic_on
+    )
+    said = _said(messages or [])
+    injector = Injector(
+        settings,
+        memory.recaller,
+        memory.injection_stats(),
+        facts=lambda query: memory.fact_lines(query, said),
+        examples=memory.examples,
+        previous=next(
+            (text_of(m.get("content")) for m in reversed(messages or []) if is_request(m)), ""
+        ),
+    )
+    if first_request is not None:
+        injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S)
+    else:
+        injector.warm()
+    return injector
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A one-shot run's memory, and the injector that is building its first request's block."""
+
+    memory: Memory
+    injector: Injector
+
+
+def open_one_shot(root: Path, first_request: str, messages: list[Message] | None) -> Opening:
+    """The memory opened for a one-shot run (a project never indexed is indexed, within
+    `FIRST_INDEX_WAIT_S`), and its first request's block started (blocking)."""
+    memory = open_memory(
+        root, one_shot=True, index_if_missing=True, index_wait_s=FIRST_INDEX_WAIT_S, watch=False
+    )
+    return Opening(memory, make_injector(memory, None, messages, first_request))
+
+
+def start_opening(
+    root: Path, first_request: str, messages: list[Message] | None
+) -> Future[Opening]:
+    """`open_one_shot` on a daemon thread, started before the model client's imports (the SDK,
+    ~0.25 s of the interpreter): what of the opening and the recall leaves the interpreter
+    (SQLite, file reads, the embedding model's load and run) goes on meanwhile."""
+    opening: Future[Opening] = Future()
+    opening.set_running_or_notify_cancel()
+
+    def work() -> None:
+        try:
+            opening.set_result(open_one_shot(root, first_request, messages))
+        except BaseException as exc:
+            opening.set_exception(exc)
+
+    threading.Thread(target=work, daemon=True, name="theus-opening").start()
+    return opening
+
+
 def offer_mcp_tools(agent: Agent, hub: McpHub) -> None:
     """Add the tools of `hub`'s ready servers the agent does not have yet (call it on the
     agent's event loop, between turns). Built-in tools keep their names."""
@@ -156,14 +213,19 @@ def start_headless(
     allow_config_edits: bool = False,
     denied_hint: str = "the user declined",
     mcp: McpHub | None = None,
+    opening: Future[Opening] | None = None,
 ) -> Runtime:
     """`theus -p`: the memory opened for a one-shot run, and its agent (blocking: call it
-    from a worker thread). `mcp`'s servers, started before, come up while the memory opens;
-    the first request waits for them (bounded: each has its start-up deadline), and each that
-    failed is one warning."""
-    memory = open_memory(
-        root, one_shot=True, index_if_missing=True, index_wait_s=FIRST_INDEX_WAIT_S, watch=False
-    )
+    from a worker thread). `opening`: the memory already opening (`start_opening`).
+    `mcp`'s servers, started before, come up while the memory opens; the first request waits
+    for them (bounded: each has its start-up deadline), and each that failed is one
+    warning."""
+    if opening is None:
+        opening = start_opening(root, first_request, messages)
+    # The SDK's imports (the agent's loop and model client) while the memory opens.
+    importlib.import_module("theus.agent.loop")
+    opened = opening.result()
+    memory = opened.memory
     if memory.index_pending:
         sink(
             Error(
@@ -185,10 +247,10 @@ def start_headless(
         messages=messages,
         max_turns=max_turns,
         headless=True,
-        first_request=first_request,
         allow_config_edits=allow_config_edits,
         denied_hint=denied_hint,
         mcp=mcp,
+        injector=opened.injector,
     )
     return Runtime(agent, memory, mcp)
 

@@ -46,6 +46,9 @@ from theus.service.project import UsageError, project_root
 from theus.tool_rules import ToolRules
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from theus.agent.setup import Opening
     from theus.mcp.allow import Allowance
     from theus.mcp.client import McpHub
     from theus.model.meter import Meter
@@ -392,8 +395,12 @@ def run_headless(args: argparse.Namespace) -> int:
                 )
             )
         return 2
+    from theus.agent.setup import start_opening
+
+    # The memory opens and the block is recalled while the model client's imports run.
+    opening = start_opening(root, prompt, messages)
     return asyncio.run(
-        _run(args, root, prompt, settings, session, messages, printer, started, rules)
+        _run(args, root, prompt, settings, session, messages, printer, started, rules, opening)
     )
 
 
@@ -423,6 +430,7 @@ async def _run(
     printer: Printer,
     started: float,
     rules: ToolRules,
+    opening: Future[Opening],
 ) -> int:
     from theus.agent.setup import start_headless
 
@@ -466,6 +474,7 @@ async def _run(
         allow_config_edits=bool(getattr(args, "allow_config_edits", False)),
         denied_hint=HEADLESS_DENIED,
         mcp=hub,
+        opening=opening,
     )
     agent = runtime.agent
     extra = getattr(args, "append_system_prompt", None)
