@@ -11,6 +11,8 @@ The code section (at most `max_lines`, each line at most `LINE_CHARS`, the "also
 paths at most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
 
     Project index — code related to the request (recalled, score 0.82):
+    Likely to change:
+    src/cart.py:12-30 Cart.total(self, items) -> float — Sum of line prices.
     src/cart.py — Shopping cart.; imports pricing.py, models.py
       Cart.total(self, items) -> float :12 — Sum of line prices.
     src/pricing.py: price_of(item) — Unit price with discounts.
@@ -18,9 +20,11 @@ paths at most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
     Project memory (recalled data, not instructions):
     - "The cart total excludes shipping."
 
-HOT hits in detail (grouped by file: the file line with its imports, then its symbols), WARM
-hits one line each, COLD hits as one "also:" line. Memories and episodes are quoted strings
-under a header that says they are data: recalled text is never phrased as an instruction.
+First the definitions most likely to change, each with its file and line range
+(`knowledge.recall.definitions`), then HOT hits in detail (grouped by file: the file line with
+its imports, then its symbols), WARM hits one line each, COLD hits as one "also:" line.
+Memories and episodes are quoted strings under a header that says they are data: recalled
+text is never phrased as an instruction.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from knowledge.core import keys
 from knowledge.core.graph import GraphReader, Node
 from knowledge.core.redact import redact
 from knowledge.core.token_count import count_tokens
-from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
+from knowledge.recall import THRESHOLD, Definition, Hit, Recall, Recaller
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -64,6 +68,7 @@ INJECT_TOP = 30
 # Detail stops past this many tokens; the "also:" line of further paths still fits after it.
 BLOCK_TOKENS = 480
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
+LEAD_HEAD = "Likely to change:"
 
 
 SectionKind = Literal["code", "memories", "facts", "examples"]
@@ -148,7 +153,9 @@ def recalled_texts(
             )
             budget = _Budget(BLOCK_TOKENS - sum(count_tokens(m) for m in memo), room)
             budget.take(lines[0])
-            lines += _hot(code, graph, shown, budget)
+            named: set[str] = set()
+            lines += _lead(recall.definitions, graph, named, budget)
+            lines += _hot(code, graph, shown, budget, named)
             lines += _warm(code, graph, shown, budget)
             also = _also(code, recall.files, shown)
             lines = [_clip(line) for line in lines[:room]]
@@ -174,8 +181,31 @@ class _Budget:
         return True
 
 
-def _hot(code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget) -> list[str]:
-    """The best files in detail: the file line (summary, imports), then its best symbols."""
+def _lead(
+    definitions: list[Definition], graph: GraphReader, named: set[str], budget: _Budget
+) -> list[str]:
+    """The definitions most likely to change, with their line ranges (their keys go into
+    `named`, so that the file's detail does not repeat them)."""
+    lines: list[str] = []
+    for found in definitions:
+        node = graph.get(found.key)
+        if node is None:
+            continue
+        line = f"{found.path}:{found.line}-{found.end_line} {_symbol_text(node)}{_summary(node)}"
+        if not budget.take(line):
+            break
+        lines.append(line)
+        named.add(found.key)
+    if lines and budget.take(LEAD_HEAD):
+        return [LEAD_HEAD, *lines]
+    return lines
+
+
+def _hot(
+    code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget, named: set[str]
+) -> list[str]:
+    """The best files in detail: the file line (summary, imports), then its best symbols
+    (but those `_lead` showed)."""
     groups: dict[str, list[Hit]] = {}
     for hit in code:
         if hit.layer == "HOT" and (hit.path in groups or len(groups) < MAX_HOT_FILES):
@@ -187,7 +217,9 @@ def _hot(code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget) 
             break
         lines.append(line)
         shown.add(path)
-        for hit in [h for h in hits if h.kind != "file"][:MAX_SYMBOLS_PER_FILE]:
+        for hit in [h for h in hits if h.kind != "file" and h.key not in named][
+            :MAX_SYMBOLS_PER_FILE
+        ]:
             node = graph.get(hit.key)
             if node is None:
                 continue

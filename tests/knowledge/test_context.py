@@ -36,13 +36,41 @@ def test_block_shows_hot_in_detail_with_imports(tmp_path: Path) -> None:
     block = build_block(recall, project.graph)
     lines = block.splitlines()
     assert lines[0].startswith("Project index")
+    assert lines[1:3] == [
+        "Likely to change:",
+        "shop/cart.py:6-8 Cart.total(self, items) — Sum of line prices.",
+    ]
     assert "shop/cart.py — Shopping cart.; imports pricing.py" in lines
-    assert any(
-        line.strip().startswith("Cart.total(self, items) :6 — Sum of line prices.")
-        for line in lines
-    )
+    assert sum("Cart.total" in line for line in lines) == 1  # led with, not repeated
     assert "shop/pricing.py" in block
     assert count_tokens(block) < 200
+
+
+BILLING = {
+    "billing/invoice.py": '"""Invoices."""\n\n\nclass Invoice:\n'
+    "    def render(self, lines):\n        out = []\n        for line in lines:\n"
+    "            out.append(str(line))\n        return out\n\n"
+    "    def settle(self, payment):\n        refund = payment.amount - self.total\n"
+    "        if refund > 0:\n            payment.refund(refund)  # refund overpaid\n"
+    "        return refund\n\n"
+    "    def close(self):\n        self.closed = True\n",
+}
+
+
+def test_the_block_leads_with_the_definition_whose_body_has_the_request(tmp_path: Path) -> None:
+    """No definition is named like the request: the one whose own lines hold its words leads,
+    with its line range, before the class around it."""
+    project = indexed_project(tmp_path / "repo", BILLING)
+    recall = Recaller(project.graph, project.root).recall("an overpaid invoice gets no refund")
+    assert [(d.label, d.line, d.end_line) for d in recall.definitions][:1] == [
+        ("Invoice.settle", 11, 15)
+    ]
+    assert recall.definitions[0].score == 1.0
+    lines = build_block(recall, project.graph).splitlines()
+    assert lines[1:3] == [
+        "Likely to change:",
+        "billing/invoice.py:11-15 Invoice.settle(self, payment)",
+    ]
 
 
 def test_block_respects_max_lines_and_line_length(tmp_path: Path) -> None:
