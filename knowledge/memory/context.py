@@ -21,10 +21,11 @@ paths at most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
     - "The cart total excludes shipping."
 
 First the definitions most likely to change, each with its file and line range
-(`knowledge.recall.definitions`), then HOT hits in detail (grouped by file: the file line with
-its imports, then its symbols), WARM hits one line each, COLD hits as one "also:" line.
-Memories and episodes are quoted strings under a header that says they are data: recalled
-text is never phrased as an instruction.
+(`knowledge.recall.definitions`; a file's further ones indented under its first, the best
+three with their doc line, the rest by name), then HOT hits in detail (grouped by file: the
+file line with its imports, then its symbols), WARM hits one line each, COLD hits as one
+"also:" line. Memories and episodes are quoted strings under a header that says they are
+data: recalled text is never phrased as an instruction.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ INJECT_TOP = 30
 BLOCK_TOKENS = 480
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 LEAD_HEAD = "Likely to change:"
+LEAD_SUMMARIES = 3  # the best definitions shown with their doc line
 
 
 SectionKind = Literal["code", "memories", "facts", "examples"]
@@ -184,18 +186,30 @@ class _Budget:
 def _lead(
     definitions: list[Definition], graph: GraphReader, named: set[str], budget: _Budget
 ) -> list[str]:
-    """The definitions most likely to change, with their line ranges (their keys go into
-    `named`, so that the file's detail does not repeat them)."""
+    """The definitions most likely to change, with their line ranges, grouped by file in
+    rank order: a file's first one on a line with its path, the next ones indented under it
+    (their keys go into `named`, so that the file's detail does not repeat them). The best
+    `LEAD_SUMMARIES` carry their doc line; the rest only their signature, so more fit."""
+    by_path: dict[str, list[tuple[int, Definition]]] = {}
+    for rank, found in enumerate(definitions):
+        by_path.setdefault(found.path, []).append((rank, found))
     lines: list[str] = []
-    for found in definitions:
-        node = graph.get(found.key)
-        if node is None:
-            continue
-        line = f"{found.path}:{found.line}-{found.end_line} {_symbol_text(node)}{_summary(node)}"
-        if not budget.take(line):
-            break
-        lines.append(line)
-        named.add(found.key)
+    for path, group in by_path.items():
+        opened = False  # the file's path is on a line already
+        for rank, found in group:
+            node = graph.get(found.key)
+            if node is None:
+                continue
+            best = rank < LEAD_SUMMARIES
+            doc = _summary(node) if best else ""
+            span = f"{found.line}-{found.end_line}"
+            text = _symbol_text(node) if best else node.label
+            line = f"  {text} :{span}{doc}" if opened else f"{path}:{span} {text}{doc}"
+            if not budget.take(line):
+                break
+            lines.append(line)
+            opened = True
+            named.add(found.key)
     if lines and budget.take(LEAD_HEAD):
         return [LEAD_HEAD, *lines]
     return lines

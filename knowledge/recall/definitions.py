@@ -28,7 +28,7 @@ from knowledge.core.graph import Node
 from knowledge.recall.lexical import Match
 
 FILES = 3  # the best files whose definitions are ranked
-SHOWN = 3  # definitions a recall returns
+SHOWN = 12  # definitions a recall returns (the block shows as many as fit)
 TERMS = 12  # the request's heaviest words searched in the files' text
 NAMES = 1.0
 BODY = 1.0

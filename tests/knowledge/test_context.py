@@ -73,6 +73,21 @@ def test_the_block_leads_with_the_definition_whose_body_has_the_request(tmp_path
     ]
 
 
+def test_the_lead_groups_a_files_definitions_under_its_path(tmp_path: Path) -> None:
+    """A file's further definitions come indented under its first one, each with its line
+    range; past the best `LEAD_SUMMARIES`, by name only (so more of them fit)."""
+    project = indexed_project(tmp_path / "repo", BILLING)
+    recall = Recaller(project.graph, project.root).recall("invoice settle refund render close")
+    lines = build_block(recall, project.graph).splitlines()
+    lead = lines[2 : 2 + len(recall.definitions)]
+    assert len(lead) == len(recall.definitions) == 4
+    assert lead[0].startswith("billing/invoice.py:")
+    assert all(line.startswith("  Invoice") for line in lead[1:])
+    assert lead[3] == "  " + f"{recall.definitions[3].label} :" + (
+        f"{recall.definitions[3].line}-{recall.definitions[3].end_line}"
+    )
+
+
 def test_block_respects_max_lines_and_line_length(tmp_path: Path) -> None:
     files = {f"pkg/widget_{i}.py": f"def widget_gadget_{i}(x):\n    return x\n" for i in range(80)}
     project = indexed_project(tmp_path / "repo", files)
