@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from knowledge.core import keys
-from knowledge.core.filetext import read_text
 from knowledge.core.graph import RELATION_EDGE, Graph, GraphReader
 from knowledge.core.store import StoreGraph
 from knowledge.recall import kinds, saved
@@ -321,7 +320,7 @@ class Recaller:
         return rank_definitions(
             [(h.path, h.score / top) for h in files],
             self.graph.owned_nodes,
-            lambda path: read_text(self.root, path),
+            self.content.line_counts,
             match,
             {t: w * idf[t] for t, w in weights.items() if t in idf},
             mentioned_identifiers(query),

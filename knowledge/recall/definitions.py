@@ -6,25 +6,26 @@ best `FILES` files, each definition (function, method, class, type; not a consta
     file * (NAMES * names + BODY * body / best body + IDENT * named)
 
 - names: its label match (`lexical.Match.scores_in`: name, qualifier, signature, first doc line);
-- body: BM25 of the request's `TERMS` heaviest words in its own lines (the file's text,
-  read once per call, words found at a word or camel-case start), so a short function full
-  of the request's words beats the class around it;
+- body: BM25 of the request's `TERMS` heaviest words (each with the words it starts:
+  "refund" finds "refunded") in its own lines, so a short function full of the request's
+  words beats the class around it;
 - named: the request spells out its name (`tokens.mentioned_identifiers`);
 - file: the file's ranking score (in [0, 1], the best file 1), to the power `FILE_POWER`.
 
-Reads the chosen files' text (as `content` does); the rest is arithmetic over the graph's
-line ranges.
+Reads no file: the content index keeps which lines of each passage hold each word
+(`ContentIndex.line_counts`), so the body score is a lookup in its postings; the rest is
+arithmetic over the graph's line ranges.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from knowledge.core.graph import Node
+from knowledge.recall.content import LineCounts
 from knowledge.recall.lexical import Match
 
 FILES = 3  # the best files whose definitions are ranked
@@ -59,15 +60,16 @@ class Definition:
         }
 
 
-# The owned nodes of a path (the graph's, or the store's), and a file's text (None: unread).
+# The owned nodes of a path (the graph's, or the store's).
 NodesOf = Callable[[str], list[Node]]
-TextOf = Callable[[str], str | None]
+# Per path, per term: the file's lines holding it and the count on each (`content`).
+CountsOf = Callable[[list[str], list[str]], dict[str, LineCounts]]
 
 
 def rank_definitions(
     files: list[tuple[str, float]],
     nodes_of: NodesOf,
-    text_of: TextOf,
+    counts_of: CountsOf,
     match: Match,
     weights: dict[str, float],
     mentioned: list[str],
@@ -76,9 +78,9 @@ def rank_definitions(
     first); `weights`: the request's terms with their weights times IDF."""
     scored: list[tuple[float, Node]] = []
     bodies: list[float] = []
-    searched = sorted(weights, key=lambda t: -weights[t])[:TERMS]
-    pattern = _pattern(searched)
+    searched = [t for t in sorted(weights, key=lambda t: -weights[t]) if len(t) > 2][:TERMS]
     named = set(mentioned)
+    counts = counts_of([path for path, _ in files[:FILES]], searched)
     for path, file_score in files[:FILES]:
         nodes = [
             n
@@ -87,12 +89,7 @@ def rank_definitions(
         ]
         if not nodes:
             continue
-        text = text_of(path) if pattern is not None else None
-        body = (
-            _bodies(nodes, text, pattern, weights)
-            if text and pattern is not None
-            else np.zeros(len(nodes))
-        )
+        body = _bodies(nodes, counts.get(path, {}), weights)
         prior = max(file_score, 0.0) ** FILE_POWER
         labels = match.scores_in(path)
         for node, b in zip(nodes, body.tolist(), strict=True):
@@ -115,41 +112,18 @@ def rank_definitions(
     ]
 
 
-def _pattern(terms: list[str]) -> re.Pattern[str] | None:
-    """The terms, over lower-cased text (a plain alternation: a lookbehind made the search
-    seven times slower; `_bodies` checks where each match starts)."""
-    usable = sorted((t for t in terms if len(t) > 2), key=len, reverse=True)
-    if not usable:
-        return None
-    return re.compile("|".join(re.escape(t) for t in usable))
-
-
-def _bodies(
-    nodes: list[Node], text: str, pattern: re.Pattern[str], weights: dict[str, float]
-) -> np.ndarray:
-    """BM25 of each node's lines (its range) for the weighted terms."""
-    starts = np.fromiter(
-        (m.start() for m in re.finditer("\n", text)), dtype=np.int64, count=text.count("\n")
-    )
-    found: dict[str, list[int]] = {}
-    for m in pattern.finditer(text.lower()):
-        at = m.start()
-        # At a word start or a camel-case hump ("total" in getTotal, not in subtotal).
-        if at == 0 or not text[at - 1].isalpha() or text[at].isupper():
-            found.setdefault(m.group(), []).append(at)
+def _bodies(nodes: list[Node], counts: LineCounts, weights: dict[str, float]) -> np.ndarray:
+    """BM25 of each node's lines for the weighted terms."""
     first = np.array([n.line for n in nodes], np.int64)
     last = np.array([n.end_line for n in nodes], np.int64)
     length = (last - first + 1).astype(np.float64)
     norm = K1 * (1.0 - B + B * length / max(1.0, float(length.mean())))
     score = np.zeros(len(nodes))
-    for term, offsets in found.items():
+    for term, (lines, found) in counts.items():
         weight = weights.get(term)
         if not weight:
             continue
-        lines = np.searchsorted(starts, np.array(offsets, np.int64)) + 1  # 1-based
-        lines.sort()
-        tf = (np.searchsorted(lines, last, "right") - np.searchsorted(lines, first, "left")).astype(
-            np.float64
-        )
+        total = np.concatenate(([0.0], np.cumsum(found)))
+        tf = total[np.searchsorted(lines, last, "right")] - total[np.searchsorted(lines, first)]
         score += weight * tf * (K1 + 1.0) / (tf + norm)
     return score

@@ -73,6 +73,22 @@ def test_the_block_leads_with_the_definition_whose_body_has_the_request(tmp_path
     ]
 
 
+def test_a_request_word_finds_the_longer_words_it_starts_in_a_body(tmp_path: Path) -> None:
+    """ "rendering" is only in `show`'s body, "refunded" only in `post`'s (as "wasRefunded"):
+    the body score looks words up in the content index, each with the words it starts."""
+    project = indexed_project(tmp_path / "repo", {"billing/ledger.py": LEDGER})
+    recaller = Recaller(project.graph, project.root)
+    assert recaller.recall("ledger render").definitions[0].label == "Book.show"
+    assert recaller.recall("ledger refund").definitions[0].label == "Book.post"
+
+
+LEDGER = (
+    '"""Ledger."""\n\n\nclass Book:\n'
+    "    def show(self, rows):\n        # rendering rows as text\n        return rows\n\n"
+    "    def post(self, entry):\n        entry.wasRefunded = True\n        return entry\n"
+)
+
+
 def test_the_lead_groups_a_files_definitions_under_its_path(tmp_path: Path) -> None:
     """A file's further definitions come indented under its first one, each with its line
     range; past the best `LEAD_SUMMARIES`, by name only (so more of them fit)."""
