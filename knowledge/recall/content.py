@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 K1 = 1.5
 B = 0.75
 PREFIXED = 8  # words a term of `line_counts` stands for (itself included)
-# Per term, a file's lines holding it and the count on each (`line_counts`).
+# Per term, the lines holding it and the count on each (`line_counts`).
 LineCounts = dict[str, tuple[np.ndarray, np.ndarray]]
 _CHUNK = 48  # files a worker reads per task
 
@@ -395,52 +395,58 @@ class ContentIndex:
             out, best, share, float(scores.max(initial=0.0)), float(best_passage.max(initial=0.0))
         )
 
-    def line_counts(self, paths: list[str], terms: list[str]) -> dict[str, LineCounts]:
-        """Per path, per term: the file's lines holding the term or a word it starts (at
-        most `PREFIXED` such words: "refund" finds "refunded"), from 1 and ascending, and
-        the count on each (a word's count in a passage, shared evenly by the passage's
-        lines holding it). A lookup in the postings: a file's passages take consecutive
-        slots, and a term's slots only grow."""
+    def line_counts(self, paths: list[str], terms: list[str]) -> LineCounts:
+        """Per term: the lines of the files `paths` holding it or a word it starts (at most
+        `PREFIXED` such words: "refund" finds "refunded"), numbered across the files (line
+        n of `paths[i]` is `i << 32 | n`, lines from 1) and ascending, and the count on each
+        (a word's count in a passage, shared evenly by the passage's lines holding it). A
+        lookup in the postings: a file's passages take consecutive slots, and a term's
+        slots only grow."""
         with self.lock:
-            ranges: dict[str, tuple[int, int]] = {}
-            for path in paths:
+            bounds = np.zeros((len(paths), 2), np.int64)  # a file's passage slots; none: 0, 0
+            for i, path in enumerate(paths):
                 slot = self._slot.get(path)
-                if slot is None:
-                    continue
-                mine = np.flatnonzero(self._owner[: self._passages] == slot)
-                if len(mine):
-                    ranges[path] = (int(mine[0]), int(mine[-1]) + 1)
-            out: dict[str, LineCounts] = {path: {} for path in ranges}
+                mine = (
+                    np.flatnonzero(self._owner[: self._passages] == slot)
+                    if slot is not None
+                    else None
+                )
+                if mine is not None and len(mine):
+                    bounds[i] = (mine[0], mine[-1] + 1)
+            numbers = np.arange(len(paths), dtype=np.int64)
+            out: LineCounts = {}
             for term in terms:
-                parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+                parts: list[tuple[np.ndarray, np.ndarray]] = []
                 for word in self._postings.prefixed(term, PREFIXED):
                     found, where = self._postings.get(word), self._lines.get(word)
                     if found is None or where is None:
                         continue
-                    for path, (first, end) in ranges.items():
-                        low, high = np.searchsorted(found[0], (first, end)).tolist()
-                        if high > low:
-                            piece = self._lines_of(found, where, low, high)
-                            parts.setdefault(path, []).append(piece)
-                for path, pieces in parts.items():
-                    lines = np.concatenate([p[0] for p in pieces])
+                    cut = np.searchsorted(found[0], bounds.ravel()).reshape(-1, 2)
+                    sizes = cut[:, 1] - cut[:, 0]
+                    if sizes.any():
+                        at = np.concatenate([np.arange(a, b) for a, b in cut.tolist() if b > a])
+                        parts.append(self._lines_of(found, where, at, np.repeat(numbers, sizes)))
+                if parts:
+                    lines = np.concatenate([p[0] for p in parts])
                     order = np.argsort(lines, kind="stable")
-                    out[path][term] = (lines[order], np.concatenate([p[1] for p in pieces])[order])
+                    out[term] = (lines[order], np.concatenate([p[1] for p in parts])[order])
             return out
 
     def _lines_of(
         self,
         found: tuple[np.ndarray, np.ndarray],
         where: tuple[np.ndarray, np.ndarray],
-        low: int,
-        high: int,
+        at: np.ndarray,
+        files: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The lines (and count on each) of a word's postings entries `low:high`."""
-        masks = where[1][low:high].astype(np.int64)
+        """The lines (numbered across the files) and the count on each of a word's postings
+        entries `at`, of the files numbered `files`."""
+        masks = where[1][at].astype(np.int64)
         bits = (masks[:, None] >> _BITS) & 1
         row, col = np.nonzero(bits)
-        share = found[1][low:high].astype(np.float64) / bits.sum(axis=1).clip(1)
-        return self._passage_line[found[0][low:high]][row] + col, share[row]
+        share = found[1][at] / np.maximum(bits.sum(axis=1), 1)
+        start = self._passage_line[found[0][at]].astype(np.int64) + (files << 32)
+        return (start[row] + col), share[row]
 
     def _path_of(self, slot: int) -> str | None:
         node = self._nodes[slot]

@@ -7,8 +7,9 @@ best `FILES` files, each definition (function, method, class, type; not a consta
 
 - names: its label match (`lexical.Match.scores_in`: name, qualifier, signature, first doc line);
 - body: BM25 of the request's `TERMS` heaviest words (each with the words it starts:
-  "refund" finds "refunded") in its own lines, so a short function full of the request's
-  words beats the class around it;
+  "refund" finds "refunded") in its own lines: its range less its nested definitions', as
+  the definition a change touches is the innermost one around it (a class's own lines are
+  its fields and signature);
 - named: the request spells out its name (`tokens.mentioned_identifiers`);
 - file: the file's ranking score (in [0, 1], the best file 1), to the power `FILE_POWER`.
 
@@ -28,14 +29,14 @@ from knowledge.core.graph import Node
 from knowledge.recall.content import LineCounts
 from knowledge.recall.lexical import Match
 
-FILES = 3  # the best files whose definitions are ranked
+FILES = 5  # the best files whose definitions are ranked
 SHOWN = 12  # definitions a recall returns (the block shows as many as fit)
 TERMS = 12  # the request's heaviest words searched in the files' text
 NAMES = 1.0
-BODY = 1.0
+BODY = 2.0
 IDENT = 1.0
 FILE_POWER = 2.0
-K1, B = 1.2, 0.75
+K1, B = 1.2, 0.5
 NOT_DEFINITIONS = frozenset({"const", "var", "field", "property"})
 
 
@@ -62,8 +63,8 @@ class Definition:
 
 # The owned nodes of a path (the graph's, or the store's).
 NodesOf = Callable[[str], list[Node]]
-# Per path, per term: the file's lines holding it and the count on each (`content`).
-CountsOf = Callable[[list[str], list[str]], dict[str, LineCounts]]
+# Per term, the files' lines holding it and the count on each (`ContentIndex.line_counts`).
+CountsOf = Callable[[list[str], list[str]], LineCounts]
 
 
 def rank_definitions(
@@ -76,34 +77,34 @@ def rank_definitions(
 ) -> list[Definition]:
     """The best `SHOWN` definitions of the best `FILES` of `files` ((path, score), best
     first); `weights`: the request's terms with their weights times IDF."""
-    scored: list[tuple[float, Node]] = []
-    bodies: list[float] = []
     searched = [t for t in sorted(weights, key=lambda t: -weights[t]) if len(t) > 2][:TERMS]
     named = set(mentioned)
-    counts = counts_of([path for path, _ in files[:FILES]], searched)
-    for path, file_score in files[:FILES]:
-        nodes = [
-            n
-            for n in nodes_of(path)
-            if n.kind == "symbol" and n.subkind not in NOT_DEFINITIONS and n.end_line >= n.line > 0
-        ]
-        if not nodes:
-            continue
-        body = _bodies(nodes, counts.get(path, {}), weights)
+    chosen = files[:FILES]
+    nodes: list[Node] = []
+    which: list[int] = []  # each node's file, by its place in `chosen`
+    own: list[float] = []
+    for i, (path, file_score) in enumerate(chosen):
         prior = max(file_score, 0.0) ** FILE_POWER
         labels = match.scores_in(path)
-        for node, b in zip(nodes, body.tolist(), strict=True):
+        for node in nodes_of(path):
+            if node.kind != "symbol" or node.subkind in NOT_DEFINITIONS:
+                continue
+            if not node.end_line >= node.line > 0:
+                continue
             short = node.label.rsplit(".", 1)[-1].lower()
-            own = NAMES * labels.get(node.key, 0.0) + IDENT * (short in named)
-            scored.append((prior * own, node))
-            bodies.append(prior * b)
-    if not scored:
+            nodes.append(node)
+            which.append(i)
+            own.append(prior * (NAMES * labels.get(node.key, 0.0) + IDENT * (short in named)))
+    if not nodes:
         return []
-    best_body = max(bodies) or 1.0
-    ranked = sorted(
-        ((s + BODY * b / best_body, node) for (s, node), b in zip(scored, bodies, strict=True)),
-        key=lambda sn: (-sn[0], sn[1].key),
-    )[:SHOWN]
+    files_of = np.array(which, np.int64)
+    priors = np.array([max(score, 0.0) ** FILE_POWER for _, score in chosen])
+    counts = counts_of([path for path, _ in chosen], searched)
+    bodies = priors[files_of] * _bodies(nodes, files_of, counts, weights)
+    total = np.array(own) + BODY * bodies / (float(bodies.max()) or 1.0)
+    ranked = sorted(zip(total.tolist(), nodes, strict=True), key=lambda sn: (-sn[0], sn[1].key))[
+        :SHOWN
+    ]
     top = ranked[0][0] or 1.0
     return [
         Definition(n.key, n.path, n.label, n.line, n.end_line, round(s / top, 4))
@@ -112,12 +113,22 @@ def rank_definitions(
     ]
 
 
-def _bodies(nodes: list[Node], counts: LineCounts, weights: dict[str, float]) -> np.ndarray:
-    """BM25 of each node's lines for the weighted terms."""
-    first = np.array([n.line for n in nodes], np.int64)
-    last = np.array([n.end_line for n in nodes], np.int64)
+def _bodies(
+    nodes: list[Node], files: np.ndarray, counts: LineCounts, weights: dict[str, float]
+) -> np.ndarray:
+    """BM25 of each node's own lines (its range less its nested definitions': a class's
+    words are its fields' and signature's, its methods' words are theirs) for the weighted
+    terms; the average length is its file's (`files`: each node's file, as `counts` numbers
+    them)."""
+    # Lines numbered as `line_counts` numbers them: no range then spans two files.
+    first = np.array([n.line for n in nodes], np.int64) + (files << 32)
+    last = np.array([n.end_line for n in nodes], np.int64) + (files << 32)
+    inner = _children(first, last)
     length = (last - first + 1).astype(np.float64)
-    norm = K1 * (1.0 - B + B * length / max(1.0, float(length.mean())))
+    np.subtract.at(length, inner[:, 0], length[inner[:, 1]])
+    length = np.maximum(length, 1.0)
+    mean = np.bincount(files, weights=length) / np.maximum(np.bincount(files), 1)
+    norm = K1 * (1.0 - B + B * length / np.maximum(mean[files], 1.0))
     score = np.zeros(len(nodes))
     for term, (lines, found) in counts.items():
         weight = weights.get(term)
@@ -125,5 +136,21 @@ def _bodies(nodes: list[Node], counts: LineCounts, weights: dict[str, float]) ->
             continue
         total = np.concatenate(([0.0], np.cumsum(found)))
         tf = total[np.searchsorted(lines, last, "right")] - total[np.searchsorted(lines, first)]
+        np.subtract.at(tf, inner[:, 0], tf[inner[:, 1]])
+        tf = np.maximum(tf, 0.0)
         score += weight * tf * (K1 + 1.0) / (tf + norm)
     return score
+
+
+def _children(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """(parent, child) index pairs: each node with the nearest node around it."""
+    order = np.lexsort((-last, first)).tolist()
+    open_: list[int] = []
+    pairs = []
+    for i in order:
+        while open_ and last[open_[-1]] < first[i]:
+            open_.pop()
+        if open_ and last[i] <= last[open_[-1]]:
+            pairs.append((open_[-1], i))
+        open_.append(i)
+    return np.array(pairs, np.int64).reshape(-1, 2)

@@ -89,6 +89,23 @@ LEDGER = (
 )
 
 
+def test_a_class_scores_by_its_own_lines_not_its_methods(tmp_path: Path) -> None:
+    """The words of a class's field make it the definition to change; the same words in a
+    method make the method it, not the class around it."""
+    project = indexed_project(tmp_path / "repo", {"billing/ledger.py": ACCOUNTS})
+    recaller = Recaller(project.graph, project.root)
+    assert recaller.recall("ledger overdraft limit").definitions[0].label == "Account"
+    assert recaller.recall("account interest rounding").definitions[0].label == "Account.accrue"
+
+
+ACCOUNTS = (
+    '"""Ledger."""\n\n\nclass Account:\n    overdraft_limit = 100\n\n'
+    "    def accrue(self, days):\n        # interest, with rounding to cents\n"
+    "        return round(self.balance * days, 2)\n\n"
+    "    def close(self):\n        self.closed = True\n"
+)
+
+
 def test_the_lead_groups_a_files_definitions_under_its_path(tmp_path: Path) -> None:
     """A file's further definitions come indented under its first one, each with its line
     range; past the best `LEAD_SUMMARIES`, by name only (so more of them fit)."""
