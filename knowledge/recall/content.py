@@ -418,12 +418,13 @@ class ContentIndex:
             for term in terms:
                 parts: list[tuple[np.ndarray, np.ndarray]] = []
                 for word in self._postings.prefixed(term, PREFIXED):
-                    found, where = self._postings.get(word), self._lines.get(word)
-                    if found is None or where is None:
+                    found = self._postings.get(word)
+                    if found is None:
                         continue
                     cut = np.searchsorted(found[0], bounds.ravel()).reshape(-1, 2)
                     sizes = cut[:, 1] - cut[:, 0]
-                    if sizes.any():
+                    where = self._lines.get(word) if sizes.any() else None
+                    if where is not None:
                         at = np.concatenate([np.arange(a, b) for a, b in cut.tolist() if b > a])
                         parts.append(self._lines_of(found, where, at, np.repeat(numbers, sizes)))
                 if parts:

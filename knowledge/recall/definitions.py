@@ -102,9 +102,12 @@ def rank_definitions(
     counts = counts_of([path for path, _ in chosen], searched)
     bodies = priors[files_of] * _bodies(nodes, files_of, counts, weights)
     total = np.array(own) + BODY * bodies / (float(bodies.max()) or 1.0)
-    ranked = sorted(zip(total.tolist(), nodes, strict=True), key=lambda sn: (-sn[0], sn[1].key))[
-        :SHOWN
-    ]
+    # The best `SHOWN` and any tied with the last of them, then in order (ties by key).
+    bar = -np.partition(-total, SHOWN - 1)[SHOWN - 1] if len(total) > SHOWN else -np.inf
+    ranked = sorted(
+        ((float(total[i]), nodes[i]) for i in np.flatnonzero(total >= bar).tolist()),
+        key=lambda sn: (-sn[0], sn[1].key),
+    )[:SHOWN]
     top = ranked[0][0] or 1.0
     return [
         Definition(n.key, n.path, n.label, n.line, n.end_line, round(s / top, 4))
@@ -145,12 +148,13 @@ def _bodies(
 def _children(first: np.ndarray, last: np.ndarray) -> np.ndarray:
     """(parent, child) index pairs: each node with the nearest node around it."""
     order = np.lexsort((-last, first)).tolist()
+    starts, ends = first.tolist(), last.tolist()
     open_: list[int] = []
     pairs = []
     for i in order:
-        while open_ and last[open_[-1]] < first[i]:
+        while open_ and ends[open_[-1]] < starts[i]:
             open_.pop()
-        if open_ and last[i] <= last[open_[-1]]:
+        if open_ and ends[i] <= ends[open_[-1]]:
             pairs.append((open_[-1], i))
         open_.append(i)
     return np.array(pairs, np.int64).reshape(-1, 2)
