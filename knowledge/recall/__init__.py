@@ -293,7 +293,7 @@ class Recaller:
             candidates = [h for h in candidates if not h.path or h.path.startswith(path_prefix)]
         with graph.lock:
             hits = _expand(graph, candidates, match, top)[:top]
-            definitions = self._definitions(candidates, match, weights, query)
+            definitions = self._definitions(candidates, match, weights, list(named))
         paths = list(dict.fromkeys(h.path for h in candidates if h.path))[: max(top, MAX_FILES)]
         best = max((h.score for h in hits), default=0.0)
         return Recall(
@@ -308,10 +308,11 @@ class Recaller:
         )
 
     def _definitions(
-        self, candidates: list[Hit], match: Match, weights: dict[str, float], query: str
+        self, candidates: list[Hit], match: Match, weights: dict[str, float], mentioned: list[str]
     ) -> list[Definition]:
         """The definitions of the best files most likely to change (none when the best file
-        is not code the request wants changed)."""
+        is not code the request wants changed); `mentioned`: the identifiers the request
+        spells out."""
         files = [h for h in candidates if h.kind == "file"]
         if not files or files[0].score <= 0:
             return []
@@ -323,7 +324,7 @@ class Recaller:
             self.content.line_counts,
             match,
             {t: w * idf[t] for t, w in weights.items() if t in idf},
-            mentioned_identifiers(query),
+            mentioned,
         )
 
     def files_named(self, word: str, path_prefix: str | None) -> list[str]:

@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 K1 = 1.5
 B = 0.75
-PREFIXED = 8  # words a term of `line_counts` stands for (itself included)
+PREFIXED = 4  # words a term of `line_counts` stands for (itself included)
 # Per term, the lines holding it and the count on each (`line_counts`).
 LineCounts = dict[str, tuple[np.ndarray, np.ndarray]]
 _CHUNK = 48  # files a worker reads per task
