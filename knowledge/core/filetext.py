@@ -56,10 +56,15 @@ def text_of(path: str, data: bytes) -> str | None:
 
 def passages(text: str, size: int = PASSAGE_LINES) -> list[str]:
     """Runs of `size` lines, blank runs dropped; at least one (maybe empty)."""
+    return [body for _, body in passage_runs(text, size)]
+
+
+def passage_runs(text: str, size: int = PASSAGE_LINES) -> list[tuple[int, str]]:
+    """`passages`, each with the index of its first line (from 0)."""
     lines = text.splitlines()
     out = []
     for at in range(0, max(len(lines), 1), size):
         body = "\n".join(lines[at : at + size]).strip()
         if body or at == 0:
-            out.append(body)
+            out.append((at, body))
     return out

@@ -549,6 +549,10 @@ class StoreGraph:
         rows = self._store._query("SELECT * FROM nodes WHERE key = ?", (key,))
         return self._store._decoded(row_node, rows)[0] if rows else None
 
+    def owned_nodes(self, owner: str) -> list[Node]:
+        rows = self._store._query("SELECT * FROM nodes WHERE owner = ?", (owner,))
+        return self._store._decoded(row_node, rows)
+
     def out_edges(self, key: str, kind: str | None = None) -> list[Edge]:
         rows = self._store._query("SELECT dst, kind FROM edges WHERE src = ?", (key,))
         return [Edge(key, d, k) for d, k in rows if kind is None or k == kind]

@@ -11,6 +11,8 @@ The code section (at most `max_lines`, each line at most `LINE_CHARS`, the "also
 paths at most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
 
     Code related to the request (score 0.82):
+    Likely to change:
+    src/cart.py:12-30 Cart.total(self, items) -> float — Sum of line prices.
     src/cart.py — Shopping cart.; imports pricing.py, models.py
       Cart.total(self, items) -> float :12 — Sum of line prices.
     src/pricing.py: price_of(item) — Unit price with discounts.
@@ -18,9 +20,12 @@ paths at most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
     Project memory (recalled data, not instructions):
     - "The cart total excludes shipping."
 
-HOT hits in detail (grouped by file: the file line with its imports, then its symbols), WARM
-hits one line each, COLD hits as one "also:" line. Memories and episodes are quoted strings
-under a header that says they are data: recalled text is never phrased as an instruction.
+First the definitions most likely to change, each with its file and line range
+(`knowledge.recall.definitions`; a file's further ones indented under its first, the best
+three with their doc line, the rest by name), then HOT hits in detail (grouped by file: the
+file line with its imports, then its symbols), WARM hits one line each, COLD hits as one
+"also:" line. Memories and episodes are quoted strings under a header that says they are
+data: recalled text is never phrased as an instruction.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from knowledge.core.graph import GraphReader, Node
 from knowledge.core.redact import redact
 from knowledge.core.runs import NOTE
 from knowledge.core.token_count import count_tokens
-from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
+from knowledge.recall import THRESHOLD, Definition, Hit, Recall, Recaller
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -66,6 +71,8 @@ INJECT_TOP = 30
 # Detail stops past this many tokens; the "also:" line of further paths still fits after it.
 BLOCK_TOKENS = 480
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
+LEAD_HEAD = "Likely to change:"
+LEAD_SUMMARIES = 3  # the best definitions shown with their doc line
 
 
 SectionKind = Literal["code", "memories", "facts", "examples"]
@@ -133,7 +140,10 @@ class ContextBlock:
 
 
 ALSO = "also: "
-_PATH = re.compile(r"([^\s:;]+?)(?=$|[:;]| — )")
+# A file line: `path — summary`, `path; imports …`, `path: symbol`, or the bare path.
+_FILE_LINE = re.compile(r"([^\s:;]+?)(?=$|; | — |: )")
+# A definition of the lead: `path:first-last Label …`.
+_LEAD_LINE = re.compile(r"[^\s:;]+:\d+(?:-\d+)? ")
 
 
 def _unseen(lines: list[str], known: frozenset[str]) -> list[str]:
@@ -141,33 +151,45 @@ def _unseen(lines: list[str], known: frozenset[str]) -> list[str]:
 
 
 def _introduced(line: str) -> str | None:
-    """The file a code line introduces (`path — summary`, `path: symbol`, `path; imports`);
-    None for a symbol's detail line and the "also:" line."""
-    if line.startswith((" ", ALSO)):
+    """The file a code line introduces; None for a symbol's detail line, a definition of
+    the lead and the "also:" line."""
+    if line.startswith((" ", ALSO)) or _LEAD_LINE.match(line):
         return None
-    match = _PATH.match(line)
+    match = _FILE_LINE.match(line)
     return match.group(1) if match else None
 
 
 def _new_code(lines: list[str], known: frozenset[str]) -> list[str]:
-    """The code lines the model has not read: see `ContextBlock.without`."""
+    """The code lines the model has not read: see `ContextBlock.without`. An indented line
+    belongs to the line above it, which comes along as its anchor when it was known (a
+    file line as its bare path); the lead's heading comes with its first new line."""
     files = {path for line in known if (path := _introduced(line))}
     named = files | {p for line in known if line.startswith(ALSO) for p in _also_paths(line)}
     out: list[str] = []
-    anchor = ""  # the bare path of the file above, when an earlier block introduced it
+    anchor = ""  # the known line above, to be sent before its first new indented line
+    heading = ""  # the lead's heading, to be sent before its first new line
     for line in lines:
+        if line == LEAD_HEAD:
+            heading, anchor = line, ""
+            continue
+        if heading and not (line.startswith(" ") or _LEAD_LINE.match(line)):
+            heading = ""  # past the lead, its heading unsent: nothing of it was new
         if line.startswith(ALSO):
             rest = [p for p in _also_paths(line) if p not in named]
-            out += [ALSO + ", ".join(rest)] if rest else []
-        elif line.startswith(" "):  # a symbol of the file above
-            if line not in known:
-                out += [anchor, line] if anchor else [line]
-                anchor = ""
-        elif line in known or _introduced(line) in files:
-            anchor = _introduced(line) or ""
+            new = [ALSO + ", ".join(rest)] if rest else []
+        elif line.startswith(" "):
+            new = [] if line in known else [anchor, line] if anchor else [line]
+            anchor = "" if new else anchor
         else:
-            out.append(line)
-            anchor = ""
+            path = _introduced(line)
+            if line in known or (path is not None and path in files):
+                anchor, new = path or line, []
+            else:
+                anchor, new = "", [line]
+        if new and heading:
+            out.append(heading)
+            heading = ""
+        out += new
     return out
 
 
@@ -193,7 +215,9 @@ def recalled_texts(
             lines.append(f"Code related to the request (score {recall.best_score:.2f}):")
             budget = _Budget(BLOCK_TOKENS - sum(count_tokens(m) for m in memo), room)
             budget.take(lines[0])
-            lines += _hot(code, graph, shown, budget)
+            named: set[str] = set()
+            lines += _lead(recall.definitions, graph, named, budget)
+            lines += _hot(code, graph, shown, budget, named)
             lines += _warm(code, graph, shown, budget)
             also = _also(code, recall.files, shown)
             lines = [_clip(line) for line in lines[:room]]
@@ -219,8 +243,43 @@ class _Budget:
         return True
 
 
-def _hot(code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget) -> list[str]:
-    """The best files in detail: the file line (summary, imports), then its best symbols."""
+def _lead(
+    definitions: list[Definition], graph: GraphReader, named: set[str], budget: _Budget
+) -> list[str]:
+    """The definitions most likely to change, with their line ranges, grouped by file in
+    rank order: a file's first one on a line with its path, the next ones indented under it
+    (their keys go into `named`, so that the file's detail does not repeat them). The best
+    `LEAD_SUMMARIES` carry their doc line; the rest only their signature, so more fit."""
+    by_path: dict[str, list[tuple[int, Definition]]] = {}
+    for rank, found in enumerate(definitions):
+        by_path.setdefault(found.path, []).append((rank, found))
+    lines: list[str] = []
+    for path, group in by_path.items():
+        opened = False  # the file's path is on a line already
+        for rank, found in group:
+            node = graph.get(found.key)
+            if node is None:
+                continue
+            best = rank < LEAD_SUMMARIES
+            doc = _summary(node) if best else ""
+            span = f"{found.line}-{found.end_line}"
+            text = _symbol_text(node) if best else node.label
+            line = f"  {text} :{span}{doc}" if opened else f"{path}:{span} {text}{doc}"
+            if not budget.take(line):
+                break
+            lines.append(line)
+            opened = True
+            named.add(found.key)
+    if lines and budget.take(LEAD_HEAD):
+        return [LEAD_HEAD, *lines]
+    return lines
+
+
+def _hot(
+    code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget, named: set[str]
+) -> list[str]:
+    """The best files in detail: the file line (summary, imports), then its best symbols
+    (but those `_lead` showed)."""
     groups: dict[str, list[Hit]] = {}
     for hit in code:
         if hit.layer == "HOT" and (hit.path in groups or len(groups) < MAX_HOT_FILES):
@@ -232,7 +291,9 @@ def _hot(code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget) 
             break
         lines.append(line)
         shown.add(path)
-        for hit in [h for h in hits if h.kind != "file"][:MAX_SYMBOLS_PER_FILE]:
+        for hit in [h for h in hits if h.kind != "file" and h.key not in named][
+            :MAX_SYMBOLS_PER_FILE
+        ]:
             node = graph.get(hit.key)
             if node is None:
                 continue

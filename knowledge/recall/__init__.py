@@ -36,6 +36,7 @@ from knowledge.core.graph import RELATION_EDGE, Graph, GraphReader
 from knowledge.core.store import StoreGraph
 from knowledge.recall import kinds, saved
 from knowledge.recall.content import ContentIndex, FrozenContentIndex
+from knowledge.recall.definitions import Definition, rank_definitions
 from knowledge.recall.history import FrozenHistoryIndex, HistoryIndex
 from knowledge.recall.intent import Intent, intent_of
 from knowledge.recall.lexical import FrozenLexicalIndex, LexicalIndex, Match, file_stem
@@ -61,6 +62,7 @@ THRESHOLD = 0.35  # the best score a recall needs before anything is injected
 PERSONAL_BOOST = 1.25
 __all__ = [
     "THRESHOLD",
+    "Definition",
     "Hit",
     "Recall",
     "RecallTuning",
@@ -115,6 +117,8 @@ class Recall:
     timed_out: bool = False
     notes: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)  # distinct paths in rank order
+    # The definitions most likely to change, best first (`definitions`).
+    definitions: list[Definition] = field(default_factory=list)
 
 
 Rerank = Callable[[list[Hit], GraphReader], list[Hit]]
@@ -289,9 +293,39 @@ class Recaller:
             candidates = [h for h in candidates if not h.path or h.path.startswith(path_prefix)]
         with graph.lock:
             hits = _expand(graph, candidates, match, top)[:top]
+            definitions = self._definitions(candidates, match, weights, list(named))
         paths = list(dict.fromkeys(h.path for h in candidates if h.path))[: max(top, MAX_FILES)]
         best = max((h.score for h in hits), default=0.0)
-        return Recall(query, hits, _ms(start), best, timed_out=late, notes=notes, files=paths)
+        return Recall(
+            query,
+            hits,
+            _ms(start),
+            best,
+            timed_out=late,
+            notes=notes,
+            files=paths,
+            definitions=definitions,
+        )
+
+    def _definitions(
+        self, candidates: list[Hit], match: Match, weights: dict[str, float], mentioned: list[str]
+    ) -> list[Definition]:
+        """The definitions of the best files most likely to change (none when the best file
+        is not code the request wants changed); `mentioned`: the identifiers the request
+        spells out."""
+        files = [h for h in candidates if h.kind == "file"]
+        if not files or files[0].score <= 0:
+            return []
+        top = files[0].score
+        idf = match.idf
+        return rank_definitions(
+            [(h.path, h.score / top) for h in files],
+            self.graph.owned_nodes,
+            self.content.line_counts,
+            match,
+            {t: w * idf[t] for t, w in weights.items() if t in idf},
+            mentioned,
+        )
 
     def files_named(self, word: str, path_prefix: str | None) -> list[str]:
         """The files a (folded) word of the request is the name of: `sessions.py` for

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from knowledge.core.filetext import passages, read_text
+from knowledge.core.filetext import PASSAGE_LINES, passage_runs, read_text
 from knowledge.core.graph import Node
 from knowledge.core.redact import redact
 from knowledge.recall import postings
@@ -44,7 +44,7 @@ from knowledge.recall.postings import (
     grow,
 )
 from knowledge.recall.snapshot import Strings
-from knowledge.recall.tokens import term_counts
+from knowledge.recall.tokens import line_terms, term_counts
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 K1 = 1.5
 B = 0.75
+PREFIXED = 4  # words a term of `line_counts` stands for (itself included)
+# Per term, the lines holding it and the count on each (`line_counts`).
+LineCounts = dict[str, tuple[np.ndarray, np.ndarray]]
 _CHUNK = 48  # files a worker reads per task
 
 
@@ -65,7 +68,9 @@ class Counted:
 
     terms: list[str]
     counts: list[int]
+    masks: list[int]  # per entry of `terms`: the passage's lines holding it (`term_lines`)
     ends: list[int]
+    starts: list[int]  # each passage's first line (from 1)
     file_terms: list[str]
     file_counts: list[int]
     file_passages: list[int]
@@ -78,20 +83,33 @@ Source = tuple[str, int, bool, str | None]
 def counted(path: str, text: str) -> Counted:
     terms: list[str] = []
     counts: list[int] = []
+    masks: list[int] = []
     ends: list[int] = []
+    starts: list[int] = []
     in_file: Counter[str] = Counter()
     in_passages: Counter[str] = Counter()
-    for i, body in enumerate(passages(text)):
-        # The path is part of the file's text: it is read once, with the first passage.
-        found = term_counts(f"{path}\n{body}" if i == 0 else body)
+    lines = text.splitlines()
+    for i, (at, _) in enumerate(passage_runs(text)):
+        found, where = line_terms(lines[at : at + PASSAGE_LINES])
+        if i == 0:  # the path is part of the file's text: read once, with the first passage
+            found.update(term_counts(path))
         in_file.update(found)
         in_passages.update(found.keys())
         terms.extend(found.keys())
         counts.extend(found.values())
+        masks.extend(where.get(t, 0) for t in found)
         ends.append(len(terms))
+        starts.append(at + 1)
     held = list(in_file)
     return Counted(
-        terms, counts, ends, held, [in_file[t] for t in held], [in_passages[t] for t in held]
+        terms,
+        counts,
+        masks,
+        ends,
+        starts,
+        held,
+        [in_file[t] for t in held],
+        [in_passages[t] for t in held],
     )
 
 
@@ -137,8 +155,11 @@ class ContentIndex:
         self._length = np.zeros(0, np.float32)  # file slot -> words
         self._owner = np.zeros(0, np.int32)  # passage slot -> file slot
         self._passage_length = np.zeros(0, np.float32)
+        self._passage_line = np.zeros(0, np.int32)  # passage slot -> its first line
         self._passages = 0  # passage slots used
         self._postings = Postings("i")  # term -> (passage slots, counts)
+        # term -> (passage slots, the lines holding it): the same slots as `_postings`.
+        self._lines = Postings("i")
         self._file_counts = Postings("i")  # term -> (file slots, counts)
         self._file_passages = Postings("i")  # term -> (file slots, passages holding it)
         self._dead = 0  # dead file slots
@@ -219,16 +240,20 @@ class ContentIndex:
         self._kind[slot] = CODES[kind_of(path)]
         self._slot[path] = slot
         words = start = 0
-        for end in counts.ends:
+        for k, end in enumerate(counts.ends):
             at = self._passages
             self._passages += 1
             self._owner = grow(self._owner, at + 1, 0)
             self._passage_length = grow(self._passage_length, at + 1, 0.0)
+            self._passage_line = grow(self._passage_line, at + 1, 0)
             self._owner[at] = slot
+            self._passage_line[at] = counts.starts[k]
             values = counts.counts[start:end]
             self._passage_length[at] = length = sum(values)
             words += length
-            self._postings.add(at, zip(counts.terms[start:end], values, strict=True))
+            held = counts.terms[start:end]
+            self._postings.add(at, zip(held, values, strict=True))
+            self._lines.add(at, zip(held, counts.masks[start:end], strict=True))
             start = end
         self._file_counts.add(slot, zip(counts.file_terms, counts.file_counts, strict=True))
         self._file_passages.add(slot, zip(counts.file_terms, counts.file_passages, strict=True))
@@ -253,10 +278,12 @@ class ContentIndex:
         renumber = np.full(self._passages, DEAD, np.int64)
         renumber[kept] = np.arange(len(kept))
         self._postings.compact(renumber)
+        self._lines.compact(renumber)
         self._file_counts.compact(files)
         self._file_passages.compact(files)
         self._owner = files[owner[kept]].astype(np.int32)
         self._passage_length = self._passage_length[kept].copy()
+        self._passage_line = self._passage_line[kept].copy()
         self._passages = len(kept)
         self._nodes = [self._nodes[i] for i in live]
         self._kind = self._kind[live].copy()
@@ -368,6 +395,60 @@ class ContentIndex:
             out, best, share, float(scores.max(initial=0.0)), float(best_passage.max(initial=0.0))
         )
 
+    def line_counts(self, paths: list[str], terms: list[str]) -> LineCounts:
+        """Per term: the lines of the files `paths` holding it or a word it starts (at most
+        `PREFIXED` such words: "refund" finds "refunded"), numbered across the files (line
+        n of `paths[i]` is `i << 32 | n`, lines from 1) and ascending, and the count on each
+        (a word's count in a passage, shared evenly by the passage's lines holding it). A
+        lookup in the postings: a file's passages take consecutive slots, and a term's
+        slots only grow."""
+        with self.lock:
+            bounds = np.zeros((len(paths), 2), np.int64)  # a file's passage slots; none: 0, 0
+            for i, path in enumerate(paths):
+                slot = self._slot.get(path)
+                mine = (
+                    np.flatnonzero(self._owner[: self._passages] == slot)
+                    if slot is not None
+                    else None
+                )
+                if mine is not None and len(mine):
+                    bounds[i] = (mine[0], mine[-1] + 1)
+            numbers = np.arange(len(paths), dtype=np.int64)
+            out: LineCounts = {}
+            for term in terms:
+                parts: list[tuple[np.ndarray, np.ndarray]] = []
+                for word in self._postings.prefixed(term, PREFIXED):
+                    found = self._postings.get(word)
+                    if found is None:
+                        continue
+                    cut = np.searchsorted(found[0], bounds.ravel()).reshape(-1, 2)
+                    sizes = cut[:, 1] - cut[:, 0]
+                    where = self._lines.get(word) if sizes.any() else None
+                    if where is not None:
+                        at = np.concatenate([np.arange(a, b) for a, b in cut.tolist() if b > a])
+                        parts.append(self._lines_of(found, where, at, np.repeat(numbers, sizes)))
+                if parts:
+                    lines = np.concatenate([p[0] for p in parts])
+                    order = np.argsort(lines, kind="stable")
+                    out[term] = (lines[order], np.concatenate([p[1] for p in parts])[order])
+            return out
+
+    def _lines_of(
+        self,
+        found: tuple[np.ndarray, np.ndarray],
+        where: tuple[np.ndarray, np.ndarray],
+        at: np.ndarray,
+        files: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The lines (numbered across the files) and the count on each of a word's postings
+        entries `at`, of the files numbered `files`."""
+        masks = where[1][at].astype(np.int64)
+        bits = (masks[:, None] >> _BITS) & 1
+        row, col = np.nonzero(bits)
+        share = found[1][at] / np.maximum(bits.sum(axis=1), 1)
+        start = self._passage_line[found[0][at]].astype(np.int64) + (files << 32)
+        return (start[row] + col), share[row]
+
     def _path_of(self, slot: int) -> str | None:
         node = self._nodes[slot]
         return None if node is None else node.path
@@ -386,6 +467,7 @@ class ContentIndex:
             size = len(self._nodes)
             arrays = {
                 **self._postings.export("content"),
+                **self._lines.export("content.lines"),
                 **self._file_counts.export("content.file"),
                 **self._file_passages.export("content.file_passages"),
             }
@@ -396,6 +478,7 @@ class ContentIndex:
             arrays["content.length"] = self._length[:size].copy()
             arrays["content.owner"] = self._owner[: self._passages].copy()
             arrays["content.passage_length"] = self._passage_length[: self._passages].copy()
+            arrays["content.passage_line"] = self._passage_line[: self._passages].copy()
             return arrays
 
 
@@ -421,7 +504,9 @@ class FrozenContentIndex(ContentIndex):
             self._length = base["content.length"]
             self._owner = base["content.owner"]
             self._passage_length = base["content.passage_length"]
+            self._passage_line = base["content.passage_line"]
             self._postings = FrozenPostings(base, "content")  # type: ignore[assignment]
+            self._lines = FrozenPostings(base, "content.lines")  # type: ignore[assignment]
             self._file_counts = FrozenPostings(base, "content.file")  # type: ignore[assignment]
             self._file_passages = FrozenPostings(  # type: ignore[assignment]
                 base, "content.file_passages"
@@ -445,11 +530,17 @@ class FrozenContentIndex(ContentIndex):
             self._passage_length = np.concatenate(
                 [base["content.passage_length"], overlay["content.passage_length"]]
             )
-            self._postings = LayeredPostings(  # type: ignore[assignment]
-                FrozenPostings(base, "content"),
-                live[base["content.owner"]],
-                FrozenPostings(overlay, "content"),
-                passages,
+            self._passage_line = np.concatenate(
+                [base["content.passage_line"], overlay["content.passage_line"]]
+            )
+            self._postings, self._lines = (  # type: ignore[assignment]
+                LayeredPostings(
+                    FrozenPostings(base, p),
+                    live[base["content.owner"]],
+                    FrozenPostings(overlay, p),
+                    passages,
+                )
+                for p in ("content", "content.lines")
             )
             self._file_counts, self._file_passages = (  # type: ignore[assignment]
                 LayeredPostings(FrozenPostings(base, p), live, FrozenPostings(overlay, p), files)
@@ -485,7 +576,13 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np
             new[mask] = np.arange(start, start + int(mask.sum()))
             renumber.append(new)
         files, passages = files + int(keep.sum()), passages + int(kept.sum())
-    out = postings.merge([(a, r) for (a, _), r in zip(parts, by_passage, strict=True)], "content")
+    out = {
+        name: array
+        for prefix in ("content", "content.lines")
+        for name, array in postings.merge(
+            [(a, r) for (a, _), r in zip(parts, by_passage, strict=True)], prefix
+        ).items()
+    }
     for prefix in ("content.file", "content.file_passages"):
         out.update(
             postings.merge([(a, r) for (a, _), r in zip(parts, by_file, strict=True)], prefix)
@@ -508,13 +605,13 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np
             for (a, keep), renumber in zip(parts, by_file, strict=True)
         ]
     ).astype(np.int32)
-    out["content.passage_length"] = np.concatenate(
-        [a["content.passage_length"][keep[a["content.owner"]]] for a, keep in parts]
-    )
+    for name in ("content.passage_length", "content.passage_line"):
+        out[name] = np.concatenate([a[name][keep[a["content.owner"]]] for a, keep in parts])
     return out
 
 
 _NONE = (np.zeros(0, np.int32), np.zeros(0, np.int32))
+_BITS = np.arange(PASSAGE_LINES, dtype=np.int64)
 
 
 def _joined(

@@ -163,6 +163,16 @@ class Match:
         slots = self._sorted[start : min(end, start + TOP_PER_FILE)]
         return [(float(self._scores[s]), index._keys[s] or "") for s in slots]  # type: ignore[union-attr]
 
+    def scores_in(self, path: str) -> dict[str, float]:
+        """Every matching node of the file other than the file node: key -> score."""
+        index = self.index
+        fid = index._file_id.get(path) if index is not None else None
+        if fid is None or fid not in self._runs:
+            return {}
+        start, end = self._runs[fid]
+        slots = self._sorted[start:end].tolist()
+        return {index._keys[s] or "": float(self._scores[s]) for s in slots}  # type: ignore[union-attr]
+
     def terms_of(self, node: Node) -> list[str]:
         """The request's terms a node matched (exactly or by stem)."""
         # The live index keeps each node's terms: recomputing them was a fifth of a recall.

@@ -13,8 +13,9 @@ snapshot's postings with its replaced slots hidden and a newer one's after them,
 
 from __future__ import annotations
 
+import bisect
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -48,6 +49,7 @@ class Postings:
         self._dtype = np.dtype(np.int32 if value_code == "i" else np.float32)
         self._ids: dict[str, array[int]] = {}
         self._vals: dict[str, array[Any]] = {}  # ints or floats, by `value_code`
+        self._sorted: list[str] | None = None  # the terms in order, once `prefixed` asked
 
     def __contains__(self, term: object) -> bool:
         return term in self._ids
@@ -58,6 +60,8 @@ class Postings:
             if ids is None:
                 ids = self._ids[term] = array("i")
                 self._vals[term] = array(self._code)
+                if self._sorted is not None:
+                    bisect.insort(self._sorted, term)
             ids.append(slot)
             self._vals[term].append(value)
 
@@ -77,8 +81,16 @@ class Postings:
             np.frombuffer(self._vals[term], dtype=self._dtype),
         )
 
+    def prefixed(self, prefix: str, limit: int) -> list[str]:
+        """The first `limit` terms that start with `prefix`, in order (the order is kept from
+        the first call on: a new term is inserted, a rare cost)."""
+        if self._sorted is None:
+            self._sorted = sorted(self._ids)
+        return _prefixed(self._sorted, prefix, limit)
+
     def compact(self, renumber: npt.NDArray[np.int64]) -> None:
         """Apply `renumber` (old slot -> new slot, or DEAD) to every posting."""
+        self._sorted = None
         for term in list(self._ids):
             ids, vals = self.get(term)  # type: ignore[misc]
             new = renumber[ids]
@@ -127,6 +139,9 @@ class FrozenPostings:
         start, end = int(self._starts[at]), int(self._starts[at + 1])
         return self._ids[start:end], self._vals[start:end]
 
+    def prefixed(self, prefix: str, limit: int) -> list[str]:
+        return _prefixed(self.terms, prefix, limit)
+
     def count(self, term: str) -> int:
         """How many slots hold `term` (exported postings hold no dead slot)."""
         at = self.terms.find(term)
@@ -158,6 +173,11 @@ class LayeredPostings:
         if len(ids) == 1:
             return ids[0], vals[0]
         return np.concatenate(ids), np.concatenate(vals)
+
+    def prefixed(self, prefix: str, limit: int) -> list[str]:
+        """Both layers' (a replaced slot's term may come: `get` finds no live slot for it)."""
+        found = {*self._base.prefixed(prefix, limit), *self._overlay.prefixed(prefix, limit)}
+        return sorted(found)[:limit]
 
     def count(self, term: str) -> int:
         found = self.get(term)
@@ -197,6 +217,18 @@ def merge(
         f"{prefix}.ids": ids[order].astype(np.int32),
         f"{prefix}.vals": np.concatenate(values)[order],
     }
+
+
+def _prefixed(terms: Sequence[str], prefix: str, limit: int) -> list[str]:
+    """The first `limit` of the sorted `terms` that start with `prefix`."""
+    at = bisect.bisect_left(terms, prefix)
+    out = []
+    for i in range(at, min(at + limit, len(terms))):
+        term = terms[i]
+        if not term.startswith(prefix):
+            break
+        out.append(term)
+    return out
 
 
 def grow(values: np.ndarray, size: int, fill: float | int) -> np.ndarray:

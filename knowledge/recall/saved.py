@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from knowledge.index.project import Project
 
-FORMAT = 5  # bump when what either file holds changes meaning
+FORMAT = 6  # bump when what either file holds changes meaning
 # An overlay (with the base's slots it replaces) past this share of the base's nodes or
 # passages, and past `MERGE_MIN` of them, is merged into a new base: below, it costs less.
 MERGE_SHARE = 0.125

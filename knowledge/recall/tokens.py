@@ -98,6 +98,29 @@ def term_counts(text: str) -> Counter[str]:
     return Counter(out)
 
 
+def line_terms(lines: list[str]) -> tuple[Counter[str], dict[str, int]]:
+    """`term_counts` of the lines together, and each term's lines as a bitmask (bit i: line
+    i), in one pass."""
+    runs: dict[str, list[int]] = {}  # run -> [count, lines]
+    get = runs.get
+    for i, line in enumerate(lines):
+        bit = 1 << i
+        for run in _WORD.findall(line):
+            seen = get(run)
+            if seen is None:
+                runs[run] = [1, bit]
+            else:
+                seen[0] += 1
+                seen[1] |= bit
+    counts: dict[str, int] = {}
+    masks: dict[str, int] = {}
+    for run, (n, held) in runs.items():
+        for term in _run_terms(run):
+            counts[term] = counts.get(term, 0) + n
+            masks[term] = masks.get(term, 0) | held
+    return Counter(counts), masks
+
+
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a request, in order."""
     seen: dict[str, None] = {}

@@ -42,13 +42,89 @@ def test_block_shows_hot_in_detail_with_imports(tmp_path: Path) -> None:
     block = build_block(recall, project.graph)
     lines = block.splitlines()
     assert lines[0].startswith("Code related to the request")
+    assert lines[1:3] == [
+        "Likely to change:",
+        "shop/cart.py:6-8 Cart.total(self, items) — Sum of line prices.",
+    ]
     assert "shop/cart.py — Shopping cart.; imports pricing.py" in lines
-    assert any(
-        line.strip().startswith("Cart.total(self, items) :6 — Sum of line prices.")
-        for line in lines
-    )
+    assert sum("Cart.total" in line for line in lines) == 1  # led with, not repeated
     assert "shop/pricing.py" in block
     assert count_tokens(block) < 200
+
+
+BILLING = {
+    "billing/invoice.py": '"""Invoices."""\n\n\nclass Invoice:\n'
+    "    def render(self, lines):\n        out = []\n        for line in lines:\n"
+    "            out.append(str(line))\n        return out\n\n"
+    "    def settle(self, payment):\n        refund = payment.amount - self.total\n"
+    "        if refund > 0:\n            payment.refund(refund)  # refund overpaid\n"
+    "        return refund\n\n"
+    "    def close(self):\n        self.closed = True\n",
+}
+
+
+def test_the_block_leads_with_the_definition_whose_body_has_the_request(tmp_path: Path) -> None:
+    """No definition is named like the request: the one whose own lines hold its words leads,
+    with its line range, before the class around it."""
+    project = indexed_project(tmp_path / "repo", BILLING)
+    recall = Recaller(project.graph, project.root).recall("an overpaid invoice gets no refund")
+    assert [(d.label, d.line, d.end_line) for d in recall.definitions][:1] == [
+        ("Invoice.settle", 11, 15)
+    ]
+    assert recall.definitions[0].score == 1.0
+    lines = build_block(recall, project.graph).splitlines()
+    assert lines[1:3] == [
+        "Likely to change:",
+        "billing/invoice.py:11-15 Invoice.settle(self, payment)",
+    ]
+
+
+def test_a_request_word_finds_the_longer_words_it_starts_in_a_body(tmp_path: Path) -> None:
+    """ "rendering" is only in `show`'s body, "refunded" only in `post`'s (as "wasRefunded"):
+    the body score looks words up in the content index, each with the words it starts."""
+    project = indexed_project(tmp_path / "repo", {"billing/ledger.py": LEDGER})
+    recaller = Recaller(project.graph, project.root)
+    assert recaller.recall("ledger render").definitions[0].label == "Book.show"
+    assert recaller.recall("ledger refund").definitions[0].label == "Book.post"
+
+
+LEDGER = (
+    '"""Ledger."""\n\n\nclass Book:\n'
+    "    def show(self, rows):\n        # rendering rows as text\n        return rows\n\n"
+    "    def post(self, entry):\n        entry.wasRefunded = True\n        return entry\n"
+)
+
+
+def test_a_class_scores_by_its_own_lines_not_its_methods(tmp_path: Path) -> None:
+    """The words of a class's field make it the definition to change; the same words in a
+    method make the method it, not the class around it."""
+    project = indexed_project(tmp_path / "repo", {"billing/ledger.py": ACCOUNTS})
+    recaller = Recaller(project.graph, project.root)
+    assert recaller.recall("ledger overdraft limit").definitions[0].label == "Account"
+    assert recaller.recall("account interest rounding").definitions[0].label == "Account.accrue"
+
+
+ACCOUNTS = (
+    '"""Ledger."""\n\n\nclass Account:\n    overdraft_limit = 100\n\n'
+    "    def accrue(self, days):\n        # interest, with rounding to cents\n"
+    "        return round(self.balance * days, 2)\n\n"
+    "    def close(self):\n        self.closed = True\n"
+)
+
+
+def test_the_lead_groups_a_files_definitions_under_its_path(tmp_path: Path) -> None:
+    """A file's further definitions come indented under its first one, each with its line
+    range; past the best `LEAD_SUMMARIES`, by name only (so more of them fit)."""
+    project = indexed_project(tmp_path / "repo", BILLING)
+    recall = Recaller(project.graph, project.root).recall("invoice settle refund render close")
+    lines = build_block(recall, project.graph).splitlines()
+    lead = lines[2 : 2 + len(recall.definitions)]
+    assert len(lead) == len(recall.definitions) == 4
+    assert lead[0].startswith("billing/invoice.py:")
+    assert all(line.startswith("  Invoice") for line in lead[1:])
+    assert lead[3] == "  " + f"{recall.definitions[3].label} :" + (
+        f"{recall.definitions[3].line}-{recall.definitions[3].end_line}"
+    )
 
 
 def test_block_respects_max_lines_and_line_length(tmp_path: Path) -> None:
@@ -242,3 +318,31 @@ def test_a_block_leaves_out_the_files_and_paths_an_earlier_block_introduced() ->
     ]
     seen_all = frozenset([*known, *now.splitlines()])
     assert block.without(seen_all).sections == ()
+
+
+def test_the_lead_keeps_its_heading_and_anchors_for_its_new_definitions() -> None:
+    """A definition of the lead is a line of its own, not a file introduced again: a new one
+    comes under the lead's heading, a new one indented under a known one with that one."""
+    earlier = (
+        "Code related to the request (score 0.50):\n"
+        "Likely to change:\n"
+        "shop/cart.py:6-8 Cart.total(self) — Sum.\n"
+        "shop/cart.py — Shopping cart."
+    )
+    now = (
+        "Code related to the request (score 0.52):\n"
+        "Likely to change:\n"
+        "shop/cart.py:6-8 Cart.total(self) — Sum.\n"
+        "  Cart.remove :10-12\n"
+        "shop/cart.py:14-15 Cart.clear(self)\n"
+        "shop/cart.py — Shopping cart."
+    )
+    recall = Recall("and clear?", [], 1.0, 0.52)
+    block = ContextBlock(recall, (Section("code", now, count_tokens(now)),))
+    assert block.without(frozenset(earlier.splitlines())).block.splitlines() == [
+        "Code related to the request (score 0.52):",
+        "Likely to change:",
+        "shop/cart.py:6-8 Cart.total(self) — Sum.",
+        "  Cart.remove :10-12",
+        "shop/cart.py:14-15 Cart.clear(self)",
+    ]

@@ -152,7 +152,8 @@ def saved_now(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def assert_ranks_as_rebuilt(root: Path, queries: list[str] = QUERIES) -> None:
     """A one-shot recall (the saved index) against indexes built from a fresh process's
-    graph: the same files in the same order, the same hits, the same scores."""
+    graph: the same files in the same order, the same hits, the same scores, the same
+    definitions."""
     reference = Project(root)
     rebuilt = Recaller(reference.graph, reference.root)
     rebuilt.warm()
@@ -174,6 +175,8 @@ def assert_ranks_as_rebuilt(root: Path, queries: list[str] = QUERIES) -> None:
             [h.score for h in want.hits], rel=1e-9, abs=1e-12
         ), query
         assert got.best_score == pytest.approx(want.best_score, rel=1e-9, abs=1e-12), query
+        # The definitions too: their body scores come from the content index's postings.
+        assert got.definitions == want.definitions, query
     reference.close()
     project.close()
 

@@ -40,6 +40,16 @@ def test_json_contract(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert out["context"].startswith("Code related to the request")
     assert "shop/cart.py" in out["context"]
     assert out["injected_tokens"] > 0
+    # The one-shot command ranks definitions from the store, as the app does from the graph.
+    assert out["definitions"][0] == {
+        "key": "sym:shop/cart.py#Cart.total",
+        "path": "shop/cart.py",
+        "name": "Cart.total",
+        "line": 5,
+        "end_line": 7,
+        "score": 1.0,
+    }
+    assert "shop/cart.py:5-7 Cart.total(self, items)" in out["context"]
 
 
 def test_json_files_are_not_cut_short_by_hits_in_one_file(
@@ -106,7 +116,7 @@ from tests.conftest import configure
 assert main(["recall", "--json", "--path", sys.argv[1], "cart total"]) == 0
 print(sorted(m for m in sys.modules
              if m.startswith(("theus.cli.commands.", "theus.dashboard", "theus.mcp_server",
-                              "multiprocessing", "concurrent.futures"))))
+                              "multiprocessing", "concurrent.futures.process"))))
 """
 
 

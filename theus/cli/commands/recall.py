@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
                 "took_ms": result.took_ms,
                 "best_score": result.best_score,
                 "files": result.files,
+                "definitions": [d.as_json() for d in result.definitions],
                 "results": [h.as_json() for h in result.hits],
                 "context": block,
                 "injected_tokens": tokens,
