@@ -218,7 +218,7 @@ def recalled_texts(
             named: set[str] = set()
             lines += _lead(recall.definitions, graph, named, budget)
             lines += _hot(code, graph, shown, budget, named)
-            lines += _warm(code, graph, shown, budget)
+            lines += _warm(code, graph, shown, budget, named)
             also = _also(code, recall.files, shown)
             lines = [_clip(line) for line in lines[:room]]
             if also:
@@ -305,15 +305,18 @@ def _hot(
     return lines
 
 
-def _warm(code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget) -> list[str]:
-    """The next files, one line each: the file's best symbol, or the file itself."""
+def _warm(
+    code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget, named: set[str]
+) -> list[str]:
+    """The next files, one line each: the file's best symbol (the file itself when that
+    symbol is in the lead already)."""
     lines: list[str] = []
     for hit in code:
         if len(lines) >= MAX_WARM:
             break
         if hit.path in shown:
             continue
-        node = graph.get(hit.key)
+        node = graph.get(keys.file_key(hit.path)) if hit.key in named else graph.get(hit.key)
         if node is None:
             continue
         if node.kind == "file":

@@ -346,3 +346,20 @@ def test_the_lead_keeps_its_heading_and_anchors_for_its_new_definitions() -> Non
         "  Cart.remove :10-12",
         "shop/cart.py:14-15 Cart.clear(self)",
     ]
+
+
+def test_a_file_whose_best_symbol_leads_is_one_line_without_it(tmp_path: Path) -> None:
+    """A further file's line shows its best symbol, unless the lead already names it: then
+    the file's own line, so no definition is said twice in one block."""
+    from tests.theus.conftest import CART as SHOP_CART
+    from tests.theus.conftest import PRICING
+
+    files = {"cart.py": SHOP_CART, "pricing.py": PRICING, "README.md": "# Shop\n"}
+    project = indexed_project(tmp_path / "repo", files)
+    recall = Recaller(project.graph, project.root).recall(
+        "where is the Cart total computed with price_of?", top=30
+    )
+    lines = build_block(recall, project.graph).splitlines()
+    assert "pricing.py:1-3 price_of(item) — Unit price with discounts." in lines
+    assert "pricing.py" in lines  # the file, as a further file's line
+    assert sum("price_of(item)" in line for line in lines) == 1
