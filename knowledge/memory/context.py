@@ -10,7 +10,7 @@ caller can log and count the failure.
 The code section (at most `max_lines`, each line at most `LINE_CHARS`, the "also:" line of
 paths at most `ALSO_CHARS`; detail stops at `BLOCK_TOKENS`):
 
-    Code related to the request (score 0.82):
+    Relevant code (score 0.82):
     Likely to change:
     src/cart.py:12-30 Cart.total(self, items) -> float — Sum of line prices.
     src/cart.py — Shopping cart.; imports pricing.py, models.py
@@ -212,12 +212,12 @@ def recalled_texts(
         memo = _memories(memories, graph)[: max_lines // 2]
         room = max_lines - len(memo) - 1  # the "also:" line
         if code:
-            lines.append(f"Code related to the request (score {recall.best_score:.2f}):")
+            lines.append(f"Relevant code (score {recall.best_score:.2f}):")
             budget = _Budget(BLOCK_TOKENS - sum(count_tokens(m) for m in memo), room)
             budget.take(lines[0])
             named: set[str] = set()
             lines += _lead(recall.definitions, graph, named, budget)
-            lines += _hot(code, graph, shown, budget, named)
+            lines += _hot(code, graph, shown, budget, named, recall.definitions)
             lines += _warm(code, graph, shown, budget, named)
             also = _also(code, recall.files, shown)
             lines = [_clip(line) for line in lines[:room]]
@@ -276,7 +276,12 @@ def _lead(
 
 
 def _hot(
-    code: list[Hit], graph: GraphReader, shown: set[str], budget: _Budget, named: set[str]
+    code: list[Hit],
+    graph: GraphReader,
+    shown: set[str],
+    budget: _Budget,
+    named: set[str],
+    definitions: list[Definition],
 ) -> list[str]:
     """The best files in detail: the file line (summary, imports), then its best symbols
     (but those `_lead` showed)."""
@@ -285,15 +290,18 @@ def _hot(
         if hit.layer == "HOT" and (hit.path in groups or len(groups) < MAX_HOT_FILES):
             groups.setdefault(hit.path, []).append(hit)
     lines: list[str] = []
+    led = {found.path for found in definitions}
     for path, hits in groups.items():
+        symbols = [h for h in hits if h.kind != "file" and h.key not in named]
         line = _file_line(path, graph.get(keys.file_key(path)), graph)
+        if line == path and path in led and not symbols:
+            shown.add(path)  # its bare path says nothing the lead did not
+            continue
         if not budget.take(line):
             break
         lines.append(line)
         shown.add(path)
-        for hit in [h for h in hits if h.kind != "file" and h.key not in named][
-            :MAX_SYMBOLS_PER_FILE
-        ]:
+        for hit in symbols[:MAX_SYMBOLS_PER_FILE]:
             node = graph.get(hit.key)
             if node is None:
                 continue

@@ -41,7 +41,7 @@ def test_block_shows_hot_in_detail_with_imports(tmp_path: Path) -> None:
     recall = Recaller(project.graph, project.root).recall("cart total", top=30)
     block = build_block(recall, project.graph)
     lines = block.splitlines()
-    assert lines[0].startswith("Code related to the request")
+    assert lines[0].startswith("Relevant code (score")
     assert lines[1:3] == [
         "Likely to change:",
         "shop/cart.py:6-8 Cart.total(self, items) — Sum of line prices.",
@@ -291,14 +291,14 @@ def test_a_block_leaves_out_the_files_and_paths_an_earlier_block_introduced() ->
     block introduced comes back only for a new symbol, under its bare path; an "also:" path
     named before is not named again; a new file comes whole."""
     earlier = (
-        "Code related to the request (score 0.46):\n"
+        "Relevant code (score 0.46):\n"
         "shop/cart.py — Shopping cart.; imports pricing.py\n"
         "  Cart.total(self) -> float :15\n"
         "tests/test_cart.py: test_total_sums_prices() -> None\n"
         "also: shop/db.py, README.md"
     )
     now = (
-        "Code related to the request (score 0.44):\n"
+        "Relevant code (score 0.44):\n"
         "shop/cart.py — Shopping cart.\n"
         "  Cart.total(self) -> float :15\n"
         "tests/test_cart.py; imports cart.py\n"
@@ -310,7 +310,7 @@ def test_a_block_leaves_out_the_files_and_paths_an_earlier_block_introduced() ->
     block = ContextBlock(recall, (Section("code", now, count_tokens(now)),))
     known = frozenset(earlier.splitlines())
     assert block.without(known).block.splitlines() == [
-        "Code related to the request (score 0.44):",
+        "Relevant code (score 0.44):",
         "tests/test_cart.py",
         "  test_remove() -> None :9",
         "AGENTS.md — Keep functions small.",
@@ -324,13 +324,13 @@ def test_the_lead_keeps_its_heading_and_anchors_for_its_new_definitions() -> Non
     """A definition of the lead is a line of its own, not a file introduced again: a new one
     comes under the lead's heading, a new one indented under a known one with that one."""
     earlier = (
-        "Code related to the request (score 0.50):\n"
+        "Relevant code (score 0.50):\n"
         "Likely to change:\n"
         "shop/cart.py:6-8 Cart.total(self) — Sum.\n"
         "shop/cart.py — Shopping cart."
     )
     now = (
-        "Code related to the request (score 0.52):\n"
+        "Relevant code (score 0.52):\n"
         "Likely to change:\n"
         "shop/cart.py:6-8 Cart.total(self) — Sum.\n"
         "  Cart.remove :10-12\n"
@@ -340,7 +340,7 @@ def test_the_lead_keeps_its_heading_and_anchors_for_its_new_definitions() -> Non
     recall = Recall("and clear?", [], 1.0, 0.52)
     block = ContextBlock(recall, (Section("code", now, count_tokens(now)),))
     assert block.without(frozenset(earlier.splitlines())).block.splitlines() == [
-        "Code related to the request (score 0.52):",
+        "Relevant code (score 0.52):",
         "Likely to change:",
         "shop/cart.py:6-8 Cart.total(self) — Sum.",
         "  Cart.remove :10-12",
@@ -363,3 +363,17 @@ def test_a_file_whose_best_symbol_leads_is_one_line_without_it(tmp_path: Path) -
     assert "pricing.py:1-3 price_of(item) — Unit price with discounts." in lines
     assert "pricing.py" in lines  # the file, as a further file's line
     assert sum("price_of(item)" in line for line in lines) == 1
+
+
+def test_a_file_the_lead_named_is_not_listed_again_by_its_bare_path(tmp_path: Path) -> None:
+    """A file with no docstring nor imports, whose symbols the lead shows, would be a bare
+    path line saying nothing new: it is left out (and not in "also:" either)."""
+    files = {**CART, "tests/test_cart.py": "def test_total_sums_prices():\n    assert 2 > 1\n"}
+    project = indexed_project(tmp_path / "repo", files)
+    recall = Recaller(project.graph, project.root).recall("the cart total test sums prices")
+    lines = build_block(recall, project.graph).splitlines()
+    assert "tests/test_cart.py:1-2 test_total_sums_prices()" in lines
+    assert not [
+        line for line in lines if line.startswith("tests/test_cart.py") and ":1-2" not in line
+    ]
+    assert not any("also:" in line and "tests/test_cart.py" in line for line in lines)

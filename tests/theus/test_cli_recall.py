@@ -37,7 +37,7 @@ def test_json_contract(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = out["results"][0]
     assert {"key", "kind", "path", "name", "line", "score", "why"} <= first.keys()
     assert first["path"] == "shop/cart.py" and 0.35 <= first["score"] <= 1.0
-    assert out["context"].startswith("Code related to the request")
+    assert out["context"].startswith("Relevant code (score")
     assert "shop/cart.py" in out["context"]
     assert out["injected_tokens"] > 0
     # The one-shot command ranks definitions from the store, as the app does from the graph.
