@@ -18,11 +18,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from knowledge.core.settings import current, is_off
 
 if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs few of them
+    from knowledge.core.paths import ProjectPaths
     from knowledge.core.runs import RunSummary
     from knowledge.embed.layer import SemanticLayer
     from knowledge.episodes import Episode, EpisodeStore
@@ -30,12 +31,14 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.index.project import Project
     from knowledge.memdir import MemdirWatcher, SyncReport
     from knowledge.recall import Recaller
-    from knowledge.recall.status import InjectionStats
+    from knowledge.recall.status import Counters, InjectionStats
     from knowledge.run_history.layer import Example, RunHistory
     from knowledge.run_history.record import RunRecord
     from knowledge.watch.watcher import Update, Watcher
 
 log = logging.getLogger(__name__)
+
+CountersT = TypeVar("CountersT", bound="Counters")
 
 WATCHER_STOP_S = 0.2
 HISTORY_STOP_S = 2.0  # a run's point on a slow server; longer and it is kept locally only
@@ -303,28 +306,30 @@ class Memory:
             return []
 
     def extraction_stats(self) -> ExtractionStats:
-        """The fact extraction's counters that persist for `theus status` (in memory when
-        the data folder is unusable); needs only the paths."""
-        from knowledge.core.paths import ProjectPaths
+        """The fact extraction's counters that persist for `theus status`."""
         from knowledge.facts.status import ExtractionStats, stats_path
 
-        try:
-            return ExtractionStats.load(stats_path(ProjectPaths.for_root(self.root)))
-        except Exception as exc:
-            log.warning("fact extraction counters kept in memory only: %s", exc)
-            return ExtractionStats()
+        return self._counters(ExtractionStats, stats_path, "fact extraction")
 
     def injection_stats(self) -> InjectionStats:
-        """Injection counters that persist for `theus status` (kept in memory when the data
-        folder is unusable). Needs only the paths: never waits for the memory to open."""
-        from knowledge.core.paths import ProjectPaths
+        """Injection counters that persist for `theus status`."""
         from knowledge.recall.status import InjectionStats, state_path
 
+        return self._counters(InjectionStats, state_path, "injection")
+
+    def _counters(
+        self, kind: type[CountersT], path_of: Callable[[ProjectPaths], Path], what: str
+    ) -> CountersT:
+        """`kind`'s counts as earlier runs left them at `path_of` (kept in memory only when
+        the data folder is unusable). Needs only the paths: never waits for the memory to
+        open."""
+        from knowledge.core.paths import ProjectPaths
+
         try:
-            return InjectionStats.load(state_path(ProjectPaths.for_root(self.root)))
+            return kind.load(path_of(ProjectPaths.for_root(self.root)))
         except Exception as exc:
-            log.warning("injection counters kept in memory only: %s", exc)
-            return InjectionStats()
+            log.warning("%s counters kept in memory only: %s", what, exc)
+            return kind()
 
     # The agent's episodes port: a no-op while episodes are off or unavailable.
     def record(
