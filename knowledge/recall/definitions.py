@@ -80,11 +80,12 @@ def rank_definitions(
     searched = [t for t in sorted(weights, key=lambda t: -weights[t]) if len(t) > 2][:TERMS]
     named = set(mentioned)
     chosen = files[:FILES]
+    priors = np.array([max(score, 0.0) ** FILE_POWER for _, score in chosen])
     nodes: list[Node] = []
     which: list[int] = []  # each node's file, by its place in `chosen`
     own: list[float] = []
-    for i, (path, file_score) in enumerate(chosen):
-        prior = max(file_score, 0.0) ** FILE_POWER
+    for i, (path, _) in enumerate(chosen):
+        prior = float(priors[i])
         labels = match.scores_in(path)
         for node in nodes_of(path):
             if node.kind != "symbol" or node.subkind in NOT_DEFINITIONS:
@@ -98,7 +99,6 @@ def rank_definitions(
     if not nodes:
         return []
     files_of = np.array(which, np.int64)
-    priors = np.array([max(score, 0.0) ** FILE_POWER for _, score in chosen])
     counts = counts_of([path for path, _ in chosen], searched)
     bodies = priors[files_of] * _bodies(nodes, files_of, counts, weights)
     total = np.array(own) + BODY * bodies / (float(bodies.max()) or 1.0)
