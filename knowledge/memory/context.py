@@ -217,7 +217,8 @@ def recalled_texts(
             budget.take(lines[0])
             named: set[str] = set()
             lines += _lead(recall.definitions, graph, named, budget)
-            lines += _hot(code, graph, shown, budget, named, recall.definitions)
+            led = {found.path for found in recall.definitions if found.key in named}
+            lines += _hot(code, graph, shown, budget, named, led)
             lines += _warm(code, graph, shown, budget, named)
             also = _also(code, recall.files, shown)
             lines = [_clip(line) for line in lines[:room]]
@@ -281,16 +282,15 @@ def _hot(
     shown: set[str],
     budget: _Budget,
     named: set[str],
-    definitions: list[Definition],
+    led: set[str],
 ) -> list[str]:
     """The best files in detail: the file line (summary, imports), then its best symbols
-    (but those `_lead` showed)."""
+    (but those `_lead` showed; `led`: the paths it showed them under)."""
     groups: dict[str, list[Hit]] = {}
     for hit in code:
         if hit.layer == "HOT" and (hit.path in groups or len(groups) < MAX_HOT_FILES):
             groups.setdefault(hit.path, []).append(hit)
     lines: list[str] = []
-    led = {found.path for found in definitions}
     for path, hits in groups.items():
         symbols = [h for h in hits if h.kind != "file" and h.key not in named]
         line = _file_line(path, graph.get(keys.file_key(path)), graph)
