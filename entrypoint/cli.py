@@ -13,9 +13,9 @@ from theus.printable import printable_last_resort
 
 if TYPE_CHECKING:
     from knowledge.index.project import Project
-from entrypoint.launch import interrupted, say_interrupted
 from entrypoint.settings import apply as apply_settings
 from knowledge.core.errors import TheusError
+from theus.service.interrupts import interrupted, say_interrupted
 from theus.service.process import exit_now, to_devnull
 from theus.service.project import UsageError
 
@@ -338,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return _reader_went_away()
-    except (KeyboardInterrupt, RuntimeError) as exc:
+    except (KeyboardInterrupt, Exception) as exc:
         if not interrupted(exc):
             raise
         return say_interrupted()

@@ -4,30 +4,19 @@ traceback."""
 
 from __future__ import annotations
 
-import sys
 from typing import NoReturn
 
-INTERRUPTED = 130
-
-
-def interrupted(exc: BaseException) -> bool:
-    """Whether `exc` is a Ctrl-C: itself, or wrapped in the RuntimeError that Python 3.11
-    raises when it lands inside a class body's `__set_name__` (an import, say)."""
-    return isinstance(exc, KeyboardInterrupt) or (
-        isinstance(exc, RuntimeError) and isinstance(exc.__cause__, KeyboardInterrupt)
-    )
-
-
-def say_interrupted() -> int:
-    sys.stderr.write("theus: interrupted\n")
-    return INTERRUPTED
+from theus.service.interrupts import interrupted, listen, say_interrupted
 
 
 def run() -> NoReturn:
+    listen()
     try:
         from entrypoint.cli import run as command
-    except (KeyboardInterrupt, RuntimeError) as exc:
+    except Exception as exc:
         if not interrupted(exc):
             raise
+        raise SystemExit(say_interrupted()) from None
+    except KeyboardInterrupt:
         raise SystemExit(say_interrupted()) from None
     command()

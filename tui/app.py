@@ -495,6 +495,7 @@ def run_app(args: argparse.Namespace, dashboard: DashboardStarter | None = None)
     serves `/dashboard`."""
     from knowledge.core.paths import data_home
     from theus.config import load_model_settings
+    from theus.service.interrupts import hand_over
     from theus.service.process import exit_now
     from theus.service.project import UsageError, project_root
 
@@ -523,6 +524,7 @@ def run_app(args: argparse.Namespace, dashboard: DashboardStarter | None = None)
         end_process=exit_now,
         dashboard=dashboard,
     )
+    hand_over()
     app.run()
     app._say_how_to_resume()  # quit by another way than action_quit (an error, a signal)
     # Everything durable was closed on unmount: only buffers are left to flush.

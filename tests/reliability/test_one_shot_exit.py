@@ -125,8 +125,12 @@ def test_ctrl_c_while_the_command_is_imported_is_an_interrupt(
             raise _wrapped_interrupt()
 
     monkeypatch.setitem(sys.modules, "entrypoint.cli", Interrupted("entrypoint.cli"))
-    with pytest.raises(SystemExit) as exited:
-        launch.run()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            launch.run()
+    finally:  # the first frame's Ctrl-C handler is the process's: this one is pytest's
+        signal.signal(signal.SIGINT, previous)
     assert exited.value.code == 130
     assert capsys.readouterr().err == "theus: interrupted\n"
 

@@ -396,7 +396,9 @@ def run_headless(args: argparse.Namespace) -> int:
             )
         return 2
     from theus.agent.setup import start_opening
+    from theus.service.interrupts import hand_over
 
+    hand_over()  # asyncio's Ctrl-C from here: it cancels the turn, which still reports
     # The memory opens and the block is recalled while the model client's imports run.
     opening = start_opening(root, prompt, messages)
     return asyncio.run(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from theus.printable import PrintableFormatter
 from theus.service.command_line import add_path_argument, err, out
+from theus.service.interrupts import hand_over
 from theus.service.process import exit_now
 from theus.service.project import UsageError, project_root
 
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = build_server(memory)
         open_in_background(memory)
+        hand_over()
         if sock is not None:
             _serve_http(server, sock, root)
         else:

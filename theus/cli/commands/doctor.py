@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from knowledge.core.paths import config_file
     from theus.config import MISSING_MODEL_HELP, load_model_settings
     from theus.model.doctor import check
+    from theus.service.interrupts import hand_over
     from theus.service.status import settings_rows
     from theus.settings import current, described
 
@@ -38,4 +39,5 @@ def run(args: argparse.Namespace) -> int:
     settings = load_model_settings()
     if settings is None:
         raise UsageError(MISSING_MODEL_HELP)
+    hand_over()
     return asyncio.run(check(settings, out))
