@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.memdir import MemdirWatcher, SyncReport
     from knowledge.recall import Recaller
     from knowledge.recall.status import Counters, InjectionStats
-    from knowledge.run_history.layer import Example, RunHistory
+    from knowledge.run_history.layer import Example, KnownVector, RunHistory
     from knowledge.run_history.record import RunRecord
     from knowledge.watch.watcher import Update, Watcher
 
@@ -199,6 +200,7 @@ class Memory:
 
     def start_watcher(self) -> None:
         """Keep the graph fresh from now on (once; unless switched off or no project)."""
+        self.open()
         with self._lock:
             if self.watcher is not None or self.project is None or is_off("watch"):
                 return
@@ -365,6 +367,24 @@ class Memory:
                 )
             return self.history
 
+    def request_vector(self, request: str) -> KnownVector | None:
+        """`request`'s embedding, if this process made it, for another to record its run."""
+        try:
+            history = self.run_history()
+            return history.known_vector(request) if history is not None else None
+        except Exception as exc:
+            log.warning("run history unavailable: %s", exc)
+            return None
+
+    def adopt_request_vector(self, known: KnownVector) -> None:
+        """Record `known.request`'s run with `known`, made by another process."""
+        try:
+            history = self.run_history()
+            if history is not None:
+                history.adopt(known)
+        except Exception as exc:
+            log.warning("run history unavailable: %s", exc)
+
     def examples(self, request: str, deadline: float) -> list[Example]:
         """Past runs like `request` (best effort: [] on any failure, counted)."""
         try:
@@ -400,11 +420,13 @@ class Memory:
             return self.episodes
 
     # -- closing -------------------------------------------------------------------------------
-    def close(self, patience_s: float | None = None) -> None:
+    def close(self, patience_s: float | None = None, *, exiting: bool = False) -> None:
         """Stop every layer, all at once (each bounded, each failing open: an exit waits for
         the slowest, not their sum), then close the store. `patience_s` bounds every wait,
         for a process that ends with `os._exit` right after (the chat app): no teardown can
-        crash it, and every layer is crash-safe (saves are atomic; work resumes next start)."""
+        crash it, and every layer is crash-safe (saves are atomic; work resumes next start).
+        `exiting`: such a process, which still lets a run's record finish (`theus -p`): only
+        an embedding model still loading is not waited for."""
         stopping = [
             threading.Thread(
                 target=_stop_quietly,
@@ -413,7 +435,7 @@ class Memory:
                 name=f"theus-stop-{name.split()[0]}",
             )
             for name, stop in (
-                ("semantic layer", self._stop_semantic),
+                ("semantic layer", partial(self._stop_semantic, exiting=exiting)),
                 ("memory bridge", self._stop_bridge),
                 ("watcher", self._stop_watcher),
             )
@@ -429,10 +451,10 @@ class Memory:
             except Exception as exc:
                 log.warning("project store did not close cleanly: %s", exc)
 
-    def _stop_semantic(self, patience_s: float | None) -> None:
+    def _stop_semantic(self, patience_s: float | None, *, exiting: bool) -> None:
         if self.semantic is not None:
             if patience_s is None:
-                self.semantic.stop()
+                self.semantic.stop(wait_for_load=not exiting)
             else:
                 self.semantic.stop(timeout=patience_s, wait_for_load=False)
 

@@ -7,11 +7,14 @@ Each case runs in a process of its own: the first frame's Ctrl-C handler is proc
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text
 
 # Python runs a signal's handler wherever the main thread is, a finaliser too, and there it
@@ -98,3 +101,81 @@ def test_the_same_error_without_a_ctrl_c_is_still_an_error(repo: Path) -> None:
     assert done.returncode == 1
     assert "ImportError: PyCapsule_Import" in done.stderr
     assert "interrupted" not in done.stderr
+
+
+def _processes_naming(root: Path) -> list[int]:
+    """The live (not zombie) processes whose command line names `root`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(root).encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _zombie_children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_first_block_child_is_reaped_and_a_ctrl_c_ends_it_with_the_run(
+    server: ScriptedServer, repo: Path
+) -> None:
+    """`theus -p` on an indexed project builds its first block in a forked child
+    (`theus.agent.block_child`): by the first request the child has answered and been
+    reaped, and a Ctrl-C to the terminal's process group while it works ends it too."""
+    env = _env(THEUS_BASE_URL=server.url, THEUS_MODEL="test-model", THEUS_NO_EMBEDDINGS="1")
+    cli = [sys.executable, "-m", "entrypoint", "--path", str(repo)]
+    assert subprocess.run([*cli, "index"], env=env, capture_output=True).returncode == 0
+
+    server.add(text("the total is in cart.py", delay_s=5))
+    proc = subprocess.Popen(
+        [*cli, "-p", "where is the cart total computed"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.requests, "the run never asked the model"
+    assert "cart.py" in "".join(texts_of(server.requests[0]["messages"][1]))  # the block
+    assert _zombie_children(proc.pid) == []
+    assert _processes_naming(repo) == [proc.pid]  # the child is gone
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out == "the total is in cart.py\n", err
+
+    for delay_s in (0.1, 0.3, 0.6):  # the child still starting, recalling, or done
+        proc = subprocess.Popen(
+            [*cli, "-p", "where is the cart total computed"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own group, as a terminal's foreground job is
+        )
+        time.sleep(delay_s)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode in (130, -signal.SIGINT), err
+        assert "Traceback" not in err, err
+        deadline = time.monotonic() + 10
+        while _processes_naming(repo) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _processes_naming(repo) == []
