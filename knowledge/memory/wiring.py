@@ -54,7 +54,8 @@ class Memory:
     that long at most, and `index_pending` says the index goes on in the background (a
     one-shot run answers without the project's context rather than stall on a large
     repository). `watch=False` leaves the watcher to `start_watcher`, for a run that may never
-    need it."""
+    need it; `load_model=False` leaves a one-shot's embedding model to load when a re-rank or
+    an embedding first asks for it (`theus -p` whose first block another process built)."""
 
     def __init__(
         self,
@@ -64,9 +65,11 @@ class Memory:
         index_if_missing: bool = False,
         index_wait_s: float | None = None,
         watch: bool = True,
+        load_model: bool = True,
     ) -> None:
         self.root = Path(root)
         self.one_shot = one_shot
+        self._load_model = load_model
         self._index_if_missing = index_if_missing
         self._index_wait_s = index_wait_s
         self.index_pending = False
@@ -158,10 +161,10 @@ class Memory:
             from knowledge.embed.layer import SemanticLayer
 
             self.semantic = SemanticLayer(project, one_shot=self.one_shot)
-            if self.one_shot:
-                self.semantic.start_loading()
-            else:
+            if not self.one_shot:
                 self.semantic.start_background()
+            elif self._load_model:
+                self.semantic.start_loading()
         except Exception as exc:
             log.warning("semantic layer unavailable: %s", exc)
             self.semantic = None

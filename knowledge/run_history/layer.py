@@ -213,14 +213,16 @@ class RunHistory:
         the point when the embedder is ready (the request's embedding is usually at hand from
         its examples) and the store answers; then a few runs that had to wait."""
         stored = record
-        embedder = self.embedder_by(time.perf_counter()) or self._stand_in(record.request)
+        # A vector another process made needs no model here (asking for one loads it).
+        borrowed = self._stand_in(record.request)
+        embedder = borrowed or self.embedder_by(time.perf_counter())
         if embedder is not None and self.settings.enabled:
             try:
                 stored = self._put(record, self._embed(embedder, record.request), embedder)
             except Exception as exc:  # the embedder failed: the record stays, not stored
                 log.info("run history: run %s kept locally, not embedded: %s", record.id, exc)
         self.journal.write(stored)
-        if stored.stored:
+        if stored.stored and borrowed is None:
             self.backfill(time.perf_counter())
         return stored
 

@@ -233,7 +233,12 @@ def start_opening(
     opening.set_running_or_notify_cancel()
     if child is not None:
         memory = Memory(
-            root, one_shot=True, index_if_missing=True, index_wait_s=FIRST_INDEX_WAIT_S, watch=False
+            root,
+            one_shot=True,
+            index_if_missing=True,
+            index_wait_s=FIRST_INDEX_WAIT_S,
+            watch=False,
+            load_model=False,  # the child embedded the request; a follow-up loads it
         )
         # The child's layer says whether it re-ranks; the extra time only bounds the wait.
         settings = AgentSettings.from_settings(semantic_on=not is_off("embeddings"))
