@@ -30,7 +30,7 @@ from knowledge.recall.content import LineCounts
 from knowledge.recall.lexical import Match
 
 FILES = 5  # the best files whose definitions are ranked
-SHOWN = 12  # definitions a recall returns (the block shows as many as fit)
+SHOWN = 30  # definitions a recall returns (the block shows as many as fit)
 TERMS = 12  # the request's heaviest words searched in the files' text
 NAMES = 1.0
 BODY = 2.0
