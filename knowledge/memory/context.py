@@ -69,7 +69,7 @@ MAX_EPISODES = 2
 MAX_ALSO = 12
 INJECT_TOP = 30
 # Detail stops past this many tokens; the "also:" line of further paths still fits after it.
-BLOCK_TOKENS = 480
+BLOCK_TOKENS = 470
 _TEXT_KINDS = frozenset({"memory", "episode", "entity"})
 LEAD_HEAD = "Likely to change:"
 LEAD_SUMMARIES = 3  # the best definitions shown with their doc line
