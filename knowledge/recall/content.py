@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from knowledge.core import keys
 from knowledge.core.filetext import PASSAGE_LINES, passage_runs, read_text
 from knowledge.core.graph import Node
 from knowledge.core.redact import redact
@@ -76,8 +77,8 @@ class Counted:
     file_passages: list[int]
 
 
-# A file node's path, recorded size, whether it was skipped, and its text when known.
-Source = tuple[str, int, bool, str | None]
+# A file node's path, recorded size, and whether it was skipped.
+Source = tuple[str, int, bool]
 
 
 def counted(path: str, text: str) -> Counted:
@@ -114,13 +115,20 @@ def counted(path: str, text: str) -> Counted:
 
 
 def _text(root: Path, source: Source) -> str:
-    path, size, skipped, known = source
+    path, size, skipped = source
     if skipped:  # too large, minified, binary: a file node only
         return ""
-    if known is not None:
-        return known
     # What the index keeps (and its snapshot on disk) holds no secret-shaped value.
     return redact(read_text(root, path, size) or "")
+
+
+def frozen_texts(texts: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """The frozen index of files as `_text` reads them (path, text), in this order: what a
+    parse worker counts of the files it read, for `assemble` to place in the snapshot."""
+    index = ContentIndex(Path())
+    for path, text in texts:
+        index._add(path, Node(keys.file_key(path), "file", path, path), counted(path, text))
+    return index.freeze()
 
 
 def _counted_chunk(root: str, sources: list[Source]) -> list[Counted]:
@@ -143,10 +151,8 @@ class ContentMatch:
 
 
 class ContentIndex:
-    def __init__(self, root: Path, texts: dict[str, str] | None = None) -> None:
-        """`texts`: files' texts as `_text` would read them, already read by the indexer."""
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self._texts = texts or {}
         self.complete = False
         self._pending: dict[str, Node] = {}  # file nodes whose text is not read yet
         self._slot: dict[str, int] = {}  # path -> live file slot
@@ -225,7 +231,7 @@ class ContentIndex:
 
     def _source(self, node: Node) -> Source:
         size = int(node.data.get("size", 0) or 0)
-        return node.path, size, node.status == "skipped", self._texts.get(node.path)
+        return node.path, size, node.status == "skipped"
 
     def _take(self, path: str, node: Node, counts: Counted) -> None:
         self._drop(path)
@@ -566,16 +572,61 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np
     """Frozen content indexes as one, as `freeze` of an index built from their files in this
     order would write it: each part's files where its mask is True (with their passages),
     after the previous parts'."""
-    by_file: list[np.ndarray] = []
-    by_passage: list[np.ndarray] = []
-    files = passages = 0
+    placed, files = [], 0
     for arrays, keep in parts:
-        kept = keep[arrays["content.owner"]]
-        for renumber, mask, start in ((by_file, keep, files), (by_passage, kept, passages)):
-            new = np.full(len(mask), DEAD, np.int64)
-            new[mask] = np.arange(start, start + int(mask.sum()))
-            renumber.append(new)
-        files, passages = files + int(keep.sum()), passages + int(kept.sum())
+        new = np.full(len(keep), DEAD, np.int64)
+        new[keep] = np.arange(files, files + int(keep.sum()))
+        placed.append((arrays, new))
+        files += int(keep.sum())
+    return _placed(placed, files)
+
+
+def paths_of(arrays: dict[str, np.ndarray]) -> list[str]:
+    """The files of a frozen content index, in slot order."""
+    return Strings(arrays["content.paths"], arrays["content.path_offsets"]).all()
+
+
+def assemble(parts: list[dict[str, np.ndarray]], paths: list[str]) -> dict[str, np.ndarray]:
+    """The frozen content index of the files `paths`, in this order, as `freeze` of an index
+    that read them in this order would write it, each file taken from the last of the
+    frozen `parts` that holds it (every path must be in one)."""
+    slot = {path: i for i, path in enumerate(paths)}
+    placed = []
+    taken: set[str] = set()
+    for arrays in reversed(parts):  # the last part holding a file wins
+        names = paths_of(arrays)
+        new = np.full(len(names), DEAD, np.int64)
+        for i, name in enumerate(names):
+            if name in slot and name not in taken:
+                new[i] = slot[name]
+                taken.add(name)
+        placed.append((arrays, new))
+    if len(taken) != len(slot):
+        raise KeyError(f"{len(slot) - len(taken)} files are in no part")
+    return _placed(placed[::-1], len(slot))
+
+
+def _placed(
+    parts: list[tuple[dict[str, np.ndarray], np.ndarray]], files: int
+) -> dict[str, np.ndarray]:
+    """Frozen content indexes as one of `files` files: each part's file slot goes to the slot
+    its array gives (`DEAD`: dropped), with its passages; every slot is given once. A file's
+    passages follow the previous file's, as `freeze` writes them."""
+    passages = np.zeros(files, np.int64)  # new file slot -> its passages
+    for arrays, new in parts:
+        held = np.bincount(arrays["content.owner"], minlength=len(new))
+        passages[new[new != DEAD]] = held[new != DEAD]
+    first = np.cumsum(passages) - passages  # new file slot -> its first new passage slot
+    by_passage = []
+    for arrays, new in parts:
+        owner = arrays["content.owner"].astype(np.int64)
+        held = np.bincount(owner, minlength=len(new))
+        own_first = np.cumsum(held) - held  # a part's file -> its first passage there
+        target = new[owner]
+        renumber = np.full(len(owner), DEAD, np.int64)
+        kept = target != DEAD
+        renumber[kept] = first[target[kept]] + np.flatnonzero(kept) - own_first[owner[kept]]
+        by_passage.append(renumber)
     out = {
         name: array
         for prefix in ("content", "content.lines")
@@ -584,29 +635,28 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np
         ).items()
     }
     for prefix in ("content.file", "content.file_passages"):
-        out.update(
-            postings.merge([(a, r) for (a, _), r in zip(parts, by_file, strict=True)], prefix)
-        )
-    out["content.paths"], out["content.path_offsets"] = Strings.pack(
-        p
-        for arrays, keep in parts
-        for p, k in zip(
-            Strings(arrays["content.paths"], arrays["content.path_offsets"]).all(),
-            keep.tolist(),
-            strict=True,
-        )
-        if k
-    )
-    for name in ("content.kind", "content.length"):
-        out[name] = np.concatenate([a[name][keep] for a, keep in parts])
-    out["content.owner"] = np.concatenate(
-        [
-            renumber[a["content.owner"]][keep[a["content.owner"]]]
-            for (a, keep), renumber in zip(parts, by_file, strict=True)
-        ]
-    ).astype(np.int32)
-    for name in ("content.passage_length", "content.passage_line"):
-        out[name] = np.concatenate([a[name][keep[a["content.owner"]]] for a, keep in parts])
+        out.update(postings.merge(parts, prefix))
+    paths = [""] * files
+    for arrays, new in parts:
+        for name, at in zip(paths_of(arrays), new.tolist(), strict=True):
+            if at != DEAD:
+                paths[at] = name
+    out["content.paths"], out["content.path_offsets"] = Strings.pack(paths)
+    total = int(passages.sum())
+    for name, size, index, dtype in (
+        ("content.kind", files, "file", np.int8),
+        ("content.length", files, "file", np.float32),
+        ("content.owner", total, "passage", np.int32),
+        ("content.passage_length", total, "passage", np.float32),
+        ("content.passage_line", total, "passage", np.int32),
+    ):
+        values = np.zeros(size, dtype)
+        for (arrays, new), renumber in zip(parts, by_passage, strict=True):
+            at = new if index == "file" else renumber
+            kept = at != DEAD
+            source = new[arrays[name]] if name == "content.owner" else arrays[name]
+            values[at[kept]] = source[kept]
+        out[name] = values
     return out
 
 

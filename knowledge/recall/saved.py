@@ -116,7 +116,7 @@ def _caught_up(
     none = np.zeros(0, np.int32)
     if found is None:  # none yet, or of another store or format: built from every row
         seq, _ = store.changes_since(0)
-        base = _built(root, store.nodes(), project.take_texts())
+        base = _built(root, store.nodes(), project.take_counts())
         base_id = _new_base(path, base, store_id, seq)
         overlay, dead_lex, dead_content = _built(root, []), none, none
         old_history: Arrays = {}
@@ -180,7 +180,7 @@ def _applied(
     }
     dirty = sorted(was | {n.path for n, _ in nodes if n.path})
     shared = set(_paths(base, live & ~dying_base, dirty)) | set(_paths(overlay, ~dying, dirty))
-    fresh = _built(project.root, nodes, project.take_texts())
+    fresh = _built(project.root, nodes, project.take_counts())
     at: dict[str, list[Node]] = {}
     for node, _ in nodes:
         if node.path not in shared:
@@ -205,27 +205,36 @@ def _applied(
     return merged, np.flatnonzero(~live | dying_base), np.flatnonzero(gone)
 
 
-def _built(root: Path, nodes: list[tuple[Node, str]], read: dict[str, str] | None = None) -> Arrays:
-    """The lexical and content indexes of `nodes`, frozen, in their order (`read`: files'
-    texts the indexer read, see `Project.keep_texts`). With many files, worker processes
-    count their words while one of them indexes the labels; their counts are taken in here
-    as they come."""
-    texts = content.ContentIndex(root, read)
-    texts.apply([n for n, _ in nodes], [])
+def _built(
+    root: Path, nodes: list[tuple[Node, str]], counted: list[Arrays] | None = None
+) -> Arrays:
+    """The lexical and content indexes of `nodes`, frozen, in their order (`counted`: files
+    the indexer counted as it read them, see `Project.count_texts`; the others are read
+    here). With many files to read, worker processes count their words while one of them
+    indexes the labels; their counts are taken in here as they come."""
+    counted = counted or []
+    held = {p for part in counted for p in content.paths_of(part)}
+    files = list(dict.fromkeys(n.path for n, _ in nodes if n.kind == "file"))
+    texts = content.ContentIndex(root)
+    texts.apply([n for n, _ in nodes if n.kind == "file" and n.path not in held], [])
     run = _pool(texts.pending)
     if run is None:
-        return {**_labels(nodes), **texts.freeze()}
-    from concurrent.futures.process import BrokenProcessPool
+        found = _labels(nodes)
+    else:
+        from concurrent.futures.process import BrokenProcessPool
 
-    with run:
-        labels = run.submit(_labels, nodes)  # first, so that a worker starts on it at once
-        texts.read_in(run)
-        try:
-            found = labels.result()
-        except (OSError, BrokenProcessPool) as exc:
-            log.warning("labels indexed in one process: the process pool failed (%s)", exc)
-            found = _labels(nodes)
-    return {**found, **texts.freeze()}
+        with run:
+            labels = run.submit(_labels, nodes)  # first, so that a worker starts on it at once
+            texts.read_in(run)
+            try:
+                found = labels.result()
+            except (OSError, BrokenProcessPool) as exc:
+                log.warning("labels indexed in one process: the process pool failed (%s)", exc)
+                found = _labels(nodes)
+    read = texts.freeze()
+    if not counted:
+        return {**found, **read}
+    return {**found, **content.assemble([*counted, read], files)}
 
 
 def _labels(nodes: list[tuple[Node, str]]) -> Arrays:
