@@ -23,13 +23,13 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from knowledge.core import keys
 from knowledge.core.filetext import PASSAGE_LINES, passage_runs, read_text
 from knowledge.core.graph import Node
 from knowledge.core.redact import redact
@@ -89,11 +89,7 @@ def counted(path: str, text: str) -> Counted:
     starts: list[int] = []
     in_file: Counter[str] = Counter()
     in_passages: Counter[str] = Counter()
-    lines = text.splitlines()
-    for i, (at, _) in enumerate(passage_runs(text)):
-        found, where = line_terms(lines[at : at + PASSAGE_LINES])
-        if i == 0:  # the path is part of the file's text: read once, with the first passage
-            found.update(term_counts(path))
+    for at, found, where in _passage_terms(path, text):
         in_file.update(found)
         in_passages.update(found.keys())
         terms.extend(found.keys())
@@ -114,21 +110,71 @@ def counted(path: str, text: str) -> Counted:
     )
 
 
+def _passage_terms(path: str, text: str) -> Iterator[tuple[int, Counter[str], dict[str, int]]]:
+    """Each passage's first line (from 0), its terms' counts and their lines (`line_terms`);
+    the path is part of the file's text, counted once, with the first passage."""
+    lines = text.splitlines()
+    for i, (at, _) in enumerate(passage_runs(text)):
+        found, where = line_terms(lines[at : at + PASSAGE_LINES])
+        if i == 0:
+            found.update(term_counts(path))
+        yield at, found, where
+
+
+def frozen_texts(texts: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """What `freeze` writes of an index that read these files (path, text as `_text` reads
+    it), in this order, built as arrays at once: what a parse worker counts of the files it
+    read, for `assemble` to place in the snapshot."""
+    terms: list[str] = []
+    counts: list[int] = []
+    masks: list[int] = []
+    sizes: list[int] = []  # per passage: its terms
+    starts: list[int] = []  # per passage: its first line (from 1)
+    passages: list[int] = []  # per file: its passages
+    for path, text in texts:
+        before = len(sizes)
+        for at, found, where in _passage_terms(path, text):
+            terms.extend(found)
+            counts.extend(found.values())
+            masks.extend(where.get(t, 0) for t in found)
+            sizes.append(len(found))
+            starts.append(at + 1)
+        passages.append(len(sizes) - before)
+    vocab = sorted(set(terms))
+    code = dict(zip(vocab, range(len(vocab)), strict=True))
+    term = np.fromiter(map(code.__getitem__, terms), np.int64, len(terms))
+    passage = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    owner = np.repeat(np.arange(len(texts), dtype=np.int32), passages)
+    count = np.array(counts, np.int32)
+    passage_length = np.bincount(passage, weights=count, minlength=len(sizes))
+    # A file's terms: its passages' entries summed by (file, term).
+    pairs, entry = np.unique(owner[passage] * max(len(vocab), 1) + term, return_inverse=True)
+    file, file_term = np.divmod(pairs, max(len(vocab), 1))
+    arrays = {
+        **postings.exported("content", vocab, term, passage, count),
+        **postings.exported("content.lines", vocab, term, passage, np.array(masks, np.int32)),
+        **postings.exported(
+            "content.file", vocab, file_term, file, np.bincount(entry, weights=count)
+        ),
+        **postings.exported("content.file_passages", vocab, file_term, file, np.bincount(entry)),
+    }
+    arrays["content.paths"], arrays["content.path_offsets"] = Strings.pack(p for p, _ in texts)
+    arrays["content.kind"] = np.array([CODES[kind_of(p)] for p, _ in texts], np.int8)
+    arrays["content.length"] = np.bincount(
+        owner, weights=passage_length, minlength=len(texts)
+    ).astype(np.float32)
+    arrays["content.owner"] = owner
+    arrays["content.passage_length"] = passage_length.astype(np.float32)
+    arrays["content.passage_line"] = np.array(starts, np.int32)
+    return arrays
+
+
 def _text(root: Path, source: Source) -> str:
     path, size, skipped = source
     if skipped:  # too large, minified, binary: a file node only
         return ""
     # What the index keeps (and its snapshot on disk) holds no secret-shaped value.
     return redact(read_text(root, path, size) or "")
-
-
-def frozen_texts(texts: list[tuple[str, str]]) -> dict[str, np.ndarray]:
-    """The frozen index of files as `_text` reads them (path, text), in this order: what a
-    parse worker counts of the files it read, for `assemble` to place in the snapshot."""
-    index = ContentIndex(Path())
-    for path, text in texts:
-        index._add(path, Node(keys.file_key(path), "file", path, path), counted(path, text))
-    return index.freeze()
 
 
 def _counted_chunk(root: str, sources: list[Source]) -> list[Counted]:

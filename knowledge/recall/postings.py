@@ -219,6 +219,27 @@ def merge(
     }
 
 
+def exported(
+    prefix: str, vocab: list[str], term: np.ndarray, slots: np.ndarray, values: np.ndarray
+) -> dict[str, np.ndarray]:
+    """What `Postings.export` writes of postings given as entries: each entry's term (its
+    index in the sorted `vocab`), slot and value (int32: counts); one entry per term and
+    slot."""
+    order = np.lexsort((slots, term))
+    counts = np.bincount(term, minlength=len(vocab))
+    used = counts > 0
+    blob, offsets = Strings.pack(t for t, u in zip(vocab, used.tolist(), strict=True) if u)
+    starts = np.zeros(int(used.sum()) + 1, np.int64)
+    np.cumsum(counts[used], out=starts[1:])
+    return {
+        f"{prefix}.terms": blob,
+        f"{prefix}.term_offsets": offsets,
+        f"{prefix}.starts": starts,
+        f"{prefix}.ids": slots[order].astype(np.int32),
+        f"{prefix}.vals": values[order].astype(np.int32),
+    }
+
+
 def _prefixed(terms: Sequence[str], prefix: str, limit: int) -> list[str]:
     """The first `limit` of the sorted `terms` that start with `prefix`."""
     at = bisect.bisect_left(terms, prefix)
