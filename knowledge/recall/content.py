@@ -151,12 +151,18 @@ def frozen_texts(texts: list[tuple[str, str]]) -> dict[str, np.ndarray]:
     pairs, entry = np.unique(owner[passage] * max(len(vocab), 1) + term, return_inverse=True)
     file, file_term = np.divmod(pairs, max(len(vocab), 1))
     arrays = {
-        **postings.exported("content", vocab, term, passage, count),
-        **postings.exported("content.lines", vocab, term, passage, np.array(masks, np.int32)),
         **postings.exported(
-            "content.file", vocab, file_term, file, np.bincount(entry, weights=count)
+            vocab, term, passage, {"content": count, "content.lines": np.array(masks)}
         ),
-        **postings.exported("content.file_passages", vocab, file_term, file, np.bincount(entry)),
+        **postings.exported(
+            vocab,
+            file_term,
+            file,
+            {
+                "content.file": np.bincount(entry, weights=count),
+                "content.file_passages": np.bincount(entry),
+            },
+        ),
     }
     arrays["content.paths"], arrays["content.path_offsets"] = Strings.pack(p for p, _ in texts)
     arrays["content.kind"] = np.array([CODES[kind_of(p)] for p, _ in texts], np.int8)
@@ -673,15 +679,12 @@ def _placed(
         kept = target != DEAD
         renumber[kept] = first[target[kept]] + np.flatnonzero(kept) - own_first[owner[kept]]
         by_passage.append(renumber)
-    out = {
-        name: array
-        for prefix in ("content", "content.lines")
-        for name, array in postings.merge(
-            [(a, r) for (a, _), r in zip(parts, by_passage, strict=True)], prefix
-        ).items()
-    }
-    for prefix in ("content.file", "content.file_passages"):
-        out.update(postings.merge(parts, prefix))
+    # The lines' postings hold the passages' terms and slots, as the file passages' hold the
+    # files' counts': each pair is sorted once.
+    out = postings.merge(
+        [(a, r) for (a, _), r in zip(parts, by_passage, strict=True)], "content", ["content.lines"]
+    )
+    out.update(postings.merge(parts, "content.file", ["content.file_passages"]))
     paths = [""] * files
     for arrays, new in parts:
         for name, at in zip(paths_of(arrays), new.tolist(), strict=True):
