@@ -17,7 +17,7 @@ import tree_sitter as ts
 
 from knowledge.index.model import Extract, Import, Symbol
 
-_IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]{2,}")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _SPACE = re.compile(r"\s+")
 _CONST = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 _MAX_SIGNATURE = 160
@@ -43,6 +43,8 @@ _HOLDERS = (
         "case_clause",
     }
 )
+# The statements that define, import or hold statements (and module-level expressions).
+_WALKED = _DEFINITIONS | _IMPORTS | _COMPOUND | {"decorated_definition", "ERROR"}
 _PARSER: list[ts.Parser] = []  # one per process, made on first use
 
 
@@ -63,14 +65,15 @@ def extract(data: bytes) -> Extract:
     lines = data.decode("utf-8", errors="replace").splitlines()
     out.summary = _first_line(_docstring(root))
     _Walk(lines, out).block(root, None)
-    out.identifiers = {m.decode() for m in _IDENT.findall(data)[: _MAX_IDENTIFIERS * 4]}
+    # latin-1 never fails and keeps ASCII, all the pattern matches: no decode per name.
+    out.identifiers = set(_IDENT.findall(data.decode("latin-1"))[: _MAX_IDENTIFIERS * 4])
     if len(out.identifiers) > _MAX_IDENTIFIERS:
         out.identifiers = set(sorted(out.identifiers)[:_MAX_IDENTIFIERS])
     return out
 
 
 class _Walk:
-    """Statements in the order `ast` lists them, each block's before the blocks it holds."""
+    """Statements in the order `ast` lists them."""
 
     def __init__(self, lines: list[str], out: Extract) -> None:
         self.lines = lines
@@ -86,6 +89,9 @@ class _Walk:
             if stmt is None:
                 stack.pop()
                 continue
+            kind = stmt.type
+            if kind not in _WALKED and (owner is not None or kind != "expression_statement"):
+                continue  # most statements in a body: nothing to find, no call made
             for block, holder in reversed(self.statement(stmt, owner)):
                 stack.append((iter(block.named_children), holder))
 
