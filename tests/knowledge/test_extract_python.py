@@ -132,3 +132,23 @@ def test_comments_after_the_header_are_not_signature() -> None:
     assert ex.symbols[0].signature == "def f(a, b)"
     assert extract(b"def g(c='#fff'): pass\n").symbols[0].signature == "def g(c='#fff')"
     assert extract(b"def h(x): return {1: 2}\n").symbols[0].signature == "def h(x)"
+
+
+def test_an_extract_pickles_back_as_it_was() -> None:
+    """Parse workers send extracts back pickled, symbols and imports as their fields and the
+    identifiers as one string (`Extract.__reduce__`)."""
+    import pickle
+
+    from knowledge.index.model import Column, Extract, Section, Table
+
+    for ex in (
+        extract(SOURCE),
+        Extract("markdown"),
+        Extract(
+            "sql",
+            sections=[Section("Intro", 1, 1, 3, "first")],
+            tables=[Table("orders", 1, 4, [Column("user_id", "int", 2, ("users", "id"))])],
+            partial="parse error: x",
+        ),
+    ):
+        assert pickle.loads(pickle.dumps(ex)) == ex
