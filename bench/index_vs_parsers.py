@@ -11,8 +11,8 @@ each run, interleaved and in a fresh child process each:
   an older commit), so a change is measured against its base in the same run;
 - `parse-only`: one process reads every file from disk and parses with tree-sitter those that
   have a grammar among Theus's wheels (tree-sitter-python for Python), timed from the first
-  read to the last parse: the floor the issue names. `ast-only` is the same over Theus's own
-  parsers (the standard `ast` for Python, tree-sitter for the others);
+  read to the last parse: the floor the issue names. `ast-only` is the same with the standard
+  `ast` for Python (what Theus parsed Python with before tree-sitter), for reference;
 - `aider` (with --aider-python: a venv with aider-chat installed, never this project's):
   Aider's `RepoMap.get_tags_raw` on every file, with no tag cache, timed around the loop.
 

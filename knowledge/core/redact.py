@@ -450,6 +450,9 @@ RULES: tuple[Rule, ...] = (
         r"(?=[\w\[])",
         "://",
         _keep_url_user,
+        # Within a line (no blank in it): a pattern that starts looking behind scans a whole
+        # text slowly, the lines holding "://" are found at once.
+        lines="://",
     ),
     _rule(
         "authorization",

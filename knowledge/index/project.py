@@ -28,6 +28,8 @@ from knowledge.core.workers import POOL_THRESHOLD
 # The indexer is imported when something is indexed: a one-shot `theus recall` that reads
 # the store and its snapshot never pays for it (pathspec, the extractors, the resolvers).
 if TYPE_CHECKING:
+    import numpy as np
+
     from knowledge.index.analyse import Analysed
     from knowledge.index.definitions import Definitions
     from knowledge.index.ignore import IgnoreRules
@@ -36,6 +38,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+Arrays = dict[str, "np.ndarray"]
+# Files' texts (path, text) -> their words counted, frozen (`recall.content.frozen_texts`,
+# given by the caller: recall lies above the index).
+CountTexts = Callable[[list[tuple[str, str]]], Arrays]
 
 _CHUNK = 48
 _MAX_REFERENCES = 200
@@ -80,10 +86,11 @@ class Project:
         self._pending_files: dict[str, FileState] = {}
         self._pending_removed: set[str] = set()
         self.lock = threading.RLock()  # one writer at a time: CLI, watcher, agent
-        # Whether the files' texts the index reads are kept for the scoring snapshot to take
-        # (`take_texts`): a one-shot `theus index` builds it next, from the same texts.
-        self.keep_texts = False
-        self._texts: dict[str, str] = {}
+        # What counts the words of the files the index reads where they are parsed (their
+        # texts as recall reads them), for the scoring snapshot to take (`take_counts`): a
+        # one-shot `theus index` builds it next, without reading or counting them again.
+        self.count_texts: CountTexts | None = None
+        self._counted: list[Arrays] = []
         self.files: dict[str, FileState] = {}
         self.walk_skipped: dict[str, str] = {}
         self.last_index = 0.0
@@ -282,11 +289,12 @@ class Project:
             self._pending_removed -= gone
             return written
 
-    def take_texts(self) -> dict[str, str]:
-        """The texts kept since the last call (`keep_texts`), redacted as recall reads them."""
+    def take_counts(self) -> list[Arrays]:
+        """What `count_texts` made of the files read since the last call, in the order they
+        were read."""
         with self.lock:
-            texts, self._texts = self._texts, {}
-            return texts
+            counted, self._counted = self._counted, []
+            return counted
 
     @property
     def unsaved(self) -> bool:
@@ -330,20 +338,24 @@ class Project:
         if progress:
             progress(0, total)
         workers = workers or min(2, os.cpu_count() or 1)
-        done = 0
+        chunks = [items[i : i + _CHUNK] for i in range(0, total, _CHUNK)]
+        root, count = str(self.root), self.count_texts
+        done = finished = 0
         if workers > 1 and total >= POOL_THRESHOLD:
             from concurrent.futures.process import BrokenProcessPool
 
             from knowledge.core.workers import pool
 
-            chunks = [items[i : i + _CHUNK] for i in range(0, total, _CHUNK)]
-            finished = 0
+            preload = ["knowledge.index.project", "knowledge.index.analyse"]
             try:
-                with pool(workers, ["knowledge.index.project", "knowledge.index.analyse"]) as run:
-                    for batch in run.map(_analyse_chunk, [str(self.root)] * len(chunks), chunks):
-                        yield from batch
+                if count is not None:
+                    preload.append(count.__module__)
+                with pool(workers, preload) as run:
+                    n = len(chunks)
+                    for batch in run.map(_analyse_chunk, [root] * n, chunks, [count] * n):
+                        yield from self._took(batch)
                         finished += 1
-                        done += len(batch)
+                        done += len(batch[0])
                         if progress:
                             progress(done, total)
                 return
@@ -351,12 +363,19 @@ class Project:
                 # A pool that cannot start (a host that hides stderr's descriptor) or loses a
                 # worker must not lose the index: the rest is parsed here.
                 log.warning("parsing in one process: the process pool failed (%s)", exc)
-                items = [item for chunk in chunks[finished:] for item in chunk]
-        for item in items:
-            yield _analyse_one(str(self.root), item)
-            done += 1
-            if progress and (done % 25 == 0 or done == total):
+        for chunk in chunks[finished:]:
+            yield from self._took(_analyse_chunk(root, chunk, count))
+            done += len(chunk)
+            if progress:
                 progress(done, total)
+
+    def _took(self, batch: tuple[list[Analysed], Arrays | None]) -> list[Analysed]:
+        """A chunk's results, its files' counts kept (`count_texts`)."""
+        results, counted = batch
+        if counted is not None:
+            with self.lock:
+                self._counted.append(counted)
+        return results
 
     def _apply(
         self,
@@ -379,7 +398,6 @@ class Project:
                 graph.remove_owner(rel)
                 self.files.pop(rel, None)
                 self.links.pop(rel, None)
-                self._texts.pop(rel, None)
                 self._pending_files.pop(rel, None)
                 self._pending_links.pop(rel, None)
                 self._pending_removed.add(rel)
@@ -432,8 +450,6 @@ class Project:
         )
         self.files[result.rel] = state
         self._pending_files[result.rel] = state
-        if self.keep_texts and result.text is not None:
-            self._texts[result.rel] = result.text
         self.links[result.rel] = links
         self._pending_links[result.rel] = links
         self._pending_removed.discard(result.rel)
@@ -547,5 +563,17 @@ def _analyse_one(root: str, item: tuple[str, int, int, str]) -> Analysed:
     return analyse(root, rel, size, mtime_ns)
 
 
-def _analyse_chunk(root: str, items: list[tuple[str, int, int, str]]) -> list[Analysed]:
-    return [_analyse_one(root, item) for item in items]
+def _analyse_chunk(
+    root: str, items: list[tuple[str, int, int, str]], count: CountTexts | None
+) -> tuple[list[Analysed], Arrays | None]:
+    """The files' results, and what `count` makes of the texts of those read, counted here
+    where the texts are (sent back, the texts would cost more than their counts)."""
+    results = [_analyse_one(root, item) for item in items]
+    counted = None
+    if count is not None:
+        counted = count(
+            [(r.rel, r.text or "") for r in results if r.keep_node and r.status != "unchanged"]
+        )
+    for result in results:
+        result.text = None
+    return results, counted

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,8 +77,8 @@ class Counted:
     file_passages: list[int]
 
 
-# A file node's path, recorded size, whether it was skipped, and its text when known.
-Source = tuple[str, int, bool, str | None]
+# A file node's path, recorded size, and whether it was skipped.
+Source = tuple[str, int, bool]
 
 
 def counted(path: str, text: str) -> Counted:
@@ -88,11 +89,7 @@ def counted(path: str, text: str) -> Counted:
     starts: list[int] = []
     in_file: Counter[str] = Counter()
     in_passages: Counter[str] = Counter()
-    lines = text.splitlines()
-    for i, (at, _) in enumerate(passage_runs(text)):
-        found, where = line_terms(lines[at : at + PASSAGE_LINES])
-        if i == 0:  # the path is part of the file's text: read once, with the first passage
-            found.update(term_counts(path))
+    for at, found, where in _passage_terms(path, text):
         in_file.update(found)
         in_passages.update(found.keys())
         terms.extend(found.keys())
@@ -113,12 +110,75 @@ def counted(path: str, text: str) -> Counted:
     )
 
 
+def _passage_terms(path: str, text: str) -> Iterator[tuple[int, Counter[str], dict[str, int]]]:
+    """Each passage's first line (from 0), its terms' counts and their lines (`line_terms`);
+    the path is part of the file's text, counted once, with the first passage."""
+    lines = text.splitlines()
+    for i, (at, _) in enumerate(passage_runs(text)):
+        found, where = line_terms(lines[at : at + PASSAGE_LINES])
+        if i == 0:
+            found.update(term_counts(path))
+        yield at, found, where
+
+
+def frozen_texts(texts: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """What `freeze` writes of an index that read these files (path, text as `_text` reads
+    it), in this order, built as arrays at once: what a parse worker counts of the files it
+    read, for `assemble` to place in the snapshot."""
+    terms: list[str] = []
+    counts: list[int] = []
+    masks: list[int] = []
+    sizes: list[int] = []  # per passage: its terms
+    starts: list[int] = []  # per passage: its first line (from 1)
+    passages: list[int] = []  # per file: its passages
+    for path, text in texts:
+        before = len(sizes)
+        for at, found, where in _passage_terms(path, text):
+            terms.extend(found)
+            counts.extend(found.values())
+            masks.extend(where.get(t, 0) for t in found)
+            sizes.append(len(found))
+            starts.append(at + 1)
+        passages.append(len(sizes) - before)
+    vocab = sorted(set(terms))
+    code = dict(zip(vocab, range(len(vocab)), strict=True))
+    term = np.fromiter(map(code.__getitem__, terms), np.int64, len(terms))
+    passage = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    owner = np.repeat(np.arange(len(texts), dtype=np.int32), passages)
+    count = np.array(counts, np.int32)
+    passage_length = np.bincount(passage, weights=count, minlength=len(sizes))
+    # A file's terms: its passages' entries summed by (file, term).
+    pairs, entry = np.unique(owner[passage] * max(len(vocab), 1) + term, return_inverse=True)
+    file, file_term = np.divmod(pairs, max(len(vocab), 1))
+    arrays = {
+        **postings.exported(
+            vocab, term, passage, {"content": count, "content.lines": np.array(masks)}
+        ),
+        **postings.exported(
+            vocab,
+            file_term,
+            file,
+            {
+                "content.file": np.bincount(entry, weights=count),
+                "content.file_passages": np.bincount(entry),
+            },
+        ),
+    }
+    arrays["content.paths"], arrays["content.path_offsets"] = Strings.pack(p for p, _ in texts)
+    arrays["content.kind"] = np.array([CODES[kind_of(p)] for p, _ in texts], np.int8)
+    arrays["content.length"] = np.bincount(
+        owner, weights=passage_length, minlength=len(texts)
+    ).astype(np.float32)
+    arrays["content.owner"] = owner
+    arrays["content.passage_length"] = passage_length.astype(np.float32)
+    arrays["content.passage_line"] = np.array(starts, np.int32)
+    return arrays
+
+
 def _text(root: Path, source: Source) -> str:
-    path, size, skipped, known = source
+    path, size, skipped = source
     if skipped:  # too large, minified, binary: a file node only
         return ""
-    if known is not None:
-        return known
     # What the index keeps (and its snapshot on disk) holds no secret-shaped value.
     return redact(read_text(root, path, size) or "")
 
@@ -143,10 +203,8 @@ class ContentMatch:
 
 
 class ContentIndex:
-    def __init__(self, root: Path, texts: dict[str, str] | None = None) -> None:
-        """`texts`: files' texts as `_text` would read them, already read by the indexer."""
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self._texts = texts or {}
         self.complete = False
         self._pending: dict[str, Node] = {}  # file nodes whose text is not read yet
         self._slot: dict[str, int] = {}  # path -> live file slot
@@ -225,7 +283,7 @@ class ContentIndex:
 
     def _source(self, node: Node) -> Source:
         size = int(node.data.get("size", 0) or 0)
-        return node.path, size, node.status == "skipped", self._texts.get(node.path)
+        return node.path, size, node.status == "skipped"
 
     def _take(self, path: str, node: Node, counts: Counted) -> None:
         self._drop(path)
@@ -566,47 +624,88 @@ def merge(parts: list[tuple[dict[str, np.ndarray], np.ndarray]]) -> dict[str, np
     """Frozen content indexes as one, as `freeze` of an index built from their files in this
     order would write it: each part's files where its mask is True (with their passages),
     after the previous parts'."""
-    by_file: list[np.ndarray] = []
-    by_passage: list[np.ndarray] = []
-    files = passages = 0
+    placed, files = [], 0
     for arrays, keep in parts:
-        kept = keep[arrays["content.owner"]]
-        for renumber, mask, start in ((by_file, keep, files), (by_passage, kept, passages)):
-            new = np.full(len(mask), DEAD, np.int64)
-            new[mask] = np.arange(start, start + int(mask.sum()))
-            renumber.append(new)
-        files, passages = files + int(keep.sum()), passages + int(kept.sum())
-    out = {
-        name: array
-        for prefix in ("content", "content.lines")
-        for name, array in postings.merge(
-            [(a, r) for (a, _), r in zip(parts, by_passage, strict=True)], prefix
-        ).items()
-    }
-    for prefix in ("content.file", "content.file_passages"):
-        out.update(
-            postings.merge([(a, r) for (a, _), r in zip(parts, by_file, strict=True)], prefix)
-        )
-    out["content.paths"], out["content.path_offsets"] = Strings.pack(
-        p
-        for arrays, keep in parts
-        for p, k in zip(
-            Strings(arrays["content.paths"], arrays["content.path_offsets"]).all(),
-            keep.tolist(),
-            strict=True,
-        )
-        if k
+        new = np.full(len(keep), DEAD, np.int64)
+        new[keep] = np.arange(files, files + int(keep.sum()))
+        placed.append((arrays, new))
+        files += int(keep.sum())
+    return _placed(placed, files)
+
+
+def paths_of(arrays: dict[str, np.ndarray]) -> list[str]:
+    """The files of a frozen content index, in slot order."""
+    return Strings(arrays["content.paths"], arrays["content.path_offsets"]).all()
+
+
+def assemble(parts: list[dict[str, np.ndarray]], paths: list[str]) -> dict[str, np.ndarray]:
+    """The frozen content index of the files `paths`, in this order, as `freeze` of an index
+    that read them in this order would write it, each file taken from the last of the
+    frozen `parts` that holds it (every path must be in one)."""
+    slot = {path: i for i, path in enumerate(paths)}
+    placed = []
+    taken: set[str] = set()
+    for arrays in reversed(parts):  # the last part holding a file wins
+        names = paths_of(arrays)
+        new = np.full(len(names), DEAD, np.int64)
+        for i, name in enumerate(names):
+            if name in slot and name not in taken:
+                new[i] = slot[name]
+                taken.add(name)
+        placed.append((arrays, new))
+    if len(taken) != len(slot):
+        raise KeyError(f"{len(slot) - len(taken)} files are in no part")
+    return _placed(placed[::-1], len(slot))
+
+
+def _placed(
+    parts: list[tuple[dict[str, np.ndarray], np.ndarray]], files: int
+) -> dict[str, np.ndarray]:
+    """Frozen content indexes as one of `files` files: each part's file slot goes to the slot
+    its array gives (`DEAD`: dropped), with its passages; every slot is given once. A file's
+    passages follow the previous file's, as `freeze` writes them."""
+    passages = np.zeros(files, np.int64)  # new file slot -> its passages
+    for arrays, new in parts:
+        held = np.bincount(arrays["content.owner"], minlength=len(new))
+        passages[new[new != DEAD]] = held[new != DEAD]
+    first = np.cumsum(passages) - passages  # new file slot -> its first new passage slot
+    by_passage = []
+    for arrays, new in parts:
+        owner = arrays["content.owner"].astype(np.int64)
+        held = np.bincount(owner, minlength=len(new))
+        own_first = np.cumsum(held) - held  # a part's file -> its first passage there
+        target = new[owner]
+        renumber = np.full(len(owner), DEAD, np.int64)
+        kept = target != DEAD
+        renumber[kept] = first[target[kept]] + np.flatnonzero(kept) - own_first[owner[kept]]
+        by_passage.append(renumber)
+    # The lines' postings hold the passages' terms and slots, as the file passages' hold the
+    # files' counts': each pair is sorted once.
+    out = postings.merge(
+        [(a, r) for (a, _), r in zip(parts, by_passage, strict=True)], "content", ["content.lines"]
     )
-    for name in ("content.kind", "content.length"):
-        out[name] = np.concatenate([a[name][keep] for a, keep in parts])
-    out["content.owner"] = np.concatenate(
-        [
-            renumber[a["content.owner"]][keep[a["content.owner"]]]
-            for (a, keep), renumber in zip(parts, by_file, strict=True)
-        ]
-    ).astype(np.int32)
-    for name in ("content.passage_length", "content.passage_line"):
-        out[name] = np.concatenate([a[name][keep[a["content.owner"]]] for a, keep in parts])
+    out.update(postings.merge(parts, "content.file", ["content.file_passages"]))
+    paths = [""] * files
+    for arrays, new in parts:
+        for name, at in zip(paths_of(arrays), new.tolist(), strict=True):
+            if at != DEAD:
+                paths[at] = name
+    out["content.paths"], out["content.path_offsets"] = Strings.pack(paths)
+    total = int(passages.sum())
+    for name, size, index, dtype in (
+        ("content.kind", files, "file", np.int8),
+        ("content.length", files, "file", np.float32),
+        ("content.owner", total, "passage", np.int32),
+        ("content.passage_length", total, "passage", np.float32),
+        ("content.passage_line", total, "passage", np.int32),
+    ):
+        values = np.zeros(size, dtype)
+        for (arrays, new), renumber in zip(parts, by_passage, strict=True):
+            at = new if index == "file" else renumber
+            kept = at != DEAD
+            source = new[arrays[name]] if name == "content.owner" else arrays[name]
+            values[at[kept]] = source[kept]
+        out[name] = values
     return out
 
 

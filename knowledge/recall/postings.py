@@ -185,13 +185,16 @@ class LayeredPostings:
 
 
 def merge(
-    parts: list[tuple[dict[str, np.ndarray], np.ndarray]], prefix: str
+    parts: list[tuple[dict[str, np.ndarray], np.ndarray]], prefix: str, twins: Sequence[str] = ()
 ) -> dict[str, np.ndarray]:
     """Exported postings (`prefix.*` arrays) of several indexes as one, as `export` would
     write them: each part's slots renumbered by its array (old slot -> new slot, or `DEAD` to
-    drop it), a term's entries in slot order, terms left without entries gone."""
+    drop it), a term's entries in slot order, terms left without entries gone. `twins`: other
+    postings whose terms and slots are the prefix's in every part, their values merged in the
+    same order (sorted once)."""
     vocab: dict[str, int] = {}
-    codes, slots, values = [], [], []
+    codes, slots = [], []
+    values: dict[str, list[np.ndarray]] = {p: [] for p in (prefix, *twins)}
     for arrays, renumber in parts:
         names = Strings(arrays[f"{prefix}.terms"], arrays[f"{prefix}.term_offsets"]).all()
         known = np.array([vocab.setdefault(t, len(vocab)) for t in names], np.int64)
@@ -199,24 +202,47 @@ def merge(
         keep = new != DEAD
         codes.append(np.repeat(known, np.diff(arrays[f"{prefix}.starts"]))[keep])
         slots.append(new[keep])
-        values.append(arrays[f"{prefix}.vals"][keep])
+        for name, found in values.items():
+            found.append(arrays[f"{name}.vals"][keep])
     names = sorted(vocab)
     rank = np.empty(len(vocab), np.int64)
     rank[[vocab[t] for t in names]] = np.arange(len(names))
-    term, ids = rank[np.concatenate(codes)], np.concatenate(slots)
-    order = np.lexsort((ids, term))
-    counts = np.bincount(term, minlength=len(names))
+    return _sorted(
+        names,
+        rank[np.concatenate(codes)],
+        np.concatenate(slots),
+        {name: np.concatenate(found) for name, found in values.items()},
+    )
+
+
+def exported(
+    vocab: list[str], term: np.ndarray, slots: np.ndarray, values: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """What `Postings.export` writes of postings given as entries: each entry's term (its
+    index in the sorted `vocab`), slot, and value in each of the postings named in `values`
+    (prefix -> values; int32 counts), which share the terms and slots; one entry per term
+    and slot."""
+    return _sorted(vocab, term, slots, {p: v.astype(np.int32) for p, v in values.items()})
+
+
+def _sorted(
+    vocab: list[str], term: np.ndarray, slots: np.ndarray, values: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """The exported arrays of each postings in `values` (prefix -> values) from entries
+    (term numbers in the sorted `vocab`, slots) they share: sorted by term, then slot."""
+    order = np.lexsort((slots, term))
+    counts = np.bincount(term, minlength=len(vocab))
     used = counts > 0
-    blob, offsets = Strings.pack(t for t, u in zip(names, used.tolist(), strict=True) if u)
+    blob, offsets = Strings.pack(t for t, u in zip(vocab, used.tolist(), strict=True) if u)
     starts = np.zeros(int(used.sum()) + 1, np.int64)
     np.cumsum(counts[used], out=starts[1:])
-    return {
-        f"{prefix}.terms": blob,
-        f"{prefix}.term_offsets": offsets,
-        f"{prefix}.starts": starts,
-        f"{prefix}.ids": ids[order].astype(np.int32),
-        f"{prefix}.vals": np.concatenate(values)[order],
-    }
+    ids = slots[order].astype(np.int32)
+    out = {}
+    for prefix, found in values.items():
+        out[f"{prefix}.terms"], out[f"{prefix}.term_offsets"] = blob, offsets
+        out[f"{prefix}.starts"], out[f"{prefix}.ids"] = starts, ids
+        out[f"{prefix}.vals"] = found[order]
+    return out
 
 
 def _prefixed(terms: Sequence[str], prefix: str, limit: int) -> list[str]:

@@ -34,7 +34,7 @@ from knowledge.recall import content, history, lexical, snapshot
 from knowledge.recall.snapshot import Strings
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     from knowledge.index.project import Project
 
@@ -116,7 +116,7 @@ def _caught_up(
     none = np.zeros(0, np.int32)
     if found is None:  # none yet, or of another store or format: built from every row
         seq, _ = store.changes_since(0)
-        base = _built(root, store.nodes(), project.take_texts())
+        base = _built(root, store.nodes(), project.take_counts())
         base_id = _new_base(path, base, store_id, seq)
         overlay, dead_lex, dead_content = _built(root, []), none, none
         old_history: Arrays = {}
@@ -180,7 +180,7 @@ def _applied(
     }
     dirty = sorted(was | {n.path for n, _ in nodes if n.path})
     shared = set(_paths(base, live & ~dying_base, dirty)) | set(_paths(overlay, ~dying, dirty))
-    fresh = _built(project.root, nodes, project.take_texts())
+    fresh = _built(project.root, nodes, project.take_counts())
     at: dict[str, list[Node]] = {}
     for node, _ in nodes:
         if node.path not in shared:
@@ -205,27 +205,67 @@ def _applied(
     return merged, np.flatnonzero(~live | dying_base), np.flatnonzero(gone)
 
 
-def _built(root: Path, nodes: list[tuple[Node, str]], read: dict[str, str] | None = None) -> Arrays:
-    """The lexical and content indexes of `nodes`, frozen, in their order (`read`: files'
-    texts the indexer read, see `Project.keep_texts`). With many files, worker processes
-    count their words while one of them indexes the labels; their counts are taken in here
-    as they come."""
-    texts = content.ContentIndex(root, read)
-    texts.apply([n for n, _ in nodes], [])
-    run = _pool(texts.pending)
+def _built(
+    root: Path, nodes: list[tuple[Node, str]], counted: list[Arrays] | None = None
+) -> Arrays:
+    """The lexical and content indexes of `nodes`, frozen, in their order (`counted`: files
+    the indexer counted as it read them, see `Project.count_texts`; the others are read
+    here). With many files to read, worker processes count their words while one of them
+    indexes the labels; their counts are taken in here as they come. With many files and
+    none to read, a worker indexes half of the labels."""
+    counted = counted or []
+    held = {p for part in counted for p in content.paths_of(part)}
+    files = list(dict.fromkeys(n.path for n, _ in nodes if n.kind == "file"))
+    texts = content.ContentIndex(root)
+    texts.apply([n for n, _ in nodes if n.kind == "file" and n.path not in held], [])
+    run = _pool(texts.pending or len(files))
     if run is None:
-        return {**_labels(nodes), **texts.freeze()}
+        return {**_labels(nodes), **_content(texts, counted, files)}
+    with run:
+        if texts.pending:
+            labels = run.submit(_labels, nodes)  # first, so that a worker starts on it at once
+            texts.read_in(run)
+            return {**_result(labels, nodes), **_content(texts, counted, files)}
+        half = len(nodes) // 2
+        first = run.submit(_labels, nodes[:half])
+        found = _content(texts, counted, files)
+        second = _labels(nodes[half:])
+        return {**_joined(_result(first, nodes[:half]), second, nodes), **found}
+
+
+def _content(texts: content.ContentIndex, counted: list[Arrays], files: list[str]) -> Arrays:
+    """The content index of `files`: those read by `texts`, the others from `counted`."""
+    read = texts.freeze()
+    return content.assemble([*counted, read], files) if counted else read
+
+
+def _result(labels: Future[Arrays], nodes: list[tuple[Node, str]]) -> Arrays:
+    """What a worker indexed of `nodes`' labels, or, when the pool failed, this process."""
     from concurrent.futures.process import BrokenProcessPool
 
-    with run:
-        labels = run.submit(_labels, nodes)  # first, so that a worker starts on it at once
-        texts.read_in(run)
-        try:
-            found = labels.result()
-        except (OSError, BrokenProcessPool) as exc:
-            log.warning("labels indexed in one process: the process pool failed (%s)", exc)
-            found = _labels(nodes)
-    return {**found, **texts.freeze()}
+    try:
+        return labels.result()
+    except (OSError, BrokenProcessPool) as exc:
+        log.warning("labels indexed in one process: the process pool failed (%s)", exc)
+        return _labels(nodes)
+
+
+def _joined(first: Arrays, second: Arrays, nodes: list[tuple[Node, str]]) -> Arrays:
+    """The labels of `nodes` from those of its two halves: a path with nodes in both has its
+    hash vector made again from all of them."""
+    merged = lexical.merge([(first, _all(first, "lex.file")), (second, _all(second, "lex.file"))])
+    half = len(first["lex.file"])
+    both = {n.path for n, _ in nodes[:half]} & {n.path for n, _ in nodes[half:]} - {""}
+    if both:
+        vectors = lexical.hashes(merged)
+        for path in both:
+            vector = lexical.hash_vector(path, [n for n, _ in nodes if n.path == path])
+            if vector is None:
+                vectors.pop(path, None)
+            else:
+                vectors[path] = vector
+        merged.update(lexical.hash_arrays(vectors))
+    return merged
 
 
 def _labels(nodes: list[tuple[Node, str]]) -> Arrays:

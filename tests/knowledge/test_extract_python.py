@@ -71,16 +71,58 @@ def test_imports_relative_and_guarded() -> None:
     assert {"price_of", "Item", "discount"} <= ex.identifiers
 
 
-def test_unparsable_source_is_partial_not_fatal() -> None:
+def test_syntax_errors_are_partial_with_what_was_recovered() -> None:
+    """tree-sitter recovers from a syntax error: the definitions it still parsed are kept,
+    and the extract says it is partial."""
+    ex = extract(b"def broken(:\n    pass\n\n\ndef fine(x):\n    return x\n")
+    assert ex.partial.startswith("parse error")
+    assert "fine" in {s.name for s in ex.symbols}
+    for data in (b"def broken(:\n", b"\x00\x00", b"class (:\n"):
+        assert extract(data).partial.startswith("parse error"), data
+
+
+def test_what_python_refuses_but_parses_is_extracted_and_nothing_raises() -> None:
+    """Bytes that are no UTF-8 in a string (the analysis marks the file `invalid-utf8`), an
+    unknown coding, nesting past Python's limits: read as the text they are, never a crash."""
     for data in (
-        b"def broken(:\n",
-        b"x = '\xed\xa0\x80'\n",
-        b"(" * 300 + b")" * 300,
-        b"\x00\x00",
-        b"# -*- coding: bogus-codec -*-\nx=1\n",
+        b"x = '\xed\xa0\x80'\nMAX = 1\n",
+        b"(" * 300 + b")" * 300 + b"\nMAX = 1\n",
+        b"# -*- coding: bogus-codec -*-\nMAX = 1\n",
     ):
-        ex = extract(data)
-        assert ex.partial.startswith("parse error"), data[:20]
+        assert [s.name for s in extract(data).symbols] == ["MAX"], data[:20]
+    deep = b"".join(b" " * i + b"def f%d():\n" % i for i in range(3000)) + b" " * 3000 + b"pass\n"
+    assert extract(deep).symbols  # a stack, not recursion: whatever tree-sitter kept
+
+
+def test_decorators_nested_blocks_and_trailing_comments_end_as_ast_ends_them() -> None:
+    ex = extract(
+        b'\xef\xbb\xbf"""Module."""\n'  # a BOM before the module docstring
+        b"if True:\n"
+        b"    import a\n"
+        b"    def guarded():\n"
+        b"        pass\n"
+        b"        # trailing comment, not part of it\n"
+        b"import b\n"
+        b"class A:\n"
+        b"    @property\n"
+        b"    def x(self): return 1\n"
+        b"    def y(self):\n"
+        b'        r"""Raw \\d doc."""\n'
+        b"        def inner(): pass\n"
+        b"        return f'{inner}'\n"
+        b"    # the end\n"
+    )
+    assert ex.summary == "Module."
+    assert [i.module for i in ex.imports] == ["a", "b"]
+    got = [(s.name, s.kind, s.line, s.end_line, s.doc) for s in ex.symbols]
+    assert got == [
+        ("guarded", "function", 4, 5, ""),
+        ("A", "class", 8, 14, ""),
+        ("A.x", "method", 9, 10, ""),
+        ("A.y", "method", 11, 14, "Raw \\d doc."),
+        ("A.y.inner", "function", 13, 13, ""),
+    ]
+    assert ex.symbols[1].signature == "class A" and ex.symbols[2].signature == "def x(self)"
 
 
 def test_comments_after_the_header_are_not_signature() -> None:
@@ -90,3 +132,23 @@ def test_comments_after_the_header_are_not_signature() -> None:
     assert ex.symbols[0].signature == "def f(a, b)"
     assert extract(b"def g(c='#fff'): pass\n").symbols[0].signature == "def g(c='#fff')"
     assert extract(b"def h(x): return {1: 2}\n").symbols[0].signature == "def h(x)"
+
+
+def test_an_extract_pickles_back_as_it_was() -> None:
+    """Parse workers send extracts back pickled, symbols and imports as their fields and the
+    identifiers as one string (`Extract.__reduce__`)."""
+    import pickle
+
+    from knowledge.index.model import Column, Extract, Section, Table
+
+    for ex in (
+        extract(SOURCE),
+        Extract("markdown"),
+        Extract(
+            "sql",
+            sections=[Section("Intro", 1, 1, 3, "first")],
+            tables=[Table("orders", 1, 4, [Column("user_id", "int", 2, ("users", "id"))])],
+            partial="parse error: x",
+        ),
+    ):
+        assert pickle.loads(pickle.dumps(ex)) == ex

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from knowledge.core.graph import Node
 from knowledge.index.project import Project
 from knowledge.recall import Hit, Recaller
+from knowledge.recall.content import ContentIndex, assemble, frozen_texts
 from knowledge.recall.hashvec import cosines, embed
 from knowledge.recall.intent import intent_of
 from tests.conftest import indexed_project
@@ -407,3 +410,31 @@ def test_file_contents_searched_after_edits_score_as_a_fresh_read(
         assert got.best_passage == pytest.approx(expected.best_passage)
         searched += bool(expected.scores)
     assert searched > 20, "the searches found nothing: nothing was compared"
+
+
+def test_files_counted_at_once_freeze_as_an_index_that_read_them(tmp_path: Path) -> None:
+    """`frozen_texts` (a parse worker's counts) writes what an index reading the same files
+    in the same order freezes, and `assemble` puts chunks of them back in any order."""
+    rng = random.Random(11)
+    words = ["ledger", "entries", "Total", "tax_rate", "refundOrder", "cart", "price", "a1"]
+    texts = {
+        rel: "\n".join(" ".join(rng.choices(words, k=rng.randint(0, 6))) for _ in range(n))
+        for rel, n in [("m/a.py", 75), ("m/b.py", 0), ("docs/m.md", 31), ("tests/t.py", 3)]
+    }
+    texts["m/blank.py"] = "\n" * 40 + "price\n"  # a blank first passage is kept
+    for rel, text in texts.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    order = list(texts)
+    index = ContentIndex(tmp_path)
+    index.apply([Node(f"file:{r}", "file", r, r, data={"size": 1}) for r in order], [])
+    expected = index.freeze()
+    chunks = [frozen_texts([(r, texts[r]) for r in part]) for part in (order[3:], order[:3])]
+    for name, found in (
+        ("at once", frozen_texts([(r, texts[r]) for r in order])),
+        ("assembled", assemble(chunks, order)),
+    ):
+        assert found.keys() == expected.keys(), name
+        for key, array in expected.items():
+            assert array.dtype == found[key].dtype, (name, key)
+            assert np.array_equal(array, found[key]), (name, key)

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from knowledge.core.store import StoreGraph
 from knowledge.core.workers import POOL_THRESHOLD
 from knowledge.index.project import Project
 from knowledge.memory.context import build_context
 from knowledge.recall import Recaller, make_recaller, snapshot
+from knowledge.recall.content import frozen_texts
 from knowledge.recall.saved import delta_path
 from tests.conftest import file_types_history, indexed_project, write_tree
 
@@ -82,11 +84,12 @@ def test_a_snapshot_built_in_worker_processes_ranks_as_the_warmed_engine(tmp_pat
     reopened.close()
 
 
+@pytest.mark.parametrize("many", [0, POOL_THRESHOLD])
 def test_a_snapshot_from_the_texts_the_index_read_is_the_one_that_reads_the_files(
-    tmp_path: Path,
+    tmp_path: Path, many: int
 ) -> None:
-    """`theus index` keeps the texts it read for its snapshot (`Project.keep_texts`), redacted
-    and decoded as the content index reads files, not as the parser does."""
+    """`theus index` counts the texts it read for its snapshot (`Project.count_texts`),
+    redacted and decoded as the content index reads files, not as the parser does."""
     files: dict[str, str | bytes] = {
         **FILES,
         "shop/keys.py": 'API_KEY = "sk-q8Xv2LrT9mWpZk3nB7cY1dHf"  # the checkout secret\n',
@@ -96,12 +99,15 @@ def test_a_snapshot_from_the_texts_the_index_read_is_the_one_that_reads_the_file
         + b"".join(b"# coupon rule %d\n" % i for i in range(40)),
         "shop/wide.py": "# coupon in UTF-16\n".encode("utf-16"),
         "package-lock.json": '{"name": "shop", "lockfileVersion": 3}\n',
+        # Enough for the parse workers: each counts its chunks, the snapshot puts them in
+        # the store's order.
+        **{f"shop/more/m{i:03d}.py": f"def more_{i}():\n    return {i}\n" for i in range(many)},
     }
     project = Project(write_tree(tmp_path / "repo", files))
-    project.keep_texts = True
+    project.count_texts = frozen_texts
     project.index()
     assert make_recaller(project, one_shot=True).frozen
-    assert not project.take_texts(), "the snapshot took the texts"
+    assert not project.take_counts(), "the snapshot took the counts"
     kept, _ = snapshot.read(project.paths.recall_index)
     kept = {name: array.copy() for name, array in kept.items()}
     for path in (project.paths.recall_index, delta_path(project.paths.recall_index)):

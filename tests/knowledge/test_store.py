@@ -162,3 +162,30 @@ def test_disk_full_reports_and_keeps_the_previous_state(tmp_path: Path) -> None:
     store = Store.open(db)
     assert store.recovered_from is None
     assert present(store.load_graph().get("file:a.py")).label == "first"
+
+
+def test_a_first_save_of_many_rows_keeps_the_indexes_and_reads_back(tmp_path: Path) -> None:
+    """A save into empty tables makes the indexes after the rows (`_BULK`): they are there
+    after it, and every later save and read uses them as before."""
+    from knowledge.core.store import _BULK, _INDEXES
+
+    graph = Graph()
+    for i in range(_BULK // 10 + 1):
+        rel = f"m/f{i}.py"
+        fkey = keys.file_key(rel)
+        nodes = [Node(fkey, "file", rel, rel)]
+        nodes += [Node(keys.symbol_key(rel, f"s{j}"), "symbol", f"s{j}", rel) for j in range(10)]
+        graph.replace_owner(rel, nodes, [Edge(fkey, n.key, "defines") for n in nodes[1:]])
+    store = Store.open(tmp_path / "graph.db")
+    store.save(graph)
+    conn = sqlite3.connect(tmp_path / "graph.db")
+    made = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert set(_INDEXES) <= made
+    graph.replace_owner("m/f0.py", [Node(keys.file_key("m/f0.py"), "file", "f0.py", "m/f0.py")], [])
+    store.save(graph)  # a save over rows: the indexes are kept up as rows go in
+    store.close()
+    again = Store.open(tmp_path / "graph.db").load_graph()
+    assert again.counts() == graph.counts()
+    assert sorted(e.dst for e in again.out_edges(keys.file_key("m/f1.py"))) == sorted(
+        e.dst for e in graph.out_edges(keys.file_key("m/f1.py"))
+    )

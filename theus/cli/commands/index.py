@@ -68,9 +68,10 @@ def _index(root: Path, args: argparse.Namespace) -> tuple[Project, IndexReport, 
     was set aside (it reads as never indexed then): never a success over an empty store."""
     from knowledge.core.store import StoreCorrupt
     from knowledge.index.project import Project
+    from knowledge.recall.content import frozen_texts
 
     project = Project(root)
-    project.keep_texts = True  # the snapshot below counts the words the index read
+    project.count_texts = frozen_texts  # for the snapshot below: counted where they are read
     show_progress = not args.json and sys.stderr.isatty()
     # A one-shot process whose heap only grows while it indexes (nodes, postings): each of
     # the cyclic collector's passes walks all of it, a third of a cold index's time, to free
