@@ -81,7 +81,8 @@ def requests(root: Path, runs: int) -> list[str]:
 async def one(root: Path, request: str, headless: bool, warm: list[str] | None) -> list[float]:
     """(took, allowed, block) of the first request, then of each `warm` request."""
     from knowledge.memory import Memory
-    from theus.agent.setup import ONE_SHOT_GRAPH_WAIT_S, make_agent
+    from theus.agent.block_child import ONE_SHOT_GRAPH_WAIT_S
+    from theus.agent.setup import make_agent
     from theus.config import ModelSettings
 
     settings = ModelSettings("http://127.0.0.1:9/v1", "k", "m", "bench")

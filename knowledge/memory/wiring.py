@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.memdir import MemdirWatcher, SyncReport
     from knowledge.recall import Recaller
     from knowledge.recall.status import Counters, InjectionStats
-    from knowledge.run_history.layer import Example, RunHistory
+    from knowledge.run_history.layer import Example, KnownVector, RunHistory
     from knowledge.run_history.record import RunRecord
     from knowledge.watch.watcher import Update, Watcher
 
@@ -53,7 +54,8 @@ class Memory:
     that long at most, and `index_pending` says the index goes on in the background (a
     one-shot run answers without the project's context rather than stall on a large
     repository). `watch=False` leaves the watcher to `start_watcher`, for a run that may never
-    need it."""
+    need it; `load_model=False` leaves a one-shot's embedding model to load when a re-rank or
+    an embedding first asks for it (`theus -p` whose first block another process built)."""
 
     def __init__(
         self,
@@ -63,9 +65,11 @@ class Memory:
         index_if_missing: bool = False,
         index_wait_s: float | None = None,
         watch: bool = True,
+        load_model: bool = True,
     ) -> None:
         self.root = Path(root)
         self.one_shot = one_shot
+        self._load_model = load_model
         self._index_if_missing = index_if_missing
         self._index_wait_s = index_wait_s
         self.index_pending = False
@@ -157,10 +161,10 @@ class Memory:
             from knowledge.embed.layer import SemanticLayer
 
             self.semantic = SemanticLayer(project, one_shot=self.one_shot)
-            if self.one_shot:
-                self.semantic.start_loading()
-            else:
+            if not self.one_shot:
                 self.semantic.start_background()
+            elif self._load_model:
+                self.semantic.start_loading()
         except Exception as exc:
             log.warning("semantic layer unavailable: %s", exc)
             self.semantic = None
@@ -199,6 +203,7 @@ class Memory:
 
     def start_watcher(self) -> None:
         """Keep the graph fresh from now on (once; unless switched off or no project)."""
+        self.open()
         with self._lock:
             if self.watcher is not None or self.project is None or is_off("watch"):
                 return
@@ -365,6 +370,24 @@ class Memory:
                 )
             return self.history
 
+    def request_vector(self, request: str) -> KnownVector | None:
+        """`request`'s embedding, if this process made it, for another to record its run."""
+        try:
+            history = self.run_history()
+            return history.known_vector(request) if history is not None else None
+        except Exception as exc:
+            log.warning("run history unavailable: %s", exc)
+            return None
+
+    def adopt_request_vector(self, known: KnownVector) -> None:
+        """Record `known.request`'s run with `known`, made by another process."""
+        try:
+            history = self.run_history()
+            if history is not None:
+                history.adopt(known)
+        except Exception as exc:
+            log.warning("run history unavailable: %s", exc)
+
     def examples(self, request: str, deadline: float) -> list[Example]:
         """Past runs like `request` (best effort: [] on any failure, counted)."""
         try:
@@ -400,11 +423,13 @@ class Memory:
             return self.episodes
 
     # -- closing -------------------------------------------------------------------------------
-    def close(self, patience_s: float | None = None) -> None:
+    def close(self, patience_s: float | None = None, *, exiting: bool = False) -> None:
         """Stop every layer, all at once (each bounded, each failing open: an exit waits for
         the slowest, not their sum), then close the store. `patience_s` bounds every wait,
         for a process that ends with `os._exit` right after (the chat app): no teardown can
-        crash it, and every layer is crash-safe (saves are atomic; work resumes next start)."""
+        crash it, and every layer is crash-safe (saves are atomic; work resumes next start).
+        `exiting`: such a process, which still lets a run's record finish (`theus -p`): only
+        an embedding model still loading is not waited for."""
         stopping = [
             threading.Thread(
                 target=_stop_quietly,
@@ -413,7 +438,7 @@ class Memory:
                 name=f"theus-stop-{name.split()[0]}",
             )
             for name, stop in (
-                ("semantic layer", self._stop_semantic),
+                ("semantic layer", partial(self._stop_semantic, exiting=exiting)),
                 ("memory bridge", self._stop_bridge),
                 ("watcher", self._stop_watcher),
             )
@@ -429,10 +454,10 @@ class Memory:
             except Exception as exc:
                 log.warning("project store did not close cleanly: %s", exc)
 
-    def _stop_semantic(self, patience_s: float | None) -> None:
+    def _stop_semantic(self, patience_s: float | None, *, exiting: bool) -> None:
         if self.semantic is not None:
             if patience_s is None:
-                self.semantic.stop()
+                self.semantic.stop(wait_for_load=not exiting)
             else:
                 self.semantic.stop(timeout=patience_s, wait_for_load=False)
 

@@ -100,6 +100,35 @@ def no_embedder(_deadline: float) -> None:
     return None
 
 
+@dataclass(frozen=True)
+class KnownVector:
+    """A request's embedding that another process made (`theus -p`'s first block is built in
+    a child, which embeds the request for its examples), with the model that made it: this
+    process's record of the run needs no model of its own."""
+
+    request: str
+    model_id: str
+    dim: int
+    vector: Vector
+
+
+@dataclass(frozen=True)
+class _StandIn:
+    """The model that made a `KnownVector`, where it is not loaded: `_embed` finds the kept
+    vector first, and any other text is refused."""
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: list[str], max_tokens: int | None = None) -> Vector:
+        from knowledge.embed.base import EmbedderUnavailable
+
+        raise EmbedderUnavailable("the embedding model is not loaded in this process")
+
+    def close(self) -> None:
+        return None
+
+
 @dataclass
 class RunHistory:
     journal: Journal
@@ -110,6 +139,7 @@ class RunHistory:
     stats: HistoryStats = field(default_factory=HistoryStats)  # persisted by `for_project`
     _stores: dict[tuple[str, int], VectorStore] = field(default_factory=dict)
     _vectors: dict[str, Vector] = field(default_factory=dict)  # lineage → request embedding
+    _known: KnownVector | None = None  # `adopt`ed
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -183,16 +213,40 @@ class RunHistory:
         the point when the embedder is ready (the request's embedding is usually at hand from
         its examples) and the store answers; then a few runs that had to wait."""
         stored = record
-        embedder = self.embedder_by(time.perf_counter())
+        # A vector another process made needs no model here (asking for one loads it).
+        borrowed = self._stand_in(record.request)
+        embedder = borrowed or self.embedder_by(time.perf_counter())
         if embedder is not None and self.settings.enabled:
             try:
                 stored = self._put(record, self._embed(embedder, record.request), embedder)
             except Exception as exc:  # the embedder failed: the record stays, not stored
                 log.info("run history: run %s kept locally, not embedded: %s", record.id, exc)
         self.journal.write(stored)
-        if stored.stored:
+        if stored.stored and borrowed is None:
             self.backfill(time.perf_counter())
         return stored
+
+    def known_vector(self, request: str) -> KnownVector | None:
+        """`request`'s embedding, if this process made it (its examples were looked up) and
+        the model is loaded."""
+        embedder = self.embedder_by(time.perf_counter())
+        with self._lock:
+            vector = self._vectors.get(lineage(request))
+        if embedder is None or vector is None:
+            return None
+        return KnownVector(request, embedder.model_id, embedder.dim, vector)
+
+    def adopt(self, known: KnownVector) -> None:
+        """Keep `known` for the run of its request, recorded without a model of its own."""
+        with self._lock:
+            self._vectors[lineage(known.request)] = known.vector
+            self._known = known
+
+    def _stand_in(self, request: str) -> Embedder | None:
+        known = self._known
+        if known is None or lineage(known.request) != lineage(request):
+            return None
+        return _StandIn(known.model_id, known.dim)
 
     def _put(self, record: RunRecord, vector: Vector, embedder: Embedder) -> RunRecord:
         with_model = record.but(embed_model=embedder.model_id, dim=embedder.dim)

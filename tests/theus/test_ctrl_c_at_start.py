@@ -7,11 +7,15 @@ Each case runs in a process of its own: the first frame's Ctrl-C handler is proc
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from tests.conftest import texts_of
 from tests.scripted_server import ScriptedServer, text
 
 # Python runs a signal's handler wherever the main thread is, a finaliser too, and there it
@@ -98,3 +102,85 @@ def test_the_same_error_without_a_ctrl_c_is_still_an_error(repo: Path) -> None:
     assert done.returncode == 1
     assert "ImportError: PyCapsule_Import" in done.stderr
     assert "interrupted" not in done.stderr
+
+
+def _processes() -> list[tuple[int, bytes, str, int]]:
+    """(pid, command line, state, parent pid) of every process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # it ended meanwhile
+            continue
+        found.append((int(entry.name), cmdline, fields[0], int(fields[1])))
+    return found
+
+
+def _processes_naming(root: Path) -> list[int]:
+    """The live (not zombie) processes whose command line names `root`."""
+    return [
+        pid for pid, cmd, state, _ in _processes() if str(root).encode() in cmd and state != "Z"
+    ]
+
+
+def _zombie_children(parent: int) -> list[int]:
+    return [pid for pid, _, state, ppid in _processes() if state == "Z" and ppid == parent]
+
+
+def _children(parent: int) -> list[int]:
+    return [pid for pid, _, state, ppid in _processes() if ppid == parent and state != "Z"]
+
+
+def _until(done: Callable[[], object], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not done():
+        assert time.monotonic() < deadline, f"never {what}"
+        time.sleep(0.01)
+
+
+def test_the_first_block_child_is_reaped_and_a_ctrl_c_ends_it_with_the_run(
+    server: ScriptedServer, repo: Path
+) -> None:
+    """`theus -p` on an indexed project builds its first block in a forked child
+    (`theus.agent.block_child`): by the first request the child has answered and been
+    reaped, and a Ctrl-C to the terminal's process group ends it with the run, whether the
+    child is still working or long done."""
+    env = _env(THEUS_BASE_URL=server.url, THEUS_MODEL="test-model", THEUS_NO_EMBEDDINGS="1")
+    cli = [sys.executable, "-m", "entrypoint", "--path", str(repo)]
+    assert subprocess.run([*cli, "index"], env=env, capture_output=True).returncode == 0
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*cli, "-p", "where is the cart total computed"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own group, as a terminal's foreground job is
+        )
+
+    server.add(text("the total is in cart.py", delay_s=5))
+    proc = start()
+    _until(lambda: server.requests, "asked the model")
+    assert "cart.py" in "".join(texts_of(server.requests[0]["messages"][1]))  # the block
+    assert _zombie_children(proc.pid) == []
+    assert _processes_naming(repo) == [proc.pid]  # the child is gone
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out == "the total is in cart.py\n", err
+
+    server.add(text("too late", delay_s=60))
+    for child_alive in (True, False):
+        asked = len(server.requests)
+        proc = start()
+        if child_alive:  # Ctrl-C while the child builds the block
+            _until(lambda: _children(proc.pid), "forked")  # noqa: B023 - this proc
+        else:  # Ctrl-C while the model answers, the child long gone
+            _until(lambda: len(server.requests) > asked, "asked the model")  # noqa: B023
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err, err
+        _until(lambda: not _processes_naming(repo), "ended every process")

@@ -113,14 +113,25 @@ class Injector:
         except Exception as exc:
             log.warning("project memory unavailable: %s", exc)
 
-    def prefetch(self, query: str, wait_s: float) -> None:
+    def prefetch(
+        self, query: str, wait_s: float, block: Future[ContextBlock] | None = None
+    ) -> None:
         """A one-shot run knows its first request at start: its block is built now, beside
-        the rest of start-up (the model client's imports), instead of after it. `inject` of
-        the same text takes it, waiting for the graph at most `wait_s` past now, then the
-        usual deadline."""
+        the rest of start-up (the model client's imports), instead of after it, here or as
+        `block` (a forked child's: `theus.agent.block_child`). `inject` of the same text takes
+        it, waiting for the graph at most `wait_s` past now, then the usual deadline."""
         if self.settings.inject and gate(query) == "fresh":
             until = time.perf_counter() + wait_s + self.settings.injection_deadline_ms / 1000
-            self._prefetched = _Prefetched(query, self._start(query), until)
+            self._prefetched = _Prefetched(query, block or self._start(query), until)
+
+    def prefetched_block(self) -> ContextBlock | None:
+        """The block `prefetch` started, once built (None: it started none, for a request
+        that is small talk or with injection off). Raises TimeoutError past its time, and
+        what its build raised."""
+        if self._prefetched is None:
+            return None
+        wait_s = max(0.0, self._prefetched.until - time.perf_counter())
+        return self._prefetched.future.result(timeout=wait_s)
 
     def recaller(self) -> Recaller:
         """The memory's recaller (it keeps one, and replaces it when it goes stale)."""

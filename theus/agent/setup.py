@@ -13,15 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from knowledge.core.settings import is_off
 from knowledge.memory import Memory, open_memory
+from theus.agent.block_child import ONE_SHOT_GRAPH_WAIT_S
 from theus.agent.injection import Injector
 from theus.config import AgentSettings, ModelSettings, load_facts_settings
 from theus.protocol import (
+    AssistantMessage,
     Error,
     Event,
     Message,
     Sink,
+    TextDelta,
     ToolCallStarted,
+    TurnFinished,
     is_request,
     null_sink,
     text_of,
@@ -30,6 +35,9 @@ from theus.sessions import Session
 from theus.tools.base import Approver
 
 if TYPE_CHECKING:  # the agent's loop and model client import the SDK (`make_agent` does)
+    from knowledge.memory.context import ContextBlock
+    from knowledge.run_history.layer import KnownVector
+    from theus.agent.block_child import ChildBlock
     from theus.agent.loop import Agent
     from theus.mcp.client import McpHub
 
@@ -38,11 +46,43 @@ if TYPE_CHECKING:  # the agent's loop and model client import the SDK (`make_age
 # runs beside it: at 5 ms a cold first request overshot its 150 ms box by 46 ms (median, 30
 # runs under load), at 1 ms by 9 (bench/time_box.py).
 SWITCH_INTERVAL_S = 0.001
-# How long a one-shot run's first request waits for the graph to load, before its deadline.
-ONE_SHOT_GRAPH_WAIT_S = 3.0
 # How long `theus -p` on a project never indexed waits for its first index (requests, 1.4 s;
 # a 1,900-file repository, ~18 s): past it, the run answers without the project's context.
 FIRST_INDEX_WAIT_S = 10.0
+
+
+# The events that say the model is answering (or the run ends without it).
+ANSWERING = (TextDelta, AssistantMessage, ToolCallStarted, TurnFinished)
+
+
+class OpenWhenAnswering:
+    """A one-shot run whose first block came from a child (`theus.agent.block_child`) opens
+    its own memory, on a thread, at the first event after the block: the model is answering,
+    and the first request never waited for it. `relay` wraps the run's sink."""
+
+    def __init__(self, memory: Memory, vector: Future[KnownVector | None]) -> None:
+        self.memory = memory
+        self.vector = vector  # the child's embedding of the request, for the run's record
+        self.thread: threading.Thread | None = None
+
+    def relay(self, sink: Sink) -> Sink:
+        def relay(event: Event) -> None:
+            if self.thread is None and isinstance(event, ANSWERING):
+                self.thread = threading.Thread(target=self._open, daemon=True, name="theus-opening")
+                self.thread.start()
+            sink(event)
+
+        return relay
+
+    def _open(self) -> None:
+        self.memory.open()
+        known = self.vector.result() if self.vector.done() else None
+        if known is not None:
+            self.memory.adopt_request_vector(known)
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
 
 
 @dataclass
@@ -50,15 +90,19 @@ class Runtime:
     agent: Agent
     memory: Memory
     mcp: McpHub | None = None
+    opening: OpenWhenAnswering | None = None
 
     async def close(self, interrupted: bool = False) -> None:
         """End of the conversation: extractions still running (bounded; dropped at once when
-        the user interrupted), the session episode, the memory, the HTTP client."""
+        the user interrupted), the session episode, the memory (once it is open), the HTTP
+        client."""
+        if self.opening is not None:
+            await asyncio.to_thread(self.opening.join)
         if self.agent.facts is not None:
             await self.agent.facts.settle(0.0 if interrupted else None)
             await self.agent.facts.close()
         self.agent.end_session()
-        self.memory.close()
+        self.memory.close(exiting=True)  # `theus -p` leaves with `exit_now`
         if self.mcp is not None:
             await asyncio.to_thread(self.mcp.close)
         await self.agent.model.close()
@@ -129,9 +173,10 @@ def make_injector(
     settings: AgentSettings | None,
     messages: list[Message] | None,
     first_request: str | None,
+    block: Future[ContextBlock] | None = None,
 ) -> Injector:
-    """The agent's injector over `memory`, its first request's block started (or, with none
-    known, the recall indexes warming)."""
+    """The agent's injector over `memory`, its first request's block started, or on its way
+    as `block` (or, with no first request known, the recall indexes warming)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     # The semantic re-ranker earns recall extra time, once the memory says it is on.
     settings = settings or AgentSettings.from_settings(
@@ -149,7 +194,7 @@ def make_injector(
         ),
     )
     if first_request is not None:
-        injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S)
+        injector.prefetch(first_request, ONE_SHOT_GRAPH_WAIT_S, block)
     else:
         injector.warm()
     return injector
@@ -161,6 +206,7 @@ class Opening:
 
     memory: Memory
     injector: Injector
+    child: ChildBlock | None = None  # the first block's child: this memory is not open yet
 
 
 def open_one_shot(root: Path, first_request: str, messages: list[Message] | None) -> Opening:
@@ -173,13 +219,35 @@ def open_one_shot(root: Path, first_request: str, messages: list[Message] | None
 
 
 def start_opening(
-    root: Path, first_request: str, messages: list[Message] | None
+    root: Path,
+    first_request: str,
+    messages: list[Message] | None,
+    child: ChildBlock | None = None,
 ) -> Future[Opening]:
     """`open_one_shot` on a daemon thread, started before the model client's imports (the SDK,
     ~0.25 s of the interpreter): what of the opening and the recall leaves the interpreter
-    (SQLite, file reads, the embedding model's load and run) goes on meanwhile."""
+    (SQLite, file reads, the embedding model's load and run) goes on meanwhile. With `child`
+    (the first request's block on its way from a forked child) the memory is left to open
+    later (`OpenWhenAnswering`): nothing of it is on the first request's way."""
     opening: Future[Opening] = Future()
     opening.set_running_or_notify_cancel()
+    if child is not None:
+        memory = Memory(
+            root,
+            one_shot=True,
+            index_if_missing=True,
+            index_wait_s=FIRST_INDEX_WAIT_S,
+            watch=False,
+            load_model=False,  # the child embedded the request; a follow-up loads it
+        )
+        # The child's layer says whether it re-ranks; the extra time only bounds the wait.
+        settings = AgentSettings.from_settings(semantic_on=not is_off("embeddings"))
+        opening.set_result(
+            Opening(
+                memory, make_injector(memory, settings, messages, first_request, child.block), child
+            )
+        )
+        return opening
 
     def work() -> None:
         try:
@@ -226,6 +294,9 @@ def start_headless(
     importlib.import_module("theus.agent.loop")
     opened = opening.result()
     memory = opened.memory
+    later = None if opened.child is None else OpenWhenAnswering(memory, opened.child.vector)
+    if later is not None:
+        sink = later.relay(sink)
     if memory.index_pending:
         sink(
             Error(
@@ -252,7 +323,7 @@ def start_headless(
         mcp=mcp,
         injector=opened.injector,
     )
-    return Runtime(agent, memory, mcp)
+    return Runtime(agent, memory, mcp, later)
 
 
 def _said(messages: list[Message]) -> str:

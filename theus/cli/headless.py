@@ -395,12 +395,16 @@ def run_headless(args: argparse.Namespace) -> int:
                 )
             )
         return 2
-    from theus.agent.setup import start_opening
+    from theus.agent.block_child import fork_block
     from theus.service.interrupts import hand_over
 
     hand_over()  # asyncio's Ctrl-C from here: it cancels the turn, which still reports
-    # The memory opens and the block is recalled while the model client's imports run.
-    opening = start_opening(root, prompt, messages)
+    # The block is recalled in a child on the other core (forked before any thread), or
+    # here, on a thread, beside the model client's imports.
+    child = fork_block(root, prompt, messages)
+    from theus.agent.setup import start_opening
+
+    opening = start_opening(root, prompt, messages, child)
     return asyncio.run(
         _run(args, root, prompt, settings, session, messages, printer, started, rules, opening)
     )
