@@ -13,10 +13,8 @@ def run() -> NoReturn:
     listen()
     try:
         from entrypoint.cli import run as command
-    except Exception as exc:
+    except (KeyboardInterrupt, Exception) as exc:
         if not interrupted(exc):
             raise
-        raise SystemExit(say_interrupted()) from None
-    except KeyboardInterrupt:
         raise SystemExit(say_interrupted()) from None
     command()

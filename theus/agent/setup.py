@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knowledge.core.settings import is_off
-from knowledge.memory import Memory, open_memory
+from knowledge.memory import Memory
 from theus.agent.block_child import ONE_SHOT_GRAPH_WAIT_S
 from theus.agent.injection import Injector
 from theus.config import AgentSettings, ModelSettings, load_facts_settings
@@ -212,10 +212,21 @@ class Opening:
 def open_one_shot(root: Path, first_request: str, messages: list[Message] | None) -> Opening:
     """The memory opened for a one-shot run (a project never indexed is indexed, within
     `FIRST_INDEX_WAIT_S`), and its first request's block started (blocking)."""
-    memory = open_memory(
-        root, one_shot=True, index_if_missing=True, index_wait_s=FIRST_INDEX_WAIT_S, watch=False
-    )
+    memory = _one_shot_memory(root).open()
     return Opening(memory, make_injector(memory, None, messages, first_request))
+
+
+def _one_shot_memory(root: Path, *, load_model: bool = True) -> Memory:
+    """A one-shot run's memory, not opened yet (a project never indexed is indexed, within
+    `FIRST_INDEX_WAIT_S`; no watcher until a tool runs)."""
+    return Memory(
+        root,
+        one_shot=True,
+        index_if_missing=True,
+        index_wait_s=FIRST_INDEX_WAIT_S,
+        watch=False,
+        load_model=load_model,
+    )
 
 
 def start_opening(
@@ -232,14 +243,8 @@ def start_opening(
     opening: Future[Opening] = Future()
     opening.set_running_or_notify_cancel()
     if child is not None:
-        memory = Memory(
-            root,
-            one_shot=True,
-            index_if_missing=True,
-            index_wait_s=FIRST_INDEX_WAIT_S,
-            watch=False,
-            load_model=False,  # the child embedded the request; a follow-up loads it
-        )
+        # The child embedded the request; a follow-up request loads the model.
+        memory = _one_shot_memory(root, load_model=False)
         # The child's layer says whether it re-ranks; the extra time only bounds the wait.
         settings = AgentSettings.from_settings(semantic_on=not is_off("embeddings"))
         opening.set_result(
