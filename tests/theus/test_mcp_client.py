@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.test_headless import blocks, lines, theus
+from theus.mcp.client import McpHub
+from theus.mcp.config import ServerConfig
 
 FIXTURE = Path(__file__).parents[1] / "mcp_fixture_server.py"
 
@@ -196,3 +199,28 @@ def test_mcp_config_given_on_the_command_line_as_claude_code_takes_it(
     done = theus(["-p", "echo", "--mcp-config", str(tmp_path / "missing.json")], server, repo)
     assert done.returncode == 2 and "--mcp-config" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and len(server.requests) == 2
+
+
+def test_a_server_the_hub_cannot_reach_by_its_deadline_is_one_warning_and_never_starts(
+    tmp_path: Path,
+) -> None:
+    """On a busy machine the hub's thread can still be importing the SDK when a server's
+    start-up deadline passes: the run is told, as of a server too slow to start, and the
+    server is not started behind its back."""
+    marker = tmp_path / "started"
+    hub = McpHub(start_timeout_s=0.3)
+    hub._running_loop().call_soon_threadsafe(time.sleep, 1.5)  # the hub's thread, busy
+    late = ServerConfig(
+        name="late",
+        transport="stdio",
+        scope="project",
+        command=sys.executable,
+        args=("-c", f"open({str(marker)!r}, 'w'); import time; time.sleep(60)"),
+    )
+    try:
+        hub.connect([late])
+        assert hub.wait_ready()
+        assert hub.warnings() == ["MCP server late failed: did not start within 0.3 s"]
+    finally:
+        hub.close()
+    assert not marker.exists()

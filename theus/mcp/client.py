@@ -98,8 +98,13 @@ class McpHub:
         limit = None if timeout_s is None else time.monotonic() + timeout_s
         for conn in list(self.connections.values()):
             until = conn.deadline + SETTLE_GRACE_S if limit is None else limit
-            if not conn.settled.wait(max(0.0, until - time.monotonic())):
+            if conn.settled.wait(max(0.0, until - time.monotonic())):
+                continue
+            if limit is not None:
                 return False
+            # Past its deadline and the hub has not even reached it (its thread was still
+            # importing the SDK on a busy machine): it failed to start all the same.
+            self._expire(conn)
         return True
 
     @property
@@ -165,8 +170,11 @@ class McpHub:
 
     def _too_slow(self, conn: Connection, task: asyncio.Task[None]) -> None:
         if conn.state == "starting":
-            conn.settle("failed", f"did not start within {self.start_timeout_s:g} s")
+            self._expire(conn)
             task.cancel()
+
+    def _expire(self, conn: Connection) -> None:
+        conn.settle("failed", f"did not start within {self.start_timeout_s:g} s")
 
     async def _keep(self, conn: Connection) -> None:
         """Connect, list the tools, then hold the connection open until stopped."""
@@ -174,6 +182,8 @@ class McpHub:
         from mcp import Client
 
         assert self._stop is not None
+        if conn.state != "starting":  # given up on before this loop could start it
+            return
         try:
             async with contextlib.AsyncExitStack() as stack:
                 transport = await self._transport(conn.config, stack)
