@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from entrypoint.settings import apply as apply_settings
 from knowledge.core.token_count import count_tokens
 from knowledge.index.project import Project
-from knowledge.recall import Recaller, make_recaller
+from knowledge.recall.recaller import Recaller, make_recaller
 from tests.conftest import texts_of
 from tests.scripted_server import Reply, ScriptedServer, text, tool
 from theus.agent.injection import Injector

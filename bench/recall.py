@@ -56,7 +56,7 @@ from knowledge.embed.indexer import NodeVectors, embed_pass
 from knowledge.embed.semantic import SemanticReranker
 from knowledge.index.project import Project
 from knowledge.memory.context import build_context
-from knowledge.recall import Recaller, RecallTuning, make_recaller
+from knowledge.recall.recaller import Recaller, RecallTuning, make_recaller
 
 DEPTH = 100
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from knowledge.index.project import Project
 from knowledge.memory.context import build_context
-from knowledge.recall import Recaller, Reranker, make_recaller
+from knowledge.recall.recaller import Recaller, Reranker, make_recaller
 
 ROUNDS = 3  # each request is timed this often; "best-of" figures take its fastest
 SYMBOLS_PER_FILE = 10

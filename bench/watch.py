@@ -86,7 +86,7 @@ def main() -> int:
         apply_settings({}, os.environ)
         from knowledge.core.paths import ProjectPaths
         from knowledge.index.project import Project
-        from knowledge.recall import Recaller
+        from knowledge.recall.recaller import Recaller
         from knowledge.watch.watcher import Watcher
 
         root = Path(tmp) / "project"

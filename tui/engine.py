@@ -18,7 +18,7 @@ from knowledge.memory import Memory
 
 if TYPE_CHECKING:  # imported when the graph loads, after the first paint
     from knowledge.index.project import Project
-    from knowledge.recall import Recall, Recaller
+    from knowledge.recall.recaller import Recall, Recaller
 
 log = logging.getLogger(__name__)
 

@@ -45,9 +45,9 @@ from knowledge.core.graph import GraphReader, Node
 from knowledge.embed.base import Embedder, EmbeddingError
 from knowledge.embed.cache import VectorCache
 from knowledge.embed.indexer import VectorSet, embed_texts
-from knowledge.recall import THRESHOLD, Hit, Rerank
 from knowledge.recall.intent import intent_of
 from knowledge.recall.kinds import kind_of, wanted_kinds
+from knowledge.recall.recaller import THRESHOLD, Hit, Rerank
 from knowledge.recall.status import Counters
 from knowledge.vectors.port import VectorStoreUnavailable
 

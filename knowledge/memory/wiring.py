@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.facts import ExtractionStats, FactsLayer
     from knowledge.index.project import Project
     from knowledge.memdir import MemdirWatcher, SyncReport
-    from knowledge.recall import Recaller
+    from knowledge.recall.recaller import Recaller
     from knowledge.recall.status import Counters, InjectionStats
     from knowledge.run_history.layer import Example, KnownVector, RunHistory
     from knowledge.run_history.record import RunRecord
@@ -244,7 +244,7 @@ class Memory:
             if self.project is None:
                 raise RuntimeError(f"the project memory could not be opened: {self.error}")
             if self._recaller is None:
-                from knowledge.recall import make_recaller
+                from knowledge.recall.recaller import make_recaller
 
                 reranker = self.semantic.reranker if self.semantic is not None else None
                 self._recaller = make_recaller(

@@ -9,14 +9,9 @@ import pytest
 
 from knowledge.core.graph import Graph, GraphReader, Node
 from knowledge.core.token_count import count_tokens
-from knowledge.memory.context import (
-    ContextBlock,
-    ContextBuilder,
-    Section,
-    build_context,
-    recalled_texts,
-)
-from knowledge.recall import THRESHOLD, Hit, Recall, Recaller
+from knowledge.memory.block import Block, Section
+from knowledge.memory.context import ContextBuilder, build_context, recalled_texts
+from knowledge.recall.recaller import THRESHOLD, Hit, Recall, Recaller
 from knowledge.run_history.layer import Example
 from tests.conftest import indexed_project
 
@@ -306,8 +301,7 @@ def test_a_block_leaves_out_the_files_and_paths_an_earlier_block_introduced() ->
         "AGENTS.md — Keep functions small.\n"
         "also: shop/db.py, shop/orders.py"
     )
-    recall = Recall("and the tests?", [], 1.0, 0.44)
-    block = ContextBlock(recall, (Section("code", now, count_tokens(now)),))
+    block = Block((Section("code", now, count_tokens(now)),), best_score=0.44)
     known = frozenset(earlier.splitlines())
     assert block.without(known).block.splitlines() == [
         "Relevant code (score 0.44):",
@@ -337,8 +331,7 @@ def test_the_lead_keeps_its_heading_and_anchors_for_its_new_definitions() -> Non
         "shop/cart.py:14-15 Cart.clear(self)\n"
         "shop/cart.py — Shopping cart."
     )
-    recall = Recall("and clear?", [], 1.0, 0.52)
-    block = ContextBlock(recall, (Section("code", now, count_tokens(now)),))
+    block = Block((Section("code", now, count_tokens(now)),), best_score=0.52)
     assert block.without(frozenset(earlier.splitlines())).block.splitlines() == [
         "Relevant code (score 0.52):",
         "Likely to change:",

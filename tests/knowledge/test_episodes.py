@@ -20,7 +20,7 @@ from knowledge.episodes import (
     status_section,
 )
 from knowledge.index.project import Project
-from knowledge.recall import Recaller
+from knowledge.recall.recaller import Recaller
 from tests.conftest import configure, indexed_project, present, write_tree
 
 COMPACTION = """# Login redirect fixed

@@ -26,7 +26,7 @@ from knowledge.facts import (
 )
 from knowledge.facts.ontology import Layer
 from knowledge.index.project import Project
-from knowledge.recall import Recaller
+from knowledge.recall.recaller import Recaller
 from tests.conftest import TickingClock, configure, indexed_project, present
 
 FILES: dict[str, str | bytes] = {

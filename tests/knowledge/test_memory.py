@@ -60,7 +60,7 @@ def test_open_memory_honours_kill_switches(repo: Path, monkeypatch: pytest.Monke
 def test_a_one_shot_memory_recalls_from_the_snapshot_until_the_graph_moves(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from knowledge.recall import make_recaller
+    from knowledge.recall.recaller import make_recaller
 
     configure(monkeypatch, no_embeddings=True)
     first = open_memory(repo, one_shot=True, index_if_missing=True)

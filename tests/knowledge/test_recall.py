@@ -11,10 +11,10 @@ import pytest
 
 from knowledge.core.graph import Node
 from knowledge.index.project import Project
-from knowledge.recall import Hit, Recaller
 from knowledge.recall.content import ContentIndex, assemble, frozen_texts
 from knowledge.recall.hashvec import cosines, embed
 from knowledge.recall.intent import intent_of
+from knowledge.recall.recaller import Hit, Recaller
 from tests.conftest import indexed_project
 
 
@@ -238,7 +238,7 @@ def test_incremental_index_equals_a_fresh_build_after_random_edits(
 def test_file_contents_finish_reading_in_the_background(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import knowledge.recall as recall_module
+    import knowledge.recall.recaller as recall_module
 
     files = {f"src/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(40)}
     files["src/z.py"] = "x = 'thunderclap'\n"
@@ -295,7 +295,7 @@ def test_node_tracker_reports_exactly_what_changed() -> None:
 def test_a_late_reranker_is_ignored_and_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import knowledge.recall as recall_module
+    import knowledge.recall.recaller as recall_module
 
     class Late:
         def begin(self, query, deadline):  # type: ignore[no-untyped-def]

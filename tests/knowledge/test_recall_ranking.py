@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from knowledge.index.project import Project
-from knowledge.recall import Recall, Recaller, make_recaller
+from knowledge.recall.recaller import Recall, Recaller, make_recaller
 from tests.conftest import file_types_history, indexed_project
 
 RATES = {

@@ -14,8 +14,9 @@ from knowledge.core.store import StoreGraph
 from knowledge.core.workers import POOL_THRESHOLD
 from knowledge.index.project import Project
 from knowledge.memory.context import build_context
-from knowledge.recall import Recaller, make_recaller, snapshot
+from knowledge.recall import snapshot
 from knowledge.recall.content import frozen_texts
+from knowledge.recall.recaller import Recaller, make_recaller
 from knowledge.recall.saved import delta_path
 from tests.conftest import file_types_history, indexed_project, write_tree
 

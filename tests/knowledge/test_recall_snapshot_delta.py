@@ -19,7 +19,8 @@ from knowledge.facts.extraction import parse_extraction
 from knowledge.index import git_history
 from knowledge.index.project import Project
 from knowledge.memdir.crud import add_memory
-from knowledge.recall import Recaller, make_recaller, saved, snapshot
+from knowledge.recall import saved, snapshot
+from knowledge.recall.recaller import Recaller, make_recaller
 from tests.conftest import run_git, write_tree
 
 DOMAINS = (

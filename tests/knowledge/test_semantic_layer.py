@@ -22,7 +22,7 @@ from knowledge.embed.hosted import hosted_model_id
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.status import status_section
 from knowledge.index.project import Project
-from knowledge.recall import Recaller
+from knowledge.recall.recaller import Recaller
 from tests.conftest import GatedEmbedder, indexed_project
 from tests.scripted_embeddings import EmbeddingsScript as Script
 from tests.scripted_embeddings import serve_embeddings
@@ -240,7 +240,7 @@ from pathlib import Path
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.status import status_section
 from knowledge.index.project import Project
-from knowledge.recall import Recaller
+from knowledge.recall.recaller import Recaller
 project = Project(Path({str(project.root)!r}))
 layer = SemanticLayer(project)
 layer.start_background()

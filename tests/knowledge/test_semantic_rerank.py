@@ -17,7 +17,7 @@ from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.local import LocalEmbedder
 from knowledge.embed.semantic import QUERY_TOKENS, SemanticReranker
 from knowledge.index.project import Project
-from knowledge.recall import Recaller
+from knowledge.recall.recaller import Recaller
 from tests.conftest import indexed_project
 
 FILES = {

@@ -12,7 +12,7 @@ from knowledge.embed.indexer import Stacked
 from knowledge.embed.layer import SemanticLayer
 from knowledge.embed.local import MODEL_ID
 from knowledge.index.project import Project
-from knowledge.recall import Recaller, make_recaller
+from knowledge.recall.recaller import Recaller, make_recaller
 from tests.conftest import indexed_project
 from tests.knowledge.test_semantic_rerank import FILES
 

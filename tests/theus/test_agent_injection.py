@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from knowledge.index.project import Project
-from knowledge.recall import Recaller
+from knowledge.recall.recaller import Recaller
 from tests.conftest import configure, texts_of
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent

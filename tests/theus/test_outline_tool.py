@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from knowledge.index.project import Project
-from knowledge.recall import Recaller
+from knowledge.recall.recaller import Recaller
 from tests.scripted_server import ScriptedServer, text, tool
 from tests.theus.conftest import MakeAgent
 from theus.tools import memory

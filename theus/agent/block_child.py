@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from knowledge.memory.context import ContextBlock
+    from knowledge.memory.block import Block
     from knowledge.run_history.layer import KnownVector
 
 log = logging.getLogger(__name__)
@@ -42,10 +42,18 @@ _LIMIT_S = 6
 @dataclass(frozen=True)
 class ChildBlock:
     """What the child sends: the block, and the request's embedding it made for the block's
-    examples (this process records the run with it, before its own model is loaded)."""
+    examples (this process records the run with it, before its own model is loaded). The
+    embedding stays pickled until `known_vector`: unpickling it loads numpy, which the first
+    request does not wait for."""
 
-    block: Future[ContextBlock]
-    vector: Future[KnownVector | None]
+    block: Future[Block]
+    vector: Future[bytes | None]
+
+    def known_vector(self) -> KnownVector | None:
+        """The request's embedding, if the child sent one by now."""
+        data = self.vector.result() if self.vector.done() else None
+        # Our own child's pickle, through our own pipe.
+        return cast("KnownVector", pickle.loads(data)) if data else None
 
 
 def fork_block(root: Path, request: str, messages: list[Any]) -> ChildBlock | None:
@@ -106,9 +114,9 @@ def _child(root: Path, request: str, messages: list[Any], fd: int) -> None:
         os._exit(code)
 
 
-def _built(root: Path, request: str, messages: list[Any]) -> tuple[str, Any, Any]:
-    """(kind, value, the request's KnownVector or None); kind is "block" (value: the
-    ContextBlock), "none" (no block for this request), "late" or "error" (value: what)."""
+def _built(root: Path, request: str, messages: list[Any]) -> tuple[str, Any, bytes | None]:
+    """(kind, value, the request's KnownVector pickled, or None); kind is "block" (value:
+    the Block), "none" (no block for this request), "late" or "error" (value: what)."""
     from concurrent.futures import TimeoutError as Late
 
     try:
@@ -120,7 +128,8 @@ def _built(root: Path, request: str, messages: list[Any]) -> tuple[str, Any, Any
             block = opened.injector.prefetched_block()
         finally:
             state_writer.flush()  # the examples lookup's counters, which `_exit` would lose
-        vector = opened.memory.request_vector(request)
+        known = opened.memory.request_vector(request)
+        vector = None if known is None else pickle.dumps(known)
         return ("block", block, vector) if block is not None else ("none", None, vector)
     except Late:
         return ("late", None, None)
@@ -134,7 +143,7 @@ def _receive(pid: int, fd: int, sent: ChildBlock) -> None:
             data = pipe.read()
         # Our own child's pickle, through our own pipe.
         kind, value, vector = cast(
-            "tuple[str, Any, KnownVector | None]",
+            "tuple[str, Any, bytes | None]",
             pickle.loads(data) if data else ("error", "the child ended without one", None),
         )
         sent.vector.set_result(vector)

@@ -18,14 +18,20 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from knowledge.core.token_count import count_tokens
-from knowledge.memory.context import ContextBlock, ContextBuilder, ExamplesSource, FactsSource
-from knowledge.recall import Recaller
+from knowledge.memory.block import Block
 from knowledge.recall.gate import gate
 from knowledge.recall.status import InjectionStats
 from theus.config import AgentSettings
 from theus.protocol import InjectionInfo
+
+if TYPE_CHECKING:
+    # Loaded by the first block built here (`Injector._start`): a one-shot run whose block
+    # comes from a forked child reaches the model without the ranking and numpy.
+    from knowledge.memory.context import ContextBuilder, ExamplesSource, FactsSource
+    from knowledge.recall.recaller import Recaller
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +50,13 @@ CHAT_REASONS = {
 }
 
 # The memory's recaller (`knowledge.memory.Memory.recaller`); a parameter so tests can swap it.
-RecallerFactory = Callable[[], Recaller]
+RecallerFactory = Callable[[], "Recaller"]
 
 
 @dataclass(frozen=True)
 class _Prefetched:
     query: str
-    future: Future[ContextBlock]
+    future: Future[Block]
     until: float  # perf_counter time past which `inject` stops waiting for it
 
 
@@ -74,7 +80,7 @@ def _quoted(text: str) -> str:
     return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
 
 
-def _examples_tokens(context: ContextBlock) -> int:
+def _examples_tokens(context: Block) -> int:
     """The examples section's tokens as the block's message quotes it (whole lines, which
     the estimator counts apart from their neighbours)."""
     return sum(count_tokens(_quoted(s.text)) for s in context.sections if s.kind == "examples")
@@ -93,7 +99,8 @@ class Injector:
         """`previous`: the last request of a resumed conversation, which a follow-up extends."""
         self.settings = settings
         self._factory = recaller_factory
-        self.builder = ContextBuilder(self.recaller, facts=facts, examples=examples)
+        self._sources = (facts, examples)
+        self._builder: ContextBuilder | None = None
         self.stats = stats or InjectionStats()
         self._prefetched: _Prefetched | None = None
         self._previous = previous  # the last request recalled on, which a follow-up extends
@@ -113,18 +120,18 @@ class Injector:
         except Exception as exc:
             log.warning("project memory unavailable: %s", exc)
 
-    def prefetch(
-        self, query: str, wait_s: float, block: Future[ContextBlock] | None = None
-    ) -> None:
+    def prefetch(self, query: str, wait_s: float, block: Future[Block] | None = None) -> None:
         """A one-shot run knows its first request at start: its block is built now, beside
         the rest of start-up (the model client's imports), instead of after it, here or as
         `block` (a forked child's: `theus.agent.block_child`). `inject` of the same text takes
         it, waiting for the graph at most `wait_s` past now, then the usual deadline."""
-        if self.settings.inject and gate(query) == "fresh":
+        decision = gate(query) if self.settings.inject else "skip"
+        if decision in ("fresh", "extend"):
+            query = self._extended(query) if decision == "extend" else query
             until = time.perf_counter() + wait_s + self.settings.injection_deadline_ms / 1000
             self._prefetched = _Prefetched(query, block or self._start(query), until)
 
-    def prefetched_block(self) -> ContextBlock | None:
+    def prefetched_block(self) -> Block | None:
         """The block `prefetch` started, once built (None: it started none, for a request
         that is small talk or with injection off). Raises TimeoutError past its time, and
         what its build raised."""
@@ -133,14 +140,27 @@ class Injector:
         wait_s = max(0.0, self._prefetched.until - time.perf_counter())
         return self._prefetched.future.result(timeout=wait_s)
 
+    def _extended(self, follow_up: str) -> str:
+        """A follow-up recalled together with the request it follows."""
+        return f"{self._previous}\n{follow_up}" if self._previous else follow_up
+
     def recaller(self) -> Recaller:
         """The memory's recaller (it keeps one, and replaces it when it goes stale)."""
         return self._factory()
 
-    def _start(self, query: str, budget_tokens: int | None = None) -> Future[ContextBlock]:
+    def builder(self) -> ContextBuilder:
+        if self._builder is None:
+            from knowledge.memory.context import ContextBuilder
+
+            facts, examples = self._sources
+            self._builder = ContextBuilder(self.recaller, facts=facts, examples=examples)
+        return self._builder
+
+    def _start(self, query: str, budget_tokens: int | None = None) -> Future[Block]:
         """The context on a daemon thread: a late one finishes on its own, never delaying the
         turn or the process exit. Its own deadline sits a little before the loop's."""
-        future: Future[ContextBlock] = Future()
+        builder = self.builder()
+        future: Future[Block] = Future()
         future.set_running_or_notify_cancel()  # a timed-out wait cannot cancel it under us
         deadline_s = self.settings.injection_deadline_ms / 1000 - BLOCK_RESERVE_S
         start = time.perf_counter()
@@ -148,9 +168,9 @@ class Injector:
         def work() -> None:
             try:
                 future.set_result(
-                    self.builder.build(
+                    builder.build(
                         query, deadline=start + deadline_s, budget_tokens=budget_tokens
-                    )
+                    ).injected()
                 )
             except BaseException as exc:
                 future.set_exception(exc)
@@ -170,7 +190,7 @@ class Injector:
         and, `gated`, for small talk and for a follow-up that adds nothing to the previous
         turn's context (`knowledge.recall.gate`); a follow-up that names something new is
         recalled together with the previous request. `known`: the lines of the blocks the
-        conversation still carries, which this one leaves out (`ContextBlock.without`)."""
+        conversation still carries, which this one leaves out (`Block.without`)."""
         start = time.perf_counter()  # the time box counts from here, thread start included
         if not self.settings.inject:
             return InjectionInfo(0, 0.0, "", reason="off (THEUS_NO_KNOWLEDGE_INJECT=1)")
@@ -178,8 +198,8 @@ class Injector:
         if decision in ("skip", "reuse"):
             self.stats.count("chat")
             return InjectionInfo(0, 0.0, "", reason=CHAT_REASONS[decision])
-        if decision == "extend" and self._previous:
-            query = f"{self._previous}\n{query}"
+        if decision == "extend":
+            query = self._extended(query)
         if gated:
             self._previous = query
         deadline_ms = self.settings.injection_deadline_ms

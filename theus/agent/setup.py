@@ -35,8 +35,7 @@ from theus.sessions import Session
 from theus.tools.base import Approver
 
 if TYPE_CHECKING:  # the agent's loop and model client import the SDK (`make_agent` does)
-    from knowledge.memory.context import ContextBlock
-    from knowledge.run_history.layer import KnownVector
+    from knowledge.memory.block import Block
     from theus.agent.block_child import ChildBlock
     from theus.agent.loop import Agent
     from theus.mcp.client import McpHub
@@ -60,9 +59,9 @@ class OpenWhenAnswering:
     its own memory, on a thread, at the first event after the block: the model is answering,
     and the first request never waited for it. `relay` wraps the run's sink."""
 
-    def __init__(self, memory: Memory, vector: Future[KnownVector | None]) -> None:
+    def __init__(self, memory: Memory, child: ChildBlock) -> None:
         self.memory = memory
-        self.vector = vector  # the child's embedding of the request, for the run's record
+        self.child = child  # its embedding of the request, for the run's record
         self.thread: threading.Thread | None = None
 
     def relay(self, sink: Sink) -> Sink:
@@ -76,7 +75,7 @@ class OpenWhenAnswering:
 
     def _open(self) -> None:
         self.memory.open()
-        known = self.vector.result() if self.vector.done() else None
+        known = self.child.known_vector()
         if known is not None:
             self.memory.adopt_request_vector(known)
 
@@ -173,7 +172,7 @@ def make_injector(
     settings: AgentSettings | None,
     messages: list[Message] | None,
     first_request: str | None,
-    block: Future[ContextBlock] | None = None,
+    block: Future[Block] | None = None,
 ) -> Injector:
     """The agent's injector over `memory`, its first request's block started, or on its way
     as `block` (or, with no first request known, the recall indexes warming)."""
@@ -299,7 +298,7 @@ def start_headless(
     importlib.import_module("theus.agent.loop")
     opened = opening.result()
     memory = opened.memory
-    later = None if opened.child is None else OpenWhenAnswering(memory, opened.child.vector)
+    later = None if opened.child is None else OpenWhenAnswering(memory, opened.child)
     if later is not None:
         sink = later.relay(sink)
     if memory.index_pending:

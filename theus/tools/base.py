@@ -20,7 +20,7 @@ from theus.tools.jail import Jail
 
 if TYPE_CHECKING:
     from knowledge.memory import Memory
-    from knowledge.recall import Recaller
+    from knowledge.recall.recaller import Recaller
 
 T = TypeVar("T")
 Approver = Callable[[ApprovalRequest], Awaitable[bool]]

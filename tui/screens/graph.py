@@ -22,7 +22,7 @@ from tui.widgets import fmt
 from tui.widgets.status_bar import StatusBar
 
 if TYPE_CHECKING:
-    from knowledge.recall import Hit
+    from knowledge.recall.recaller import Hit
 
 # Tree node data: ("dir", folder) or ("node", key)
 TreeData = tuple[str, str]

@@ -17,7 +17,7 @@ from tui.engine import RecallResult
 from tui.widgets import fmt
 
 if TYPE_CHECKING:
-    from knowledge.recall import Hit
+    from knowledge.recall.recaller import Hit
 
 RESULT_CHARS = 4000  # a tool result shown expanded; the model saw all of it
 

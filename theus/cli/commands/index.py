@@ -102,7 +102,7 @@ def _link_episodes(project: Project) -> None:
 def _snapshot(project: Project) -> None:
     """The scoring index a one-shot `theus recall` loads, when the index moved since the last
     one (fails open: recall builds it then)."""
-    from knowledge.recall import make_recaller
+    from knowledge.recall.recaller import make_recaller
 
     make_recaller(project, one_shot=True)
 

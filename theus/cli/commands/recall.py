@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from knowledge.memory.context import ContextBlock
-    from knowledge.recall import Recall
+    from knowledge.recall.recaller import Recall
 
 WARM_BUDGET_S = 2.0  # reading file contents for the content index, once per CLI call
 
@@ -101,7 +101,7 @@ def _print_plain(result: Recall, block: str, tokens: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from knowledge.recall import THRESHOLD
+    from knowledge.recall.recaller import THRESHOLD
 
     console = console_for(highlight=False)
     if not result.hits:
