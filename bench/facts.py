@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from entrypoint.settings import apply as apply_settings
 from knowledge.core.token_count import count_tokens
-from knowledge.facts import EXTRACTION_SCHEMA, FactsLayer, extraction_prompt, parse_extraction
+from knowledge.facts.extraction import EXTRACTION_SCHEMA, extraction_prompt, parse_extraction
+from knowledge.facts.layer import FactsLayer
 from tests.conftest import indexed_project
 
 SPECS = Path(__file__).resolve().parent.parent / "tests" / "knowledge" / "facts_specs"

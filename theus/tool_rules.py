@@ -27,11 +27,13 @@ import functools
 import re
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from theus.protocol import ApprovalRequest
 from theus.shell_parts import Unchecked, simple_commands
+
+if TYPE_CHECKING:
+    import pathspec
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 CLAUDE_TOOLS = {
@@ -254,6 +256,8 @@ def _pattern(kind: str, spec: str, flag: str) -> _Pattern:
             f"{flag}: Edit({spec}) names paths inside the project, as a "
             "gitignore pattern (Edit(src/**))"
         )
+    import pathspec  # here: only an Edit(...) rule needs it, and `theus -p` imports this module
+
     return _Pattern(
         "edit",
         paths=pathspec.GitIgnoreSpec.from_lines([spec[2:] if spec.startswith("./") else spec]),

@@ -14,9 +14,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from knowledge.core.graph import Graph, Node
 from knowledge.core.keys import fold_label, normalize
+
+if TYPE_CHECKING:  # a graph is handed in: matching imports no graph library
+    from knowledge.core.graph import Graph, Node
 
 _WORD = re.compile(r"[^\W_]+")
 # Lower ranks win: an alias names its node even where another node has that label.

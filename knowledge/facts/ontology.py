@@ -14,12 +14,14 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from knowledge.core import atomic
 from knowledge.core.keys import fold_label
 from knowledge.core.paths import report_unwritable
-from knowledge.index.project import Project
+
+if TYPE_CHECKING:
+    from knowledge.index.project import Project
 
 log = logging.getLogger(__name__)
 

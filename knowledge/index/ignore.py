@@ -9,8 +9,10 @@ import fnmatch
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 # Folders that are dependencies, caches or build output in every ecosystem we index.
 DEFAULT_EXCLUDED_DIRS = frozenset(
@@ -120,6 +122,8 @@ def is_temp(name: str) -> bool:
 
 def _spec(lines: list[str]) -> pathspec.GitIgnoreSpec | None:
     """Compile ignore lines; a line git would reject (a lone `!`) is skipped, as git does."""
+    import pathspec  # here: the agent's tools import this module, `theus -p` before its request
+
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
     except ValueError:

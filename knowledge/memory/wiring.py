@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # the layers are imported when opened: a one-shot run needs f
     from knowledge.core.runs import RunSummary
     from knowledge.embed.layer import SemanticLayer
     from knowledge.episodes import Episode, EpisodeStore
-    from knowledge.facts import ExtractionStats, FactsLayer
+    from knowledge.facts.layer import FactsLayer
+    from knowledge.facts.status import ExtractionStats
     from knowledge.index.project import Project
     from knowledge.memdir import MemdirWatcher, SyncReport
     from knowledge.recall.recaller import Recaller
@@ -273,7 +274,7 @@ class Memory:
         with self._lock:
             if self.facts is None and self.project is not None and not is_off("facts"):
                 try:
-                    from knowledge.facts import FactsLayer
+                    from knowledge.facts.layer import FactsLayer
 
                     self.facts = FactsLayer(self.project)
                 except Exception as exc:
@@ -302,7 +303,7 @@ class Memory:
             return self.facts.block_lines(request)
         if self.project is None or is_off("facts"):
             return []
-        from knowledge.facts import stored_lines
+        from knowledge.facts.layer import stored_lines
 
         try:
             return stored_lines(self.project.store, f"{conversation}\n{request}")

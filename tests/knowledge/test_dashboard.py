@@ -566,7 +566,8 @@ def test_layout_keeps_symbols_by_their_file_and_files_by_their_folder() -> None:
 def test_the_graph_route_shows_what_was_told_with_its_history(
     served: tuple[Client, Project],
 ) -> None:
-    from knowledge.facts import FactsLayer, parse_extraction
+    from knowledge.facts.extraction import parse_extraction
+    from knowledge.facts.layer import FactsLayer
 
     client, project = served
     layer = FactsLayer(project)

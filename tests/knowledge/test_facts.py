@@ -12,19 +12,16 @@ import pytest
 
 from knowledge.core import keys
 from knowledge.core.store import StoreError
-from knowledge.facts import (
+from knowledge.facts.extraction import (
     EXTRACTION_SCHEMA,
     Extraction,
     ExtractionError,
-    FactsLayer,
-    Ontology,
     extraction_prompt,
     parse_extraction,
-    register_relation,
-    register_type,
     split_by_speaker,
 )
-from knowledge.facts.ontology import Layer
+from knowledge.facts.layer import FactsLayer
+from knowledge.facts.ontology import Layer, Ontology, register_relation, register_type
 from knowledge.index.project import Project
 from knowledge.recall.recaller import Recaller
 from tests.conftest import TickingClock, configure, indexed_project, present

@@ -17,7 +17,9 @@ import pytest
 
 from knowledge.core.graph import Node
 from knowledge.core.keys import fold_label
-from knowledge.facts import FactsLayer, FactView, parse_extraction
+from knowledge.facts.extraction import parse_extraction
+from knowledge.facts.layer import FactsLayer
+from knowledge.facts.records import FactView
 from knowledge.index.project import Project
 from tests.conftest import TickingClock, write_tree
 

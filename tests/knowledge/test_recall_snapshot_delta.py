@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from knowledge.episodes import EpisodeStore
-from knowledge.facts import FactsLayer
 from knowledge.facts.extraction import parse_extraction
+from knowledge.facts.layer import FactsLayer
 from knowledge.index import git_history
 from knowledge.index.project import Project
 from knowledge.memdir.crud import add_memory

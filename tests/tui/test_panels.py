@@ -278,7 +278,8 @@ async def test_the_graph_panel_shows_what_was_told_with_its_history(
 ) -> None:
     import json
 
-    from knowledge.facts import FactsLayer, parse_extraction
+    from knowledge.facts.extraction import parse_extraction
+    from knowledge.facts.layer import FactsLayer
 
     project = Project(repo)
     project.index()

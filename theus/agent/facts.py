@@ -21,21 +21,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from knowledge.core.settings import is_off
-from knowledge.facts import (
+from knowledge.facts.extraction import (
     EXTRACTION_SCHEMA,
-    ExtractionStats,
-    FactsLayer,
     NotJSON,
-    can_carry_fact,
     extraction_prompt,
     parse_extraction,
     split_by_speaker,
 )
+from knowledge.facts.gate import can_carry_fact
+from knowledge.facts.status import ExtractionStats
 from theus.model import ModelClient, ModelError
 from theus.protocol import Usage
+
+if TYPE_CHECKING:  # opened by the memory, on first use
+    from knowledge.facts.layer import FactsLayer
 
 log = logging.getLogger(__name__)
 

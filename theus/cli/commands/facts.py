@@ -14,7 +14,7 @@ from theus.service.command_line import add_project_options, command_root, err, o
 from theus.service.project import looking_at
 
 if TYPE_CHECKING:
-    from knowledge.facts import FactView
+    from knowledge.facts.records import FactView
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from knowledge.facts import FactsLayer
+    from knowledge.facts.layer import FactsLayer
 
     with looking_at(command_root(args)) as project:  # a project never seen knows no facts
         layer = FactsLayer(project)
