@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 NEVER = 120  # a guard only: without the fix the child never exits
 
 CHILD = textwrap.dedent("""
-    import asyncio, os, sys
+    import asyncio, faulthandler, os, signal, sys
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `exited` prints the stacks of a hang
     from entrypoint.settings import apply
     apply({}, os.environ)  # as `theus` does at start
     from pathlib import Path
@@ -71,6 +72,21 @@ def start(root: Path, url: str, deadline: float) -> subprocess.Popen[str]:
     )
 
 
+def exited(child: subprocess.Popen[str]) -> tuple[str, str]:
+    """The child's output once it exited; if it never does, a failure with its threads'
+    stacks (a hang seen only on loaded machines is found from its CI log)."""
+    try:
+        return child.communicate(timeout=NEVER)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGUSR1)
+        try:
+            child.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+        out, err = child.communicate()
+        raise AssertionError(f"the child never exited; its threads:\n{err}\n{out}") from None
+
+
 def project(tmp_path: Path) -> Path:
     root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
     os.mkfifo(root / "pipe")
@@ -81,7 +97,7 @@ def test_a_blocked_tool_ends_with_the_turn_deadline_and_the_process_exits(tmp_pa
     root = project(tmp_path)
     with ScriptedServer([tool("wait_for_pipe")]) as server:
         child = start(root, server.url, 3)
-        out, err = child.communicate(timeout=NEVER)
+        out, err = exited(child)
     assert child.returncode == 0, err
     started, ended, last = out.splitlines()
     assert started == "started"
@@ -99,6 +115,6 @@ def test_ctrl_c_stops_a_blocked_tool_and_the_process_exits(tmp_path: Path) -> No
         assert child.stdout is not None
         assert child.stdout.readline() == "started\n"
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=NEVER)
+        out, err = exited(child)
     assert child.returncode == 0, err
     assert out.splitlines() == ["interrupted"]
