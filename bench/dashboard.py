@@ -172,7 +172,7 @@ def generated(n: int, seed: int = 7) -> Graph:
             )
             edges.append(Edge(f"table:{table}", f"column:{table}.id", "contains"))
     graph = Graph()
-    graph.load(nodes, edges)
+    graph.load(nodes, [(e.src, e.dst, e.kind) for e in edges])
     return graph
 
 

@@ -320,7 +320,9 @@ class Graph:
                 self.remove_node(key)
             self._touch(owner)
 
-    def load(self, nodes: Iterable[tuple[Node, str]], edges: Iterable[Edge]) -> None:
+    def load(
+        self, nodes: Iterable[tuple[Node, str]], edges: Iterable[tuple[str, str, str]]
+    ) -> None:
         """Bulk-fill an empty graph from the store; nothing becomes dirty."""
         with self.lock:
             pairs = list(nodes)
@@ -333,9 +335,9 @@ class Graph:
             index = self._index
             self._g.add_edges_from(
                 [
-                    (index[e.src], index[e.dst], e.kind)
-                    for e in edges
-                    if e.src in index and e.dst in index
+                    (index[src], index[dst], kind)
+                    for src, dst, kind in edges
+                    if src in index and dst in index
                 ]
             )
             self.version += 1

@@ -84,7 +84,10 @@ def test_neighbours_follow_every_edit(ops) -> None:  # type: ignore[no-untyped-d
                 f"o{b % 3}", [Node(f"k{b}", "file", "x")], [Edge(f"k{b}", f"k{a}", "references")]
             )
         fresh = Graph()
-        fresh.load([(n, graph.owner_of(n.key) or "") for n in graph.nodes()], graph.edges())
+        fresh.load(
+            [(n, graph.owner_of(n.key) or "") for n in graph.nodes()],
+            [(e.src, e.dst, e.kind) for e in graph.edges()],
+        )
         for n in range(10):
             assert graph.neighbours(f"k{n}", limit + 1) == fresh.neighbours(f"k{n}", limit + 1)
 

@@ -254,6 +254,8 @@ ROW_DAMAGE = {
     "text-line": "UPDATE nodes SET line = 'x' WHERE key = ?",
     "blob-label": "UPDATE nodes SET label = x'00ff' WHERE key = ?",
     "undecodable-text": "UPDATE nodes SET summary = CAST(x'ff' AS TEXT) WHERE key = ?",
+    "blob-edge-source": "UPDATE edges SET src = x'00ff' WHERE dst = ?",
+    "undecodable-edge": "UPDATE edges SET kind = CAST(x'ff' AS TEXT) WHERE dst = ?",
 }
 
 
