@@ -7,3 +7,14 @@ and hands the parsed answer to `FactsLayer.apply`. THEUS_NO_FACTS=1 turns the la
 The package itself imports nothing: the agent's extractor needs the gate and the parsing, not
 the graph.
 """
+
+__all__ = [  # its modules: the package itself imports none of them
+    "apply",
+    "extraction",
+    "gate",
+    "layer",
+    "match",
+    "ontology",
+    "records",
+    "status",
+]
