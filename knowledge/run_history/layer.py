@@ -213,6 +213,9 @@ class RunHistory:
         the point when the embedder is ready (the request's embedding is usually at hand from
         its examples) and the store answers; then a few runs that had to wait."""
         stored = record
+        # Kept first, as waiting for its point: a process that must exit while the point is
+        # still on its way (a slow or unreachable store) loses nothing; a later run stores it.
+        self.journal.write(record)
         # A vector another process made needs no model here (asking for one loads it).
         borrowed = self._stand_in(record.request)
         embedder = borrowed or self.embedder_by(time.perf_counter())
@@ -221,7 +224,8 @@ class RunHistory:
                 stored = self._put(record, self._embed(embedder, record.request), embedder)
             except Exception as exc:  # the embedder failed: the record stays, not stored
                 log.info("run history: run %s kept locally, not embedded: %s", record.id, exc)
-        self.journal.write(stored)
+        if stored != record:
+            self.journal.write(stored)
         if stored.stored and borrowed is None:
             self.backfill(time.perf_counter())
         return stored
