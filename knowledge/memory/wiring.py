@@ -98,6 +98,7 @@ class Memory:
         self._snapshot_ok = True
         self._settled = False  # `settle` found everything in place: later calls return at once
         self._history_server = _history_server_first()
+        self._borrowed: Callable[[], KnownVector | None] | None = None
 
     # -- opening -------------------------------------------------------------------------------
     def open(self) -> Memory:
@@ -369,7 +370,19 @@ class Memory:
                     self.project.paths,
                     semantic.embedder_by if semantic is not None else no_embedder,
                 )
+                if self._borrowed is not None:
+                    self._adopt(self.history, self._borrowed)
             return self.history
+
+    @staticmethod
+    def _adopt(history: RunHistory, borrowed: Callable[[], KnownVector | None]) -> None:
+        try:
+            known = borrowed()
+        except Exception as exc:  # the run is still recorded, without its point
+            log.warning("the request's embedding did not arrive: %s", exc)
+            return
+        if known is not None:
+            history.adopt(known)
 
     def request_vector(self, request: str) -> KnownVector | None:
         """`request`'s embedding, if this process made it, for another to record its run."""
@@ -380,14 +393,11 @@ class Memory:
             log.warning("run history unavailable: %s", exc)
             return None
 
-    def adopt_request_vector(self, known: KnownVector) -> None:
-        """Record `known.request`'s run with `known`, made by another process."""
-        try:
-            history = self.run_history()
-            if history is not None:
-                history.adopt(known)
-        except Exception as exc:
-            log.warning("run history unavailable: %s", exc)
+    def borrow_request_vector(self, source: Callable[[], KnownVector | None]) -> None:
+        """This run's request was embedded by another process (`theus -p`'s forked child):
+        the run history, when it opens, records the run with `source()`'s vector. Asked
+        then, under the memory's lock, so no record can be made before it arrives."""
+        self._borrowed = source
 
     def examples(self, request: str, deadline: float) -> list[Example]:
         """Past runs like `request` (best effort: [] on any failure, counted)."""

@@ -50,8 +50,13 @@ class ChildBlock:
     vector: Future[bytes | None]
 
     def known_vector(self) -> KnownVector | None:
-        """The request's embedding, if the child sent one by now."""
-        data = self.vector.result() if self.vector.done() else None
+        """The request's embedding, if the child sent one. Waits for the child: a parent that
+        reached its answer first (the child on a busy core) would record the run without it,
+        and the run would never be an example. The wait is bounded by the child's life."""
+        try:
+            data = self.vector.result(timeout=_LIMIT_S)
+        except TimeoutError:
+            return None
         # Our own child's pickle, through our own pipe.
         return cast("KnownVector", pickle.loads(data)) if data else None
 

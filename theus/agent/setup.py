@@ -5,6 +5,7 @@ the layers; the app makes one agent per chat over its one memory, a headless run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import sys
 import threading
@@ -61,7 +62,7 @@ class OpenWhenAnswering:
 
     def __init__(self, memory: Memory, child: ChildBlock) -> None:
         self.memory = memory
-        self.child = child  # its embedding of the request, for the run's record
+        memory.borrow_request_vector(child.known_vector)  # the child's, for the run's record
         self.thread: threading.Thread | None = None
 
     def relay(self, sink: Sink) -> Sink:
@@ -75,9 +76,8 @@ class OpenWhenAnswering:
 
     def _open(self) -> None:
         self.memory.open()
-        known = self.child.known_vector()
-        if known is not None:
-            self.memory.adopt_request_vector(known)
+        with contextlib.suppress(Exception):  # the record says why, when it is made
+            self.memory.run_history()  # here, the wait for the child's vector, if it is late
 
     def join(self) -> None:
         if self.thread is not None:
