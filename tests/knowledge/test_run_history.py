@@ -267,6 +267,7 @@ def test_the_project_is_named_by_its_remote_however_it_is_written() -> None:
 def test_status_counts_what_failed_in_another_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: LocalEmbedder
 ) -> None:
+    from knowledge.core import state_writer
     from knowledge.core.paths import ProjectPaths
     from knowledge.run_history.layer import status_section
 
@@ -276,6 +277,7 @@ def test_status_counts_what_failed_in_another_process(
     history = RunHistory.for_project(paths, lambda _deadline: embedder, config=down)
     assert history.examples(ASKED, time.perf_counter() + 5) == []
     _remember(history, LIKE_IT)
+    state_writer.flush()  # counters are written off the request path; a process flushes at exit
     shown = status_section(paths, config=down)
     assert shown["store"].startswith("qdrant http://127.0.0.1:")
     assert (shown["failed"], shown["store_failed"], shown["runs"], shown["stored"]) == (2, 1, 1, 0)
