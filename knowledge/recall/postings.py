@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import compress
 from typing import Any, overload
 
 import numpy as np
@@ -233,7 +234,7 @@ def _sorted(
     order = np.lexsort((slots, term))
     counts = np.bincount(term, minlength=len(vocab))
     used = counts > 0
-    blob, offsets = Strings.pack(t for t, u in zip(vocab, used.tolist(), strict=True) if u)
+    blob, offsets = Strings.pack(compress(vocab, used.tolist()))
     starts = np.zeros(int(used.sum()) + 1, np.int64)
     np.cumsum(counts[used], out=starts[1:])
     ids = slots[order].astype(np.int32)
