@@ -47,7 +47,8 @@ class Rule:
     the pattern has none). `hints`: one of them is in every match, or a test of the text that
     is true when one may be: cheap tests that spare the pattern most texts (a pattern scans at
     about 80 MB/s, unless it starts with a literal). `lines`: only the lines it finds in the
-    lower-cased text go through the pattern."""
+    lower-cased text go through the pattern; it is searched on the lines holding one of
+    `line_hints`, of which every match of it holds one (`str.find` is many times faster)."""
 
     kind: str
     source: str
@@ -55,6 +56,7 @@ class Rule:
     hints: tuple[str, ...] | Callable[[str], bool] = ()
     lines: re.Pattern[str] | None = None
     keep: Keep | None = None
+    line_hints: tuple[str, ...] = ()
 
     def sub(self, text: str) -> str:
         return self.pattern.sub(self._replace, text)
@@ -268,15 +270,28 @@ def _rule(
     keep: Keep | None = None,
     flags: int = 0,
     lines: str = "",
+    line_hints: tuple[str, ...] = (),
 ) -> Rule:
+    if isinstance(hints, str):
+        hints = (hints,)
+    elif isinstance(hints, tuple) and len(hints) > 1 and len({h[0] for h in hints}) == 1:
+        hints = _any_of(hints)
     return Rule(
         kind,
         source,
         re.compile(pattern, flags),
-        (hints,) if isinstance(hints, str) else hints,
+        hints,
         re.compile(lines) if lines else None,
         keep,
+        line_hints,
     )
+
+
+def _any_of(hints: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether one of `hints`, which start with one character, is in a text: one search that
+    skips to that character is several times faster than a `str.find` per hint."""
+    pattern = re.compile("|".join(map(re.escape, hints)))
+    return lambda text: pattern.search(text) is not None
 
 
 _GITLEAKS, _DS = "gitleaks", "detect-secrets"
@@ -453,6 +468,7 @@ RULES: tuple[Rule, ...] = (
         # Within a line (no blank in it): a pattern that starts looking behind scans a whole
         # text slowly, the lines holding "://" are found at once.
         lines="://",
+        line_hints=("://",),
     ),
     _rule(
         "authorization",
@@ -487,12 +503,15 @@ RULES: tuple[Rule, ...] = (
         _keep_assignment,
         re.IGNORECASE,
         _SECRET_NAME,
+        ("pw", "pass", "secret", "token", "key", "credential", "contrase"),
     ),
     # A long random-looking value assigned to any name (`ZORBLAX = "q8Xv2LrT..."`).
     _rule(
         "high-entropy",
         "theus: entropy of assigned values",
-        r"(?:[:=]|=>)[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_=-]{20,}+)(?![\w(\[]|\.\w)",
+        # Alternatives that each start with a character: the engine skips to the next "=" or
+        # ":" instead of trying the pattern at every character (twice as fast).
+        r"(?:=>|=|:)[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_=-]{20,}+)(?![\w(\[]|\.\w)",
         ("=", ":"),
         _keep_unnamed,
     ),
@@ -537,17 +556,28 @@ def _may_match(rule: Rule, text: str) -> bool:
 def _by_line(rule: Rule, text: str) -> str:
     """The rule on the lines its `lines` pattern finds in the lower-cased text (much faster
     than the whole text through an IGNORECASE pattern)."""
-    assert rule.lines is not None
     lowered = text.lower()
     if len(lowered) != len(text):  # a letter lower-cased to two: the offsets would not match
         return rule.sub(text)
     out, done = [], 0
-    for hit in rule.lines.finditer(lowered):
-        if hit.start() < done:
-            continue  # on a line already done
-        start = text.rfind("\n", 0, hit.start()) + 1
-        end = text.find("\n", hit.end()) + 1 or len(text)
+    for start, end in _lines(rule, lowered):
         out += [text[done:start], rule.sub(text[start:end])]
         done = end
     out.append(text[done:])
     return "".join(out)
+
+
+def _lines(rule: Rule, lowered: str) -> list[tuple[int, int]]:
+    """Where each line of `lowered` that `rule.lines` finds starts and ends (after its
+    newline), in order. Its matches never hold a newline: searched line by line, on the
+    lines holding one of its `line_hints`, it finds the same lines."""
+    assert rule.lines is not None
+    spans = set()
+    for hint in rule.line_hints:
+        at = lowered.find(hint)
+        while at >= 0:
+            start = lowered.rfind("\n", 0, at) + 1
+            end = lowered.find("\n", at) + 1 or len(lowered)
+            spans.add((start, end))
+            at = lowered.find(hint, end)
+    return [span for span in sorted(spans) if rule.lines.search(lowered, *span)]

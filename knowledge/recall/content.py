@@ -25,6 +25,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,7 +46,7 @@ from knowledge.recall.postings import (
     grow,
 )
 from knowledge.recall.snapshot import Strings
-from knowledge.recall.tokens import line_terms, term_counts
+from knowledge.recall.tokens import line_terms, located_runs, run_terms, term_counts
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -124,36 +125,50 @@ def _passage_terms(path: str, text: str) -> Iterator[tuple[int, Counter[str], di
 def frozen_texts(texts: list[tuple[str, str]]) -> dict[str, np.ndarray]:
     """What `freeze` writes of an index that read these files (path, text as `_text` reads
     it), in this order, built as arrays at once: what a parse worker counts of the files it
-    read, for `assemble` to place in the snapshot."""
-    terms: list[str] = []
-    counts: list[int] = []
-    masks: list[int] = []
-    sizes: list[int] = []  # per passage: its terms
-    starts: list[int] = []  # per passage: its first line (from 1)
-    passages: list[int] = []  # per file: its passages
-    for path, text in texts:
-        before = len(sizes)
-        for at, found, where in _passage_terms(path, text):
-            terms.extend(found)
-            counts.extend(found.values())
-            masks.extend(where.get(t, 0) for t in found)
-            sizes.append(len(found))
-            starts.append(at + 1)
-        passages.append(len(sizes) - before)
-    vocab = sorted(set(terms))
+    read, for `assemble` to place in the snapshot. The words are found and counted in bulk
+    (`located_runs`, numpy), with a Python step per distinct run, not per word."""
+    runs, run, file, line = located_runs([text for _, text in texts])
+    starts, passages, passage = _passages(texts, file, line)
+    each = list(map(run_terms, runs))
+    words = list(chain.from_iterable(each))
+    paths = [term_counts(path) for path, _ in texts]
+    vocab = sorted({*words, *chain.from_iterable(paths)})
     code = dict(zip(vocab, range(len(vocab)), strict=True))
-    term = np.fromiter(map(code.__getitem__, terms), np.int64, len(terms))
-    passage = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    # Each word's terms (a run makes none to a few), on the word's passage and line...
+    many = np.fromiter(map(len, each), np.int64, len(each))
+    times = many[run]
+    nth = np.arange(int(times.sum())) - np.repeat(np.cumsum(times) - times, times)
+    flat = np.fromiter(map(code.__getitem__, words), np.int64, len(words))
+    in_text = flat[np.repeat((np.cumsum(many) - many)[run], times) + nth]
+    # ...then each file's path, counted once with its first passage, on no line.
+    in_path = np.fromiter(map(code.__getitem__, chain.from_iterable(paths)), np.int64)
+    first = np.cumsum(passages, dtype=np.int64) - np.array(passages, np.int64)
+    term = np.concatenate([in_text, in_path])
+    slot = np.concatenate([np.repeat(passage, times), np.repeat(first, list(map(len, paths)))])
+    bits = np.concatenate(
+        [np.repeat(np.left_shift(1, line % PASSAGE_LINES), times), np.zeros_like(in_path)]
+    )
+    weight = np.concatenate(
+        [
+            np.ones_like(in_text),
+            np.fromiter(chain.from_iterable(p.values() for p in paths), np.int64),
+        ]
+    )
+    # One entry per (passage, term): its count and its lines as a bitmask.
+    key = slot * max(len(vocab), 1) + term
+    order = np.argsort(key)
+    key = key[order]
+    cut = np.flatnonzero(np.diff(key, prepend=-1))
+    passage, term = np.divmod(key[cut], max(len(vocab), 1))
+    count = np.add.reduceat(weight[order], cut) if len(cut) else weight[:0]
+    masks = np.bitwise_or.reduceat(bits[order], cut) if len(cut) else bits[:0]
     owner = np.repeat(np.arange(len(texts), dtype=np.int32), passages)
-    count = np.array(counts, np.int32)
-    passage_length = np.bincount(passage, weights=count, minlength=len(sizes))
+    passage_length = np.bincount(passage, weights=count, minlength=len(starts))
     # A file's terms: its passages' entries summed by (file, term).
     pairs, entry = np.unique(owner[passage] * max(len(vocab), 1) + term, return_inverse=True)
     file, file_term = np.divmod(pairs, max(len(vocab), 1))
     arrays = {
-        **postings.exported(
-            vocab, term, passage, {"content": count, "content.lines": np.array(masks)}
-        ),
+        **postings.exported(vocab, term, passage, {"content": count, "content.lines": masks}),
         **postings.exported(
             vocab,
             file_term,
@@ -173,6 +188,28 @@ def frozen_texts(texts: list[tuple[str, str]]) -> dict[str, np.ndarray]:
     arrays["content.passage_length"] = passage_length.astype(np.float32)
     arrays["content.passage_line"] = np.array(starts, np.int32)
     return arrays
+
+
+def _passages(
+    texts: list[tuple[str, str]], file: np.ndarray, line: np.ndarray
+) -> tuple[list[int], list[int], np.ndarray]:
+    """The texts' passages (`passage_runs`), numbered through them: each one's first line
+    (from 1), each text's count of them, and the passage of each word (its `file`, `line`)."""
+    starts: list[int] = []
+    passages: list[int] = []
+    first: list[int] = []  # per text: where its blocks start in `blocks`
+    blocks: list[int] = []  # per run of PASSAGE_LINES lines: its passage (blank: none)
+    for _, text in texts:
+        kept = [at for at, _ in passage_runs(text)]
+        first.append(len(blocks))
+        held = [-1] * (kept[-1] // PASSAGE_LINES + 1)
+        for at in kept:  # a blank block holds no word: it is never looked up
+            held[at // PASSAGE_LINES] = len(starts)
+            starts.append(at + 1)
+        blocks.extend(held)
+        passages.append(len(kept))
+    at = np.array(first, np.int64)[file] + line // PASSAGE_LINES
+    return starts, passages, np.array(blocks, np.int64)[at]
 
 
 def _text(root: Path, source: Source) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import chain, compress
 from typing import Any, overload
 
 import numpy as np
@@ -192,24 +193,22 @@ def merge(
     drop it), a term's entries in slot order, terms left without entries gone. `twins`: other
     postings whose terms and slots are the prefix's in every part, their values merged in the
     same order (sorted once)."""
-    vocab: dict[str, int] = {}
+    held = [Strings(a[f"{prefix}.terms"], a[f"{prefix}.term_offsets"]).all() for a, _ in parts]
+    vocab = sorted(set(chain.from_iterable(held)))
+    code = dict(zip(vocab, range(len(vocab)), strict=True))
     codes, slots = [], []
     values: dict[str, list[np.ndarray]] = {p: [] for p in (prefix, *twins)}
-    for arrays, renumber in parts:
-        names = Strings(arrays[f"{prefix}.terms"], arrays[f"{prefix}.term_offsets"]).all()
-        known = np.array([vocab.setdefault(t, len(vocab)) for t in names], np.int64)
+    for (arrays, renumber), names in zip(parts, held, strict=True):
+        known = np.fromiter(map(code.__getitem__, names), np.int64, len(names))
         new = renumber[arrays[f"{prefix}.ids"]]
         keep = new != DEAD
         codes.append(np.repeat(known, np.diff(arrays[f"{prefix}.starts"]))[keep])
         slots.append(new[keep])
         for name, found in values.items():
             found.append(arrays[f"{name}.vals"][keep])
-    names = sorted(vocab)
-    rank = np.empty(len(vocab), np.int64)
-    rank[[vocab[t] for t in names]] = np.arange(len(names))
     return _sorted(
-        names,
-        rank[np.concatenate(codes)],
+        vocab,
+        np.concatenate(codes),
         np.concatenate(slots),
         {name: np.concatenate(found) for name, found in values.items()},
     )
@@ -230,10 +229,15 @@ def _sorted(
 ) -> dict[str, np.ndarray]:
     """The exported arrays of each postings in `values` (prefix -> values) from entries
     (term numbers in the sorted `vocab`, slots) they share: sorted by term, then slot."""
-    order = np.lexsort((slots, term))
+    # lexsort's order, by one stable sort of one key: several times faster than two sorts.
+    width = int(slots.max()) + 1 if len(slots) else 1
+    if len(vocab) * width < 2**62:
+        order = np.argsort(term.astype(np.int64) * width + slots, kind="stable")
+    else:
+        order = np.lexsort((slots, term))
     counts = np.bincount(term, minlength=len(vocab))
     used = counts > 0
-    blob, offsets = Strings.pack(t for t, u in zip(vocab, used.tolist(), strict=True) if u)
+    blob, offsets = Strings.pack(compress(vocab, used.tolist()))
     starts = np.zeros(int(used.sum()) + 1, np.int64)
     np.cumsum(counts[used], out=starts[1:])
     ids = slots[order].astype(np.int32)

@@ -97,10 +97,15 @@ class Strings(Sequence[str]):
     @classmethod
     def pack(cls, items: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """(blob, offsets) arrays for `items`."""
-        encoded = [s.encode("utf-8", "surrogatepass") for s in items]
-        offsets = np.zeros(len(encoded) + 1, np.int64)
-        np.cumsum([len(e) + 1 for e in encoded], out=offsets[1:])
-        return np.frombuffer(b"\0".join(encoded) + b"\0", np.uint8).copy(), offsets
+        items = list(items)
+        text = "\0".join(items)
+        blob = text.encode("utf-8", "surrogatepass")
+        offsets = np.zeros(len(items) + 1, np.int64)
+        if len(blob) == len(text):  # one byte a character: their lengths, without a loop
+            np.cumsum(np.fromiter(map(len, items), np.int64, len(items)) + 1, out=offsets[1:])
+        else:
+            np.cumsum([len(s.encode("utf-8", "surrogatepass")) + 1 for s in items], out=offsets[1:])
+        return np.frombuffer(blob + b"\0", np.uint8).copy(), offsets
 
     def __len__(self) -> int:
         return len(self._offsets) - 1

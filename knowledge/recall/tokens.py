@@ -11,6 +11,8 @@ import re
 from collections import Counter
 from functools import lru_cache
 
+import numpy as np
+
 # Runs of letters/digits; camelCase and acronyms are split afterwards.
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -48,7 +50,8 @@ def _run_words(run: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1 << 17)
-def _run_terms(run: str) -> tuple[str, ...]:
+def run_terms(run: str) -> tuple[str, ...]:
+    """The terms of one run of letters and digits (`terms` of it)."""
     return tuple(fold(w) for w in _run_words(run) if w not in STOPWORDS and len(w) > 1)
 
 
@@ -93,7 +96,7 @@ def term_counts(text: str) -> Counter[str]:
     out: dict[str, int] = {}
     get = out.get
     for run, n in Counter(_WORD.findall(text)).items():
-        for term in _run_terms(run):
+        for term in run_terms(run):
             out[term] = get(term, 0) + n
     return Counter(out)
 
@@ -115,10 +118,49 @@ def line_terms(lines: list[str]) -> tuple[Counter[str], dict[str, int]]:
     counts: dict[str, int] = {}
     masks: dict[str, int] = {}
     for run, (n, held) in runs.items():
-        for term in _run_terms(run):
+        for term in run_terms(run):
             counts[term] = counts.get(term, 0) + n
             masks[term] = masks.get(term, 0) | held
     return Counter(counts), masks
+
+
+def located_runs(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Every run of letters and digits in `texts` (`_WORD`), found without a Python step per
+    run: the distinct runs, and per occurrence (in text order) its run's number among them,
+    its text's number and its line there (from 0, as `str.splitlines` numbers lines).
+    The texts are joined by newlines and read as bytes where every other character is a
+    space: the runs are what `bytes.split` finds, their lines the newlines before them."""
+    normal = [_one_newline(text) for text in texts]
+    data = "\n".join(normal).encode("utf-8", "surrogatepass").translate(_RUN_BYTES)
+    tokens = data.split()
+    distinct = list(dict.fromkeys(tokens))
+    code = dict(zip(distinct, range(len(distinct)), strict=True))
+    ids = np.fromiter(map(code.__getitem__, tokens), np.int64, len(tokens))
+    chars = np.frombuffer(data, np.uint8)
+    in_run = _IN_RUN[chars]
+    starts = np.flatnonzero(in_run[1:] & ~in_run[:-1]) + 1
+    if len(in_run) and in_run[0]:
+        starts = np.r_[0, starts]
+    line = np.searchsorted(np.flatnonzero(chars == _NEWLINE), starts)
+    # Text k starts on the line after the k texts before it and their newlines.
+    counts = np.array([t.count("\n") + 1 for t in normal], np.int64)
+    first = np.cumsum(counts)
+    text = np.searchsorted(first, line, side="right")
+    return [r.decode("ascii") for r in distinct], ids, text, line - (first - counts)[text]
+
+
+_LINE_BREAKS = "\r\v\f\x1c\x1d\x1e"  # `str.splitlines` breaks besides \n (and non-ASCII)
+_NEWLINE = ord("\n")
+_IN_RUN = np.array([chr(c).isascii() and chr(c).isalnum() for c in range(256)], bool)
+# Bytes kept by `located_runs`: letters, digits and newlines; all others become spaces.
+_RUN_BYTES = bytes(c if _IN_RUN[c] or c == _NEWLINE else 32 for c in range(256))
+
+
+def _one_newline(text: str) -> str:
+    """`text` with every line break `str.splitlines` knows made one newline."""
+    if text.isascii() and not any(c in text for c in _LINE_BREAKS):
+        return text
+    return "\n".join(text.splitlines())
 
 
 def query_terms(text: str) -> list[str]:

@@ -422,6 +422,11 @@ def test_files_counted_at_once_freeze_as_an_index_that_read_them(tmp_path: Path)
         for rel, n in [("m/a.py", 75), ("m/b.py", 0), ("docs/m.md", 31), ("tests/t.py", 3)]
     }
     texts["m/blank.py"] = "\n" * 40 + "price\n"  # a blank first passage is kept
+    # Every line break `str.splitlines` knows, words beside non-ASCII letters, stop words.
+    breaks = ["\r\n", "\r", "\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+    texts["m/breaks.py"] = "".join(
+        f"cart{i} the x café_total\u00e9Price{b}" + b * (i % 3) for i, b in enumerate(breaks * 6)
+    )
     for rel, text in texts.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
@@ -435,6 +440,7 @@ def test_files_counted_at_once_freeze_as_an_index_that_read_them(tmp_path: Path)
         ("assembled", assemble(chunks, order)),
     ):
         assert found.keys() == expected.keys(), name
+        assert len(found["content.passage_line"]) > 5, name  # the breaks made lines
         for key, array in expected.items():
             assert array.dtype == found[key].dtype, (name, key)
             assert np.array_equal(array, found[key]), (name, key)

@@ -30,7 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import TextResourceContents
 
-from knowledge.core.redact import redact, redact_data
+from knowledge.core.redact import RULES, _lines, redact, redact_data
 from tests.conftest import write_tree
 from tests.scripted_embeddings import EmbeddingsScript, serve_embeddings
 from tests.scripted_server import ScriptedServer, text, tools
@@ -99,6 +99,24 @@ def victim(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("trap", TRAPS)
 def test_false_positive_traps_are_left_alone(trap: str) -> None:
     assert redact(trap) == trap
+
+
+def test_rules_searched_by_line_find_the_lines_a_search_of_the_whole_text_finds() -> None:
+    """A rule's `line_hints` are in every match of its `lines` pattern (each name of
+    `_SECRET_NAME`'s alternatives, in any case, and "://")."""
+    names = "password passwd passphrase pwd pw secret token api_key api-key apikey access_key"
+    names += " auth-key account_key service_key private_key privkey priv-key client_secret"
+    names += " credential credentials signing_key contraseña contrasena http:// bypass tokens"
+    for rule in RULES:
+        if rule.lines is None:
+            continue
+        for name in names.split():
+            text = f"a = 1\n{name.upper()} = 'q8Xv2LrT9m'\nb = 2\n{name}: x".lower()
+            found = [
+                (text.rfind("\n", 0, m.start()) + 1, text.find("\n", m.end()) + 1 or len(text))
+                for m in rule.lines.finditer(text)
+            ]
+            assert _lines(rule, text) == found, (rule.kind, name)
 
 
 def _views(canary: Canary) -> Iterator[str]:

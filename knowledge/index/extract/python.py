@@ -275,6 +275,8 @@ def _text(node: ts.Node) -> str:
 
 
 def _strip_comment(line: str) -> str:
+    if "#" not in line:  # most lines: no character to look at one by one
+        return line
     quote = ""
     for i, char in enumerate(line):
         if quote:
