@@ -99,7 +99,7 @@ class Injector:
         """`previous`: the last request of a resumed conversation, which a follow-up extends."""
         self.settings = settings
         self._factory = recaller_factory
-        self._sources = (facts, examples)
+        self._facts, self._examples = facts, examples
         self._builder: ContextBuilder | None = None
         self.stats = stats or InjectionStats()
         self._prefetched: _Prefetched | None = None
@@ -116,6 +116,7 @@ class Injector:
 
     def _warm(self, budget_s: float) -> None:
         try:
+            self.builder()  # its modules load here, not in the first request's time box
             self.recaller().warm(budget_s=budget_s)
         except Exception as exc:
             log.warning("project memory unavailable: %s", exc)
@@ -149,11 +150,14 @@ class Injector:
         return self._factory()
 
     def builder(self) -> ContextBuilder:
+        """The context builder, made (and its modules loaded) on first use: a one-shot run
+        whose block came from a forked child may never build one."""
         if self._builder is None:
             from knowledge.memory.context import ContextBuilder
 
-            facts, examples = self._sources
-            self._builder = ContextBuilder(self.recaller, facts=facts, examples=examples)
+            self._builder = ContextBuilder(
+                self.recaller, facts=self._facts, examples=self._examples
+            )
         return self._builder
 
     def _start(self, query: str, budget_tokens: int | None = None) -> Future[Block]:
