@@ -111,6 +111,10 @@ class Graph:
         self._by_kind: dict[str, set[str]] = {}
         self.version = 0
         self.dirty_owners: set[str] = set()
+        # None: every owner is here whole. Otherwise the owners read whole (`load` with
+        # `whole`); the other nodes are ends of their edges, without edges of their own, and
+        # the store must never save their owners from this graph (`Store.save` refuses).
+        self.whole: set[str] | None = None
         self.lock = threading.RLock()
         # key -> (limit, `neighbours`): ordering a hub's edges costs ten times reading them.
         # Every change to a node's edges forgets it (`_forget`).
@@ -321,18 +325,27 @@ class Graph:
             self._touch(owner)
 
     def load(
-        self, nodes: Iterable[tuple[Node, str]], edges: Iterable[tuple[str, str, str]]
+        self,
+        nodes: Iterable[tuple[Node, str]],
+        edges: Iterable[tuple[str, str, str]],
+        whole: Iterable[str] | None = None,
     ) -> None:
-        """Bulk-fill an empty graph from the store; nothing becomes dirty."""
+        """Bulk-fill from the store; nothing becomes dirty. With `whole`, the graph holds only
+        those owners whole (their nodes and the edges leaving them, in the store's order) and
+        the nodes at the far end of those edges; it may be called again for more owners. A
+        node already here is kept as it is."""
         with self.lock:
-            pairs = list(nodes)
+            index = self._index
+            pairs = [(n, o) for n, o in nodes if n.key not in index]
             indices = self._g.add_nodes_from([n for n, _ in pairs])
             for (node, owner), idx in zip(pairs, indices, strict=True):
-                self._index[node.key] = idx
+                index[node.key] = idx
                 self._by_kind.setdefault(node.kind, set()).add(node.key)
                 self._owned.setdefault(owner, set()).add(node.key)
                 self._owner_of[node.key] = owner
-            index = self._index
+            if whole is not None:
+                self.whole = {*(self.whole or ()), *whole}
+            self._first.clear()  # the nodes here may have gained edges
             self._g.add_edges_from(
                 [
                     (index[src], index[dst], kind)

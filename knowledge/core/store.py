@@ -367,8 +367,15 @@ class Store:
     def files(self) -> dict[str, FileState]:
         return {f.path: f for f in self._decoded(_file_state, self._read("SELECT * FROM files"))}
 
-    def links(self) -> dict[str, Links]:
-        return dict(self._decoded(_links, self._read("SELECT * FROM links")))
+    def links(self, paths: Iterable[str] | None = None) -> dict[str, Links]:
+        """Every file's links, or those of `paths`."""
+        if paths is None:
+            return dict(self._decoded(_links, self._read("SELECT * FROM links")))
+        rows = self._query(
+            "SELECT * FROM links WHERE path IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(set(paths))),),
+        )
+        return dict(self._decoded(_links, rows))
 
     def counts(self) -> dict[str, int]:
         out = dict(self._read("SELECT kind, COUNT(*) FROM nodes GROUP BY kind"))
@@ -405,13 +412,52 @@ class Store:
         graph.load(nodes, self._edges())
         return graph
 
-    def _edges(self) -> list[tuple[str, str, str]]:
-        """Every edge as (src, dst, kind). SQLite checks their types in one scan: an edge
-        with a column that is not text is damage, as a page is (checking and decoding the
-        rows one by one took 0.3 s of a graph's load on a 137k-edge project)."""
-        if self._read(f"SELECT 1 FROM edges WHERE {_NOT_TEXT} LIMIT 1"):
+    def load_owners(self, graph: Graph, owners: Iterable[str], ends: Iterable[str] = ()) -> None:
+        """Read `owners` whole into `graph` (`Graph.load` with `whole`), and the nodes keyed
+        `ends` as ends of edges yet to be made: what a change to a few files reads instead of
+        the whole graph."""
+        owners = sorted(set(owners) - (graph.whole or set()))
+        nodes = self.nodes(owners)
+        edges = self._edges(owners)
+        far = {dst for _, dst, _ in edges} | set(ends)
+        far -= {node.key for node, _ in nodes}
+        rows = self._query(
+            "SELECT * FROM nodes WHERE key IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(far)),),
+        )
+        found = self._decoded(lambda r: (row_node(r), r[1]), rows)
+        graph.load([*nodes, *found], edges, whole=owners)
+
+    def owners_into(self, keys: Iterable[str]) -> set[str]:
+        """The owners of the edges into the nodes keyed `keys`."""
+        rows = self._query(
+            "SELECT DISTINCT owner FROM edges WHERE dst IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(set(keys))),),
+        )
+        return {str(owner) for (owner,) in rows}
+
+    def symbols(self) -> list[tuple[str, str, str, str]]:
+        """(owner, key, label, subkind) of every symbol node, without loading the graph."""
+        rows = self._read("SELECT owner, key, label, subkind FROM nodes WHERE kind = 'symbol'")
+        if not all(type(a) is type(b) is type(c) is type(d) is str for a, b, c, d in rows):
+            raise self.set_aside("a symbol row does not read: a column is not text")
+        return rows
+
+    def _edges(self, owners: list[str] | None = None) -> list[tuple[str, str, str]]:
+        """The edges (all, or those of `owners`) as (src, dst, kind), in the store's order.
+        SQLite checks their types in one scan: an edge with a column that is not text is
+        damage, as a page is (checking and decoding the rows one by one took 0.3 s of a
+        graph's load on a 137k-edge project)."""
+        where = ""
+        args: tuple[str, ...] = ()
+        if owners is not None:
+            where = "owner IN (SELECT value FROM json_each(?))"
+            args = (json.dumps(owners),)
+        check = f"({_NOT_TEXT}) AND {where}" if where else _NOT_TEXT
+        if self._query(f"SELECT 1 FROM edges WHERE {check} LIMIT 1", args):
             raise self.set_aside("an edge row does not read: a column is not text")
-        return self._read("SELECT src, dst, kind FROM edges")
+        select = "SELECT src, dst, kind FROM edges"
+        return self._query(f"{select} WHERE {where} ORDER BY rowid" if where else select, args)
 
     def changes_since(self, seq: int) -> tuple[int, list[str]]:
         """The owners saved after change `seq` (each once, the latest save last), and the
@@ -481,6 +527,9 @@ class Store:
         """
         with graph.lock:
             dirty = graph.take_dirty()
+            if graph.whole is not None and not dirty <= graph.whole:
+                graph.dirty_owners |= dirty  # saved, they would lose the rows not read
+                raise ValueError(f"owners read in part: {sorted(dirty - graph.whole)[:3]}")
             # In a fixed order: the rows' order is recall's tie-break, the same every index.
             ordered = sorted(dirty)
             rows: list[tuple[Any, ...]] = []

@@ -6,6 +6,8 @@ of definitions changed can change another file's links, so an update reports exa
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from knowledge.core.graph import Graph
 
 # Names too generic to link by name even when only one definition exists.
@@ -52,17 +54,28 @@ FileNames = dict[str, frozenset[str]]  # name -> keys of the symbols of one file
 def names_of(graph: Graph, rel: str) -> FileNames:
     """Linkable names a file defines: the short name (`total`) and the qualified one
     (`Cart.total`, as docs write it)."""
+    return linkable(
+        (n.key, n.label, n.subkind) for n in graph.owned_nodes(rel) if n.kind == "symbol"
+    )
+
+
+def linkable(symbols: Iterable[tuple[str, str, str]]) -> FileNames:
+    """`names_of` one file's symbols given as (key, label, subkind)."""
     out: dict[str, set[str]] = {}
-    for node in graph.owned_nodes(rel):
-        if node.kind != "symbol" or node.subkind not in LINKED_KINDS:
-            continue
-        short = node.label.rsplit(".", 1)[-1]
-        if len(short) < 4 or short.lower() in GENERIC:
-            continue
-        out.setdefault(short, set()).add(node.key)
-        if node.label != short:
-            out.setdefault(node.label, set()).add(node.key)
+    for key, label, subkind in symbols:
+        for name in _linked_by(label, subkind):
+            out.setdefault(name, set()).add(key)
     return {name: frozenset(found) for name, found in out.items()}
+
+
+def _linked_by(label: str, subkind: str) -> tuple[str, ...]:
+    """The names a symbol is linked by: its short name and its qualified one, or none."""
+    if subkind not in LINKED_KINDS:
+        return ()
+    short = label.rpartition(".")[2]
+    if len(short) < 4 or short.lower() in GENERIC:
+        return ()
+    return (short,) if label == short else (short, label)
 
 
 class Definitions:
@@ -71,9 +84,23 @@ class Definitions:
 
     @classmethod
     def build(cls, graph: Graph) -> Definitions:
+        return cls.of_symbols(
+            (owner, n.key, n.label, n.subkind)
+            for owner in graph.owners()
+            for n in graph.owned_nodes(owner)
+            if n.kind == "symbol"
+        )
+
+    @classmethod
+    def of_symbols(cls, symbols: Iterable[tuple[str, str, str, str]]) -> Definitions:
+        """From every symbol as (owner, key, label, subkind), as `Store.symbols` reads them
+        without the graph: what `replace` makes of each file's `linkable` names, in one pass
+        (40k symbols: a third of the time)."""
         defs = cls()
-        for rel in graph.owners():
-            defs.replace(rel, {}, names_of(graph, rel))
+        by_name = defs._by_name
+        for owner, key, label, subkind in symbols:
+            for name in _linked_by(label, subkind):
+                by_name.setdefault(name, {})[key] = owner
         return defs
 
     def replace(self, rel: str, before: FileNames, after: FileNames) -> set[str]:

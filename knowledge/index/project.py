@@ -44,6 +44,7 @@ Arrays = dict[str, "np.ndarray"]
 CountTexts = Callable[[list[tuple[str, str]]], Arrays]
 
 _CHUNK = 48
+SCHEMA_SUFFIXES = (".prisma", ".sql")  # files whose tables `_discover_schema` reads
 _MAX_REFERENCES = 200
 
 
@@ -142,10 +143,22 @@ class Project:
 
     @property
     def links(self) -> dict[str, Links]:
-        """Per-file imports and identifiers; loaded only when cross-file edges are rebuilt."""
+        """Every file's imports and identifiers, read when first needed: the saved ones, as
+        changed since."""
         if self._links is None:
-            self._links = self.store.links()
+            links = self.store.links()
+            for rel in self._pending_removed:
+                links.pop(rel, None)
+            self._links = {**links, **self._pending_links}
         return self._links
+
+    def _file_links(self, rel: str) -> Links:
+        """One file's links, without reading every file's."""
+        if self._links is not None:
+            return self._links.get(rel) or Links()
+        if rel in self._pending_links:
+            return self._pending_links[rel]
+        return self.store.links([rel]).get(rel) or Links()
 
     @property
     def graph_loaded(self) -> bool:
@@ -196,13 +209,23 @@ class Project:
                 or s.mtime_ns != f.mtime_ns
             ]
             report = IndexReport(removed=removed)
+            graph = self._graph
             if todo or removed or not self.has_index:
                 results = self._analyse(todo, progress, workers)
-                self._apply(todo, results, removed, report, relink_all=not self.has_index)
+                graph = self._graph_for(todo, removed)
+                self._apply(graph, todo, results, removed, report, relink_all=not self.has_index)
             elif progress:
                 progress(0, 0)
             self.last_index = time.time()
-            self._save()
+            try:
+                self._save(graph)
+            except StoreError:
+                if graph is not self._graph:  # a part, dropped: the next index redoes its files
+                    for f in todo:
+                        self.files.pop(f.rel, None)
+                        self._pending_files.pop(f.rel, None)
+                        self._pending_links.pop(f.rel, None)
+                raise
             report.seconds = time.perf_counter() - start
             self._fill_counts(report)
             parsed = sum(state.status != "skipped" for state in self.files.values())
@@ -236,7 +259,7 @@ class Project:
             report = IndexReport(removed=sorted(set(removed)))
             if todo or removed:
                 results = self._analyse(todo, None, workers=1)
-                self._apply(todo, results, report.removed, report, relink_all=False)
+                self._apply(self.graph, todo, results, report.removed, report, relink_all=False)
             report.seconds = time.perf_counter() - start
             return report
 
@@ -273,9 +296,12 @@ class Project:
                 f"{self.store.recovered_from}, the next index rebuilds it"
             ) from exc
 
-    def _save(self) -> int:
+    def _save(self, graph: Graph | None = None) -> int:
+        """Write what changed: in `graph` (a part of the graph `_graph_for` read), or in
+        the whole graph when this process read it."""
         with self.lock:
-            graph = self._graph if self._graph is not None else Graph()
+            graph = graph if graph is not None else self._graph
+            graph = graph if graph is not None else Graph()
             files, gone = list(self._pending_files.values()), set(self._pending_removed)
             links = dict(self._pending_links)
             meta = {
@@ -377,8 +403,28 @@ class Project:
                 self._counted.append(counted)
         return results
 
+    def _graph_for(self, todo: list[FileEntry], removed: list[str]) -> Graph:
+        """The graph a change reads: the whole graph when this process has it, or when files
+        come or go (every file's imports are resolved again) or a schema changes (its tables
+        are found again from every file). Otherwise a part (`Graph.whole`): the files edited
+        and every file node (the ends of imports), then what the change reaches as it is
+        found: the files with edges into a node that goes (`_replace_file`), the files to
+        link again (`_link`). A one-shot `theus index` after an edit reads a few files, not
+        40k nodes."""
+        if self._graph is not None or removed or not self.has_index:
+            return self.graph
+        touched = [f.rel for f in todo]
+        if any(rel not in self.files or rel.endswith(SCHEMA_SUFFIXES) for rel in touched):
+            return self.graph
+        if len(touched) > max(64, len(self.files) // 4):  # a large part: one scan costs less
+            return self.graph
+        part = Graph()
+        self.store.load_owners(part, touched, [keys.file_key(rel) for rel in self.files])
+        return part
+
     def _apply(
         self,
+        graph: Graph,
         todo: list[FileEntry],
         results: Iterable[Analysed],
         removed: list[str],
@@ -387,7 +433,6 @@ class Project:
     ) -> None:
         from knowledge.index.definitions import names_of
 
-        graph = self.graph
         touched = [*removed, *(f.rel for f in todo)]
         with graph.lock:
             previously = set(self.files)
@@ -397,7 +442,8 @@ class Project:
             for rel in removed:
                 graph.remove_owner(rel)
                 self.files.pop(rel, None)
-                self.links.pop(rel, None)
+                if self._links is not None:
+                    self._links.pop(rel, None)
                 self._pending_files.pop(rel, None)
                 self._pending_links.pop(rel, None)
                 self._pending_removed.add(rel)
@@ -422,7 +468,7 @@ class Project:
             report.nodes_removed = len(keys_before - keys_after)
             files_moved = bool(removed) or any(rel not in previously for rel in changed)
             self._link(graph, changed, names, relink_all or files_moved)
-            schema_touched = [r for r in touched if r.endswith((".prisma", ".sql"))]
+            schema_touched = [r for r in touched if r.endswith(SCHEMA_SUFFIXES)]
             if relink_all or schema_touched:
                 self._discover_schema(graph)
 
@@ -450,13 +496,17 @@ class Project:
         )
         self.files[result.rel] = state
         self._pending_files[result.rel] = state
-        self.links[result.rel] = links
+        if self._links is not None:
+            self._links[result.rel] = links
         self._pending_links[result.rel] = links
         self._pending_removed.discard(result.rel)
+        nodes, edges = file_nodes(result, language) if result.keep_node else ([], [])
+        if graph.whole is not None:  # a part: a node that goes changes the files into it
+            gone = graph.owned(result.rel) - {node.key for node in nodes}
+            self.store.load_owners(graph, self.store.owners_into(gone))
         if not result.keep_node:
             graph.remove_owner(result.rel)
             return
-        nodes, edges = file_nodes(result, language)
         graph.replace_owner(result.rel, nodes, edges)
 
     def _link(self, graph: Graph, changed: list[str], names: set[str], everything: bool) -> None:
@@ -479,9 +529,17 @@ class Project:
             return
         repo = RepoFiles(indexed, self._go_modules(indexed))
         defs = self._definitions(graph)
+        if graph.whole is not None:  # a part (`_graph_for`): read the files to link, whole
+            ends = {
+                found[0]
+                for rel in targets
+                for name in self._file_links(rel).identifiers
+                if (found := defs.unique(name))
+            }
+            self.store.load_owners(graph, targets, ends)
         for rel in sorted(targets):  # edges in one order from run to run
             state = self.files[rel]
-            link = self.links.get(rel) or Links()
+            link = self._file_links(rel)
             fkey = keys.file_key(rel)
             # A file linked again to the same files is not saved again (nor is every file's
             # derived data redone) when another file is added or removed.
@@ -508,7 +566,10 @@ class Project:
         from knowledge.index.definitions import Definitions
 
         if self._defs is None:
-            self._defs = Definitions.build(graph)
+            whole = graph.whole is None
+            self._defs = (
+                Definitions.build(graph) if whole else Definitions.of_symbols(self.store.symbols())
+            )
         return self._defs
 
     def _go_modules(self, indexed: set[str]) -> dict[str, str]:

@@ -286,6 +286,33 @@ def test_a_row_that_does_not_read_sets_the_store_aside(tmp_path: Path, damage: s
         project.close()
 
 
+@pytest.mark.parametrize("damage", ROW_DAMAGE)
+def test_a_row_an_edit_reads_in_part_sets_the_store_aside(tmp_path: Path, damage: str) -> None:
+    """A one-shot index after an edit reads only part of the graph (`_graph_for`): damage in
+    a row it needs is still found (a node's by the check before any index, an edge's by the
+    part's own reads), set aside, and the index starts again from nothing."""
+    root, store = indexed(tmp_path)
+    write_tree(root, {"b.py": "from a import alpha\n\ndef beta():\n    return alpha()\n"})
+    Project(root).index()
+    conn = sqlite3.connect(store)
+    conn.execute(ROW_DAMAGE[damage], (keys.symbol_key("a.py", "alpha"),))
+    conn.commit()
+    conn.close()
+    damaged = store.read_bytes()
+    (root / "a.py").write_text("def alpha():\n    return 1\n")
+    project = Project(root)
+    try:
+        report = project.index()
+    finally:
+        project.close()
+    assert [p.read_bytes() for p in _set_aside(store)] == [damaged]
+    assert report.parsed == 2 and report.symbols == 2
+    graph = Project(root).graph
+    assert ("file:b.py", keys.symbol_key("a.py", "alpha"), "references") in {
+        (e.src, e.dst, e.kind) for e in graph.edges()
+    }
+
+
 def test_invalid_json_in_a_row_no_longer_breaks_every_index(tmp_path: Path) -> None:
     root = _many_files(tmp_path)
     assert theus(["index", "--no-embed"], None, root).returncode == 0

@@ -1,0 +1,161 @@
+"""An edit indexed by a process that has not read the graph reads only the part it changes
+(`Project._graph_for`), and leaves the store exactly as the whole graph would have: the same
+rows in the same order, so recall ranks the same (its tie-break is the rows' order)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledge.core import keys
+from knowledge.core.graph import RELATION_EDGE, Node
+from knowledge.index.project import Project
+from tests.conftest import write_tree
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/pricing.py": "def compute_total(items):\n    return 0\n\n\ndef price_of(item):\n"
+    "    return item.price\n",
+    "pkg/cart.py": "from pkg.pricing import compute_total, price_of\n\n\nclass Cart:\n"
+    "    def total(self, items):\n        return compute_total(items) + price_of(items)\n",
+    "pkg/report.py": "from pkg import cart\n\n\ndef summary(c: cart.Cart):\n"
+    "    return compute_total([])\n",
+    "pkg/tax.py": "def vat_rate():\n    return 20\n",
+    "README.md": "# Shop\n\nHow `compute_total` and `price_of` work.\n",
+}
+
+# Each step edits files that exist (no file comes or goes): what the part path takes.
+STEPS: list[dict[str, str | bytes]] = [
+    # A body edit: no definition changes, the file's own links are made again.
+    {"pkg/pricing.py": FILES["pkg/pricing.py"] + "# touched\n"},
+    # A definition renamed: its node goes (the files and the memory into it change), the
+    # files naming either name are linked again.
+    {
+        "pkg/pricing.py": "def compute_sum(items):\n    return 0\n\n\ndef price_of(item):\n"
+        "    return item.price\n"
+    },
+    # A second definition of a name: references to it become ambiguous and go.
+    {"pkg/tax.py": "def vat_rate():\n    return 20\n\n\ndef price_of(item):\n    return 1\n"},
+    # Imports change, and two files at once.
+    {
+        "pkg/report.py": "from pkg.tax import vat_rate\n\n\ndef summary():\n"
+        "    return vat_rate()\n",
+        "pkg/cart.py": FILES["pkg/cart.py"].replace("compute_total", "compute_sum"),
+    },
+    # A file that no longer reads as text: its nodes go, its state stays.
+    {"pkg/tax.py": b"\x00\x01\x02\x03" * 64},
+    # And reads again.
+    {"pkg/tax.py": "def vat_rate():\n    return 21\n"},
+]
+
+
+def dump(project: Project) -> dict[str, list[Any]]:
+    """The store's rows in their order; meta (paths, times) and file times left out."""
+    conn = sqlite3.connect(project.paths.store)
+    try:
+        return {
+            "nodes": conn.execute("SELECT * FROM nodes ORDER BY rowid").fetchall(),
+            "edges": conn.execute("SELECT * FROM edges ORDER BY rowid").fetchall(),
+            "files": conn.execute(
+                "SELECT path, sha1, language, lines, status, reason FROM files ORDER BY rowid"
+            ).fetchall(),
+            "links": conn.execute("SELECT * FROM links ORDER BY rowid").fetchall(),
+            "changes": conn.execute("SELECT owner FROM changes ORDER BY seq").fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+def remember(project: Project) -> None:
+    """What a conversation attached to the code: a memory derived from a symbol that a step
+    renames away, and an entity related to one that stays."""
+    graph = project.graph
+    memory = Node(keys.memory_key("totals are cents"), "memory", "totals are cents")
+    entity = Node(keys.entity_key("Pricing"), "entity", "Pricing")
+    graph.upsert(memory)
+    graph.upsert(entity)
+    graph.add_edge(memory.key, "sym:pkg/pricing.py#compute_total", "derived-from")
+    graph.add_edge(entity.key, "sym:pkg/pricing.py#price_of", f"{RELATION_EDGE}DEFINES")
+    project.save()
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> tuple[Path, Path]:
+    return write_tree(tmp_path / "part", FILES), write_tree(tmp_path / "whole", FILES)
+
+
+def index_with(root: Path, whole: bool) -> Project:
+    project = Project(root)
+    if whole:
+        assert len(project.graph) > 0  # read whole before the index
+    project.index(workers=1)
+    assert project.graph_loaded is whole
+    project.close()
+    return project
+
+
+def apply(root: Path, step: dict[str, str | bytes], stamp: int) -> None:
+    write_tree(root, step)
+    for rel in step:  # both twins' files look alike: the same size, the same time
+        os.utime(root / rel, ns=(stamp, stamp))
+
+
+@pytest.mark.parametrize("first", [0, 1, 3])
+def test_an_edit_read_in_part_saves_what_the_whole_graph_saves(
+    twins: tuple[Path, Path], first: int
+) -> None:
+    part, whole = twins
+    for root in twins:
+        Project(root).index(workers=1)
+        remember(Project(root))
+    stamp = 10**18
+    for n, step in enumerate(STEPS[first:]):
+        for root in twins:
+            apply(root, step, stamp + n)
+        index_with(part, whole=False)
+        index_with(whole, whole=True)
+        assert dump(Project(part)) == dump(Project(whole)), f"after step {first + n}"
+
+
+def test_the_part_path_keeps_what_other_files_and_memories_point_at(
+    twins: tuple[Path, Path],
+) -> None:
+    part, _ = twins
+    Project(part).index(workers=1)
+    remember(Project(part))
+    apply(part, STEPS[1], 10**18)
+    index_with(part, whole=False)
+    graph = Project(part).graph
+    edges = {(e.src, e.dst, e.kind) for e in graph.edges()}
+    memory = keys.memory_key("totals are cents")
+    # The renamed definition is gone, with every edge into it (the files that named it and
+    # the memory); the edges into the definitions that stay are kept.
+    assert "sym:pkg/pricing.py#compute_sum" in graph
+    assert "sym:pkg/pricing.py#compute_total" not in graph
+    assert not any(dst == "sym:pkg/pricing.py#compute_total" for _, dst, _ in edges)
+    assert ("file:pkg/cart.py", "sym:pkg/pricing.py#price_of", "references") in edges
+    assert ("file:README.md", "sym:pkg/pricing.py#price_of", "references") in edges
+    assert memory in graph and graph.out_edges(memory) == []
+    entity = keys.entity_key("Pricing")
+    assert [e.dst for e in graph.out_edges(entity)] == ["sym:pkg/pricing.py#price_of"]
+
+
+def test_a_part_refuses_to_save_an_owner_it_read_in_part(twins: tuple[Path, Path]) -> None:
+    part, _ = twins
+    project = Project(part)
+    project.index(workers=1)
+    from knowledge.core.graph import Graph
+
+    graph = Graph()
+    project.store.load_owners(graph, ["pkg/cart.py"])
+    # pricing.py's nodes are here only as the ends of cart.py's edges.
+    assert "sym:pkg/pricing.py#price_of" in graph and graph.whole == {"pkg/cart.py"}
+    graph.remove_node("sym:pkg/pricing.py#price_of")
+    with pytest.raises(ValueError, match="read in part"):
+        project.store.save(graph)
+    assert graph.dirty_owners  # kept, nothing written
+    assert "sym:pkg/pricing.py#price_of" in Project(part).graph
