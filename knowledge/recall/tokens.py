@@ -88,7 +88,7 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Folded words worth matching, in order, duplicates kept (for term frequency)."""
-    return [fold(w) for w in split_words(text) if w not in STOPWORDS and len(w) > 1]
+    return [term for run in _WORD.findall(text) for term in run_terms(run)]
 
 
 def term_counts(text: str) -> Counter[str]:
