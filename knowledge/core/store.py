@@ -436,6 +436,13 @@ class Store:
         )
         return {str(owner) for (owner,) in rows}
 
+    def has_nodes(self) -> bool:
+        return bool(self._read("SELECT 1 FROM nodes LIMIT 1"))
+
+    def keys(self) -> list[str]:
+        """Every node's key, in the order `load_graph` reads them."""
+        return [str(key) for (key,) in self._read("SELECT key FROM nodes ORDER BY rowid")]
+
     def symbols(self) -> list[tuple[str, str, str, str]]:
         """(owner, key, label, subkind) of every symbol node, without loading the graph."""
         rows = self._read("SELECT owner, key, label, subkind FROM nodes WHERE kind = 'symbol'")

@@ -91,6 +91,9 @@ class Project:
         # texts as recall reads them), for the scoring snapshot to take (`take_counts`): a
         # one-shot `theus index` builds it next, without reading or counting them again.
         self.count_texts: CountTexts | None = None
+        # Called with the graph an index is about to save (the snapshot's first labels start
+        # on it then, in other processes: `recall.saved.FirstLabels`).
+        self.before_save: Callable[[Graph], None] | None = None
         self._counted: list[Arrays] = []
         self.files: dict[str, FileState] = {}
         self.walk_skipped: dict[str, str] = {}
@@ -217,6 +220,8 @@ class Project:
             elif progress:
                 progress(0, 0)
             self.last_index = time.time()
+            if graph is not None and self.before_save is not None:
+                self.before_save(graph)
             try:
                 self._save(graph)
             except StoreError:

@@ -36,6 +36,8 @@ from knowledge.recall.snapshot import Strings
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
+    from knowledge.core.graph import Graph
+    from knowledge.core.store import Store
     from knowledge.index.project import Project
 
 FORMAT = 6  # bump when what either file holds changes meaning
@@ -61,9 +63,10 @@ def delta_path(base: Path) -> Path:
     return base.with_name("recall-delta.idx")
 
 
-def current(project: Project) -> Saved | None:
+def current(project: Project, first: FirstLabels | None = None) -> Saved | None:
     """The project's saved index brought up to date with its store and HEAD, and written
-    back; None when the store cannot tell what changed (the caller builds from the graph)."""
+    back; None when the store cannot tell what changed (the caller builds from the graph).
+    `first`: labels indexed while the graph was saved, for a first base of its rows."""
     path = project.paths.recall_index
     try:
         at_head = history_head(project.root)
@@ -75,7 +78,7 @@ def current(project: Project) -> Saved | None:
             with contextlib.suppress(OSError):  # a folder we cannot write: no one else can
                 held.enter_context(atomic.locked(path.with_name("recall.lock")))
             found = _read(path, store_id)  # another process may have caught up meanwhile
-            return _caught_up(project, found, store_id, at_head)
+            return _caught_up(project, found, store_id, at_head, first)
     except StoreError as exc:
         log.info("scoring index not loaded: %s", exc)
     except (KeyError, ValueError, IndexError) as exc:  # written by another version, or torn
@@ -110,13 +113,20 @@ def _fresh(project: Project, found: tuple[Saved, dict[str, Any]], at_head: str) 
 
 
 def _caught_up(
-    project: Project, found: tuple[Saved, dict[str, Any]] | None, store_id: str, at_head: str
+    project: Project,
+    found: tuple[Saved, dict[str, Any]] | None,
+    store_id: str,
+    at_head: str,
+    first: FirstLabels | None = None,
 ) -> Saved:
     store, path, root = project.store, project.paths.recall_index, project.root
     none = np.zeros(0, np.int32)
     if found is None:  # none yet, or of another store or format: built from every row
         seq, _ = store.changes_since(0)
-        base = _built(root, store.nodes(), project.take_counts())
+        if first is not None and first.holds(store):
+            base = _built(root, first.nodes, project.take_counts(), first)
+        else:
+            base = _built(root, store.nodes(), project.take_counts())
         base_id = _new_base(path, base, store_id, seq)
         overlay, dead_lex, dead_content = _built(root, []), none, none
         old_history: Arrays = {}
@@ -206,18 +216,26 @@ def _applied(
 
 
 def _built(
-    root: Path, nodes: list[tuple[Node, str]], counted: list[Arrays] | None = None
+    root: Path,
+    nodes: list[tuple[Node, str]],
+    counted: list[Arrays] | None = None,
+    first: FirstLabels | None = None,
 ) -> Arrays:
     """The lexical and content indexes of `nodes`, frozen, in their order (`counted`: files
     the indexer counted as it read them, see `Project.count_texts`; the others are read
     here). With many files to read, worker processes count their words while one of them
     indexes the labels; their counts are taken in here as they come. With many files and
-    none to read, a worker indexes half of the labels."""
+    none to read, a worker indexes half of the labels. `first`: the labels of `nodes`,
+    indexed already (in its workers, which read the files here too)."""
     counted = counted or []
     held = {p for part in counted for p in content.paths_of(part)}
     files = list(dict.fromkeys(n.path for n, _ in nodes if n.kind == "file"))
     texts = content.ContentIndex(root)
     texts.apply([n for n, _ in nodes if n.kind == "file" and n.path not in held], [])
+    if first is not None:
+        if texts.pending and first.run is not None:
+            texts.read_in(first.run)
+        return {**first.labels(), **_content(texts, counted, files)}
     run = _pool(texts.pending or len(files))
     if run is None:
         return {**_labels(nodes), **_content(texts, counted, files)}
@@ -227,10 +245,53 @@ def _built(
             texts.read_in(run)
             return {**_result(labels, nodes), **_content(texts, counted, files)}
         half = len(nodes) // 2
-        first = run.submit(_labels, nodes[:half])
+        first_half = run.submit(_labels, nodes[:half])
         found = _content(texts, counted, files)
         second = _labels(nodes[half:])
-        return {**_joined(_result(first, nodes[:half]), second, nodes), **found}
+        return {**_joined(_result(first_half, nodes[:half]), second, nodes), **found}
+
+
+class FirstLabels:
+    """The labels of a store's first rows, indexed by worker processes while the store
+    writes them (`Project.before_save`): a cold `theus index` spends a second writing its
+    graph on one core, and this overlaps the two. Used only when the store then holds
+    exactly those rows in that order (`holds`); otherwise the base is built from the rows."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.nodes: list[tuple[Node, str]] = []
+        self.run: ProcessPoolExecutor | None = None
+        self._halves: list[Future[Arrays]] = []
+
+    def start(self, graph: Graph) -> None:
+        """Before a save: when it is the first of a whole graph, start on what it writes,
+        in the order it writes it (`Store.save`)."""
+        if self.run is not None or graph.whole is not None or self._store.has_nodes():
+            return
+        with graph.lock:
+            owners = sorted(graph.dirty_owners)
+            nodes = [(node, owner) for owner in owners for node in graph.owned_nodes(owner)]
+        self.run = _pool(len(owners))
+        if self.run is None:
+            return
+        half = len(nodes) // 2
+        self.nodes = nodes
+        self._halves = [self.run.submit(_labels, part) for part in (nodes[:half], nodes[half:])]
+
+    def holds(self, store: Store) -> bool:
+        """Whether `store` holds the rows these labels index, in their order."""
+        return self.run is not None and store.keys() == [node.key for node, _ in self.nodes]
+
+    def labels(self) -> Arrays:
+        half = len(self.nodes) // 2
+        first, second = self.nodes[:half], self.nodes[half:]
+        return _joined(
+            _result(self._halves[0], first), _result(self._halves[1], second), self.nodes
+        )
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.run.shutdown(wait=True, cancel_futures=True)
 
 
 def _content(texts: content.ContentIndex, counted: list[Arrays], files: list[str]) -> Arrays:

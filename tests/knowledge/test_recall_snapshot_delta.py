@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from knowledge.core import keys, workers
+from knowledge.core.graph import Node
 from knowledge.episodes import EpisodeStore
 from knowledge.facts.extraction import parse_extraction
 from knowledge.facts.layer import FactsLayer
@@ -20,6 +22,7 @@ from knowledge.index import git_history
 from knowledge.index.project import Project
 from knowledge.memdir.crud import add_memory
 from knowledge.recall import saved, snapshot
+from knowledge.recall.content import frozen_texts
 from knowledge.recall.recaller import Recaller, make_recaller
 from tests.conftest import run_git, write_tree
 
@@ -328,6 +331,56 @@ def test_a_large_overlay_merges_into_a_base_equal_to_one_built_from_scratch(
     assert merged.keys() == built.keys()
     for name, array in built.items():
         assert array.dtype == merged[name].dtype and np.array_equal(array, merged[name]), name
+
+
+def first_base(root: Path, between: Callable[[Project], None] | None = None) -> bool:
+    """What `theus index` does on a new store: the snapshot's first labels indexed in other
+    processes while the graph saves (`FirstLabels`); whether they were used."""
+    project = Project(root)
+    project.count_texts = frozen_texts
+    first = saved.FirstLabels(project.store)
+    project.before_save = first.start
+    try:
+        project.index()
+        if between is not None:
+            between(project)
+        used = first.holds(project.store)
+        assert saved.current(project, first) is not None
+    finally:
+        first.close()
+        project.close()
+    return used
+
+
+def rebuilt_arrays(root: Path) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The base as made, then as built again from the store's rows."""
+    path = Project(root).paths.recall_index
+    made = {k: np.array(v) for k, v in snapshot.read(path)[0].items()}
+    path.unlink()
+    saved.delta_path(path).unlink()
+    saved_now(root)
+    return made, dict(snapshot.read(path)[0])
+
+
+@pytest.mark.parametrize("also_saved", [False, True])
+def test_a_first_base_made_while_the_graph_saves_equals_one_built_from_its_rows(
+    tmp_path: Path, theus_home: Path, monkeypatch: pytest.MonkeyPatch, also_saved: bool
+) -> None:
+    monkeypatch.setattr(workers, "POOL_THRESHOLD", 1)  # a small project in worker processes
+    root = write_tree(tmp_path / "shop", tree())
+
+    def memory_saved(project: Project) -> None:  # a row the labels never saw: not used
+        text = "the team prefers decimal money"
+        project.graph.upsert(Node(keys.memory_key(text), "memory", text))
+        project.save()
+
+    used = first_base(root, memory_saved if also_saved else None)
+    assert used is not also_saved
+    made, built = rebuilt_arrays(root)
+    assert made.keys() == built.keys()
+    for name, array in built.items():
+        assert array.dtype == made[name].dtype and np.array_equal(array, made[name]), name
+    assert_ranks_as_rebuilt(root)
 
 
 # -- the history part --------------------------------------------------------------------------

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from knowledge.index.project import IndexReport, Project
+    from knowledge.recall.saved import FirstLabels
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,9 +70,12 @@ def _index(root: Path, args: argparse.Namespace) -> tuple[Project, IndexReport, 
     from knowledge.core.store import StoreCorrupt
     from knowledge.index.project import Project
     from knowledge.recall.content import frozen_texts
+    from knowledge.recall.saved import FirstLabels
 
     project = Project(root)
     project.count_texts = frozen_texts  # for the snapshot below: counted where they are read
+    first = FirstLabels(project.store)  # a first snapshot's labels, made while the graph saves
+    project.before_save = first.start
     show_progress = not args.json and sys.stderr.isatty()
     # A one-shot process whose heap only grows while it indexes (nodes, postings): each of
     # the cyclic collector's passes walks all of it, a third of a cold index's time, to free
@@ -81,10 +85,11 @@ def _index(root: Path, args: argparse.Namespace) -> tuple[Project, IndexReport, 
         report = _run_index(project, show_progress)
         _link_episodes(project)
         embedded, embed_seconds = (0, 0.0) if args.no_embed else _embed(project, show_progress)
-        _snapshot(project)
+        _snapshot(project, first)
     except StoreCorrupt:
         return None
     finally:
+        first.close()
         gc.enable()
         project.close()
     return (project, report, embedded, embed_seconds) if project.has_index else None
@@ -99,12 +104,12 @@ def _link_episodes(project: Project) -> None:
         episodes.load()
 
 
-def _snapshot(project: Project) -> None:
+def _snapshot(project: Project, first: FirstLabels) -> None:
     """The scoring index a one-shot `theus recall` loads, when the index moved since the last
     one (fails open: recall builds it then)."""
-    from knowledge.recall.recaller import make_recaller
+    from knowledge.recall import saved
 
-    make_recaller(project, one_shot=True)
+    saved.current(project, first)
 
 
 def _embed(project: Project, show_progress: bool) -> tuple[int, float]:
