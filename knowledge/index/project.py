@@ -91,9 +91,10 @@ class Project:
         # texts as recall reads them), for the scoring snapshot to take (`take_counts`): a
         # one-shot `theus index` builds it next, without reading or counting them again.
         self.count_texts: CountTexts | None = None
-        # Called with the graph an index is about to save (the snapshot's first labels start
-        # on it then, in other processes: `recall.saved.FirstLabels`).
-        self.before_save: Callable[[Graph], None] | None = None
+        # Called with the graph an index changed once its nodes are made, before they are
+        # linked and saved (the snapshot's first labels start on them then, in other
+        # processes: `recall.saved.FirstLabels`).
+        self.nodes_made: Callable[[Graph], None] | None = None
         self._counted: list[Arrays] = []
         self.files: dict[str, FileState] = {}
         self.walk_skipped: dict[str, str] = {}
@@ -220,8 +221,6 @@ class Project:
             elif progress:
                 progress(0, 0)
             self.last_index = time.time()
-            if graph is not None and self.before_save is not None:
-                self.before_save(graph)
             try:
                 self._save(graph)
             except StoreError:
@@ -472,10 +471,11 @@ class Project:
             report.nodes_added = len(keys_after - keys_before)
             report.nodes_removed = len(keys_before - keys_after)
             files_moved = bool(removed) or any(rel not in previously for rel in changed)
+            if relink_all or any(r.endswith(SCHEMA_SUFFIXES) for r in touched):
+                self._discover_schema(graph)  # the last nodes: links only add edges
+            if self.nodes_made is not None:
+                self.nodes_made(graph)
             self._link(graph, changed, names, relink_all or files_moved)
-            schema_touched = [r for r in touched if r.endswith(SCHEMA_SUFFIXES)]
-            if relink_all or schema_touched:
-                self._discover_schema(graph)
 
     def _replace_file(self, graph: Graph, result: Analysed) -> None:
         from knowledge.index import schema

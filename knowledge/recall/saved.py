@@ -252,10 +252,11 @@ def _built(
 
 
 class FirstLabels:
-    """The labels of a store's first rows, indexed by worker processes while the store
-    writes them (`Project.before_save`): a cold `theus index` spends a second writing its
-    graph on one core, and this overlaps the two. Used only when the store then holds
-    exactly those rows in that order (`holds`); otherwise the base is built from the rows."""
+    """The labels of a store's first rows, indexed by worker processes while the graph they
+    come from is linked and written (`Project.nodes_made`): a cold `theus index` spends two
+    seconds doing that on one core, and this overlaps them. Used only when the store then
+    holds exactly those rows in that order (`holds`); otherwise the base is built from the
+    rows."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
@@ -264,8 +265,8 @@ class FirstLabels:
         self._halves: list[Future[Arrays]] = []
 
     def start(self, graph: Graph) -> None:
-        """Before a save: when it is the first of a whole graph, start on what it writes,
-        in the order it writes it (`Store.save`)."""
+        """When the store is new and the graph whole, start on what its save will write, in
+        the order it writes it (`Store.save`)."""
         if self.run is not None or graph.whole is not None or self._store.has_nodes():
             return
         with graph.lock:

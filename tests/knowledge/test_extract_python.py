@@ -152,3 +152,43 @@ def test_an_extract_pickles_back_as_it_was() -> None:
         ),
     ):
         assert pickle.loads(pickle.dumps(ex)) == ex
+
+
+DOCSTRINGS = [
+    '"""One line."""',
+    '"""\n    Starts on the next line.\n\n    More.\n    """',
+    "'''Single quotes, a \"quoted\" word.'''",
+    '"short"',
+    "'short too'",
+    '""""""',
+    '"""   \n\n   """',
+    '"""Tab\tinside, tabs expanded."""',
+    '"""Escapes: \\t and \\n and \\u00e9."""',
+    'r"""Raw \\d+ stays."""',
+    'u"""Unicode prefix."""',
+    'b"""Bytes are no docstring."""',
+    'f"""An f-string is none: {x}."""',
+    '"Joined" " strings"',
+    '"""Line\x0cfeed and\x85next."""',
+    '"""Carriage\r\nreturn."""',
+    '"""Unicode: naïve café → done."""',
+]
+
+
+def test_a_docstring_summary_is_the_first_line_ast_cleans() -> None:
+    """The summary of a module, class or function is the first non-blank line of
+    `ast.get_docstring(clean=True)`, for every form of string literal."""
+    import ast
+
+    for literal in DOCSTRINGS:
+        source = f"{literal}\n\ndef f():\n    {literal}\n    return 1\n"
+        tree = ast.parse(source)
+        expected = ""
+        doc = ast.get_docstring(tree, clean=True)
+        for line in (doc or "").splitlines():
+            if line.strip():
+                expected = line.strip()
+                break
+        found = extract(source.encode())
+        assert found.summary == expected, literal
+        assert found.symbols[0].doc == expected, literal

@@ -339,7 +339,7 @@ def first_base(root: Path, between: Callable[[Project], None] | None = None) -> 
     project = Project(root)
     project.count_texts = frozen_texts
     first = saved.FirstLabels(project.store)
-    project.before_save = first.start
+    project.nodes_made = first.start
     try:
         project.index()
         if between is not None:

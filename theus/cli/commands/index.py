@@ -75,7 +75,7 @@ def _index(root: Path, args: argparse.Namespace) -> tuple[Project, IndexReport, 
     project = Project(root)
     project.count_texts = frozen_texts  # for the snapshot below: counted where they are read
     first = FirstLabels(project.store)  # a first snapshot's labels, made while the graph saves
-    project.before_save = first.start
+    project.nodes_made = first.start
     show_progress = not args.json and sys.stderr.isatty()
     # A one-shot process whose heap only grows while it indexes (nodes, postings): each of
     # the cyclic collector's passes walks all of it, a third of a cold index's time, to free
