@@ -92,8 +92,8 @@ class Project:
         # one-shot `theus index` builds it next, without reading or counting them again.
         self.count_texts: CountTexts | None = None
         # Called with the graph an index changed once its nodes are made, before they are
-        # linked and saved (the snapshot's first labels start on them then, in other
-        # processes: `recall.saved.FirstLabels`).
+        # linked and saved (a new store's first snapshot starts on them then, in other
+        # processes: `recall.saved.FirstBase`).
         self.nodes_made: Callable[[Graph], None] | None = None
         self._counted: list[Arrays] = []
         self.files: dict[str, FileState] = {}

@@ -63,10 +63,10 @@ def delta_path(base: Path) -> Path:
     return base.with_name("recall-delta.idx")
 
 
-def current(project: Project, first: FirstLabels | None = None) -> Saved | None:
+def current(project: Project, first: FirstBase | None = None) -> Saved | None:
     """The project's saved index brought up to date with its store and HEAD, and written
     back; None when the store cannot tell what changed (the caller builds from the graph).
-    `first`: labels indexed while the graph was saved, for a first base of its rows."""
+    `first`: a first base made while the graph was saved, for a new store."""
     path = project.paths.recall_index
     try:
         at_head = history_head(project.root)
@@ -117,16 +117,17 @@ def _caught_up(
     found: tuple[Saved, dict[str, Any]] | None,
     store_id: str,
     at_head: str,
-    first: FirstLabels | None = None,
+    first: FirstBase | None = None,
 ) -> Saved:
     store, path, root = project.store, project.paths.recall_index, project.root
     none = np.zeros(0, np.int32)
     if found is None:  # none yet, or of another store or format: built from every row
         seq, _ = store.changes_since(0)
         if first is not None and first.holds(store):
-            base = _built(root, first.nodes, project.take_counts(), first)
+            base = first.base()
         else:
-            base = _built(root, store.nodes(), project.take_counts())
+            counted = [*(first.counted if first is not None else []), *project.take_counts()]
+            base = _built(root, store.nodes(), counted)
         base_id = _new_base(path, base, store_id, seq)
         overlay, dead_lex, dead_content = _built(root, []), none, none
         old_history: Arrays = {}
@@ -216,26 +217,18 @@ def _applied(
 
 
 def _built(
-    root: Path,
-    nodes: list[tuple[Node, str]],
-    counted: list[Arrays] | None = None,
-    first: FirstLabels | None = None,
+    root: Path, nodes: list[tuple[Node, str]], counted: list[Arrays] | None = None
 ) -> Arrays:
     """The lexical and content indexes of `nodes`, frozen, in their order (`counted`: files
     the indexer counted as it read them, see `Project.count_texts`; the others are read
     here). With many files to read, worker processes count their words while one of them
     indexes the labels; their counts are taken in here as they come. With many files and
-    none to read, a worker indexes half of the labels. `first`: the labels of `nodes`,
-    indexed already (in its workers, which read the files here too)."""
+    none to read, a worker indexes half of the labels."""
     counted = counted or []
     held = {p for part in counted for p in content.paths_of(part)}
     files = list(dict.fromkeys(n.path for n, _ in nodes if n.kind == "file"))
     texts = content.ContentIndex(root)
     texts.apply([n for n, _ in nodes if n.kind == "file" and n.path not in held], [])
-    if first is not None:
-        if texts.pending and first.run is not None:
-            texts.read_in(first.run)
-        return {**first.labels(), **_content(texts, counted, files)}
     run = _pool(texts.pending or len(files))
     if run is None:
         return {**_labels(nodes), **_content(texts, counted, files)}
@@ -245,50 +238,70 @@ def _built(
             texts.read_in(run)
             return {**_result(labels, nodes), **_content(texts, counted, files)}
         half = len(nodes) // 2
-        first_half = run.submit(_labels, nodes[:half])
+        first = run.submit(_labels, nodes[:half])
         found = _content(texts, counted, files)
         second = _labels(nodes[half:])
-        return {**_joined(_result(first_half, nodes[:half]), second, nodes), **found}
+        return {**_joined(_result(first, nodes[:half]), second, nodes), **found}
 
 
-class FirstLabels:
-    """The labels of a store's first rows, indexed by worker processes while the graph they
-    come from is linked and written (`Project.nodes_made`): a cold `theus index` spends two
-    seconds doing that on one core, and this overlaps them. Used only when the store then
-    holds exactly those rows in that order (`holds`); otherwise the base is built from the
-    rows."""
+class FirstBase:
+    """A new store's first base, made by worker processes while the graph it comes from is
+    linked and written (`Project.nodes_made`): a cold `theus index` spends two seconds on
+    that on one core, and this overlaps them. Made from the graph's nodes in the order its
+    save writes them and from the counts of the files the index read; used only when the
+    store then holds exactly those rows in that order (`holds`), else the base is built from
+    the rows (with these counts)."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, project: Project) -> None:
+        self._project = project
         self.nodes: list[tuple[Node, str]] = []
+        self.counted: list[Arrays] = []
         self.run: ProcessPoolExecutor | None = None
-        self._halves: list[Future[Arrays]] = []
+        self._labels: list[Future[Arrays]] = []
+        self._content: Future[Arrays] | None = None
+        self._files: list[str] = []
 
     def start(self, graph: Graph) -> None:
         """When the store is new and the graph whole, start on what its save will write, in
-        the order it writes it (`Store.save`)."""
-        if self.run is not None or graph.whole is not None or self._store.has_nodes():
+        the order it writes it (`Store.save`), if the index counted every file it holds."""
+        if self.run is not None or graph.whole is not None or self._project.store.has_nodes():
             return
         with graph.lock:
             owners = sorted(graph.dirty_owners)
             nodes = [(node, owner) for owner in owners for node in graph.owned_nodes(owner)]
-        self.run = _pool(len(owners))
+        self.counted += self._project.take_counts()
+        files = list(dict.fromkeys(n.path for n, _ in nodes if n.kind == "file"))
+        held = {p for part in self.counted for p in content.paths_of(part)}
+        if not held.issuperset(files):
+            return
+        self.run = _pool(len(files))
         if self.run is None:
             return
-        half = len(nodes) // 2
-        self.nodes = nodes
-        self._halves = [self.run.submit(_labels, part) for part in (nodes[:half], nodes[half:])]
+        self.nodes, self._files, half = nodes, files, len(nodes) // 2
+        self._labels = [self.run.submit(_labels, part) for part in (nodes[:half], nodes[half:])]
+        self._content = self.run.submit(content.assemble, self.counted, files)
 
     def holds(self, store: Store) -> bool:
-        """Whether `store` holds the rows these labels index, in their order."""
+        """Whether `store` holds the rows this base indexes, in their order."""
         return self.run is not None and store.keys() == [node.key for node, _ in self.nodes]
 
-    def labels(self) -> Arrays:
+    def base(self) -> Arrays:
         half = len(self.nodes) // 2
         first, second = self.nodes[:half], self.nodes[half:]
-        return _joined(
-            _result(self._halves[0], first), _result(self._halves[1], second), self.nodes
+        labels = _joined(
+            _result(self._labels[0], first), _result(self._labels[1], second), self.nodes
         )
+        return {**labels, **self._assembled()}
+
+    def _assembled(self) -> Arrays:
+        from concurrent.futures.process import BrokenProcessPool
+
+        assert self._content is not None
+        try:
+            return self._content.result()
+        except (OSError, BrokenProcessPool) as exc:
+            log.warning("content assembled in one process: the process pool failed (%s)", exc)
+            return content.assemble(self.counted, self._files)
 
     def close(self) -> None:
         if self.run is not None:

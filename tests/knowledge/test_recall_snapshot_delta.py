@@ -334,11 +334,11 @@ def test_a_large_overlay_merges_into_a_base_equal_to_one_built_from_scratch(
 
 
 def first_base(root: Path, between: Callable[[Project], None] | None = None) -> bool:
-    """What `theus index` does on a new store: the snapshot's first labels indexed in other
-    processes while the graph saves (`FirstLabels`); whether they were used."""
+    """What `theus index` does on a new store: the snapshot's first base made in other
+    processes while the graph saves (`FirstBase`); whether it was used."""
     project = Project(root)
     project.count_texts = frozen_texts
-    first = saved.FirstLabels(project.store)
+    first = saved.FirstBase(project)
     project.nodes_made = first.start
     try:
         project.index()

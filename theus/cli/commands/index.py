@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from knowledge.index.project import IndexReport, Project
-    from knowledge.recall.saved import FirstLabels
+    from knowledge.recall.saved import FirstBase
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,11 +70,11 @@ def _index(root: Path, args: argparse.Namespace) -> tuple[Project, IndexReport, 
     from knowledge.core.store import StoreCorrupt
     from knowledge.index.project import Project
     from knowledge.recall.content import frozen_texts
-    from knowledge.recall.saved import FirstLabels
+    from knowledge.recall.saved import FirstBase
 
     project = Project(root)
     project.count_texts = frozen_texts  # for the snapshot below: counted where they are read
-    first = FirstLabels(project.store)  # a first snapshot's labels, made while the graph saves
+    first = FirstBase(project)  # a new store's first snapshot, made while the graph saves
     project.nodes_made = first.start
     show_progress = not args.json and sys.stderr.isatty()
     # A one-shot process whose heap only grows while it indexes (nodes, postings): each of
@@ -104,7 +104,7 @@ def _link_episodes(project: Project) -> None:
         episodes.load()
 
 
-def _snapshot(project: Project, first: FirstLabels) -> None:
+def _snapshot(project: Project, first: FirstBase) -> None:
     """The scoring index a one-shot `theus recall` loads, when the index moved since the last
     one (fails open: recall builds it then)."""
     from knowledge.recall import saved
