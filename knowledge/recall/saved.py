@@ -18,6 +18,7 @@ owner's rows come after every older row, as the overlay comes after the base.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from knowledge.recall import content, history, lexical, snapshot
 from knowledge.recall.snapshot import Strings
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from concurrent.futures import Future, ProcessPoolExecutor
 
     from knowledge.core.graph import Graph
@@ -291,17 +293,9 @@ class FirstBase:
         labels = _joined(
             _result(self._labels[0], first), _result(self._labels[1], second), self.nodes
         )
-        return {**labels, **self._assembled()}
-
-    def _assembled(self) -> Arrays:
-        from concurrent.futures.process import BrokenProcessPool
-
-        assert self._content is not None
-        try:
-            return self._content.result()
-        except (OSError, BrokenProcessPool) as exc:
-            log.warning("content assembled in one process: the process pool failed (%s)", exc)
-            return content.assemble(self.counted, self._files)
+        assert self._content is not None  # set with the labels (`start`)
+        here = functools.partial(content.assemble, self.counted, self._files)
+        return {**labels, **_or_here(self._content, here, "content assembled")}
 
     def close(self) -> None:
         if self.run is not None:
@@ -316,13 +310,18 @@ def _content(texts: content.ContentIndex, counted: list[Arrays], files: list[str
 
 def _result(labels: Future[Arrays], nodes: list[tuple[Node, str]]) -> Arrays:
     """What a worker indexed of `nodes`' labels, or, when the pool failed, this process."""
+    return _or_here(labels, lambda: _labels(nodes), "labels indexed")
+
+
+def _or_here(future: Future[Arrays], here: Callable[[], Arrays], what: str) -> Arrays:
+    """A worker's result, or `here`'s when the pool failed (`what` was done here then)."""
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        return labels.result()
+        return future.result()
     except (OSError, BrokenProcessPool) as exc:
-        log.warning("labels indexed in one process: the process pool failed (%s)", exc)
-        return _labels(nodes)
+        log.warning("%s in one process: the process pool failed (%s)", what, exc)
+        return here()
 
 
 def _joined(first: Arrays, second: Arrays, nodes: list[tuple[Node, str]]) -> Arrays:
