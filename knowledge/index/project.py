@@ -225,6 +225,7 @@ class Project:
                 self._save(graph)
             except StoreError:
                 if graph is not self._graph:  # a part, dropped: the next index redoes its files
+                    self._defs = None  # they changed the definitions: read again from the store
                     for f in todo:
                         self.files.pop(f.rel, None)
                         self._pending_files.pop(f.rel, None)

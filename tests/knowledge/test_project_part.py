@@ -159,3 +159,35 @@ def test_a_part_refuses_to_save_an_owner_it_read_in_part(twins: tuple[Path, Path
         project.store.save(graph)
     assert graph.dirty_owners  # kept, nothing written
     assert "sym:pkg/pricing.py#price_of" in Project(part).graph
+
+
+def test_a_part_that_fails_to_save_is_redone_by_the_next_index(
+    twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save that fails (a full disk, a lock) drops the part: the same process's next index
+    reads the edited files again and leaves the store as the whole graph would."""
+    from knowledge.core.store import Store, StoreError
+
+    part, whole = twins
+    for root in twins:
+        Project(root).index(workers=1)
+    project = Project(part)
+    real = Store.save
+    failing = [True]
+
+    def save(self: Store, *args: Any, **kwargs: Any) -> int:
+        if failing and failing.pop():
+            raise StoreError("disk full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "save", save)
+    for n, step in enumerate(STEPS[:2]):  # a rename: definitions change
+        for root in twins:
+            apply(root, step, 10**18 + n)
+        if n == 0:
+            with pytest.raises(StoreError):
+                project.index(workers=1)
+    project.index(workers=1)
+    project.close()
+    index_with(whole, whole=True)
+    assert dump(Project(part)) == dump(Project(whole))
