@@ -126,3 +126,13 @@ class Definitions:
         if entry is None or len(entry) != 1:
             return None
         return next(iter(entry.items()))
+
+    def linked(self, names: list[str]) -> list[tuple[str, str]]:
+        """`unique` of each of `names` that has one, in their order: a file's identifiers
+        are thousands, the names defined among them a few dozen (found by one set operation,
+        not a call per name: 360k calls on a cold index of sympy)."""
+        found = self._by_name.keys() & names
+        if not found:
+            return []
+        hits = (self.unique(name) for name in names if name in found)
+        return [hit for hit in hits if hit is not None]

@@ -539,8 +539,7 @@ class Project:
             ends = {
                 found[0]
                 for rel in targets
-                for name in self._file_links(rel).identifiers
-                if (found := defs.unique(name))
+                for found in defs.linked(self._file_links(rel).identifiers)
             }
             self.store.load_owners(graph, targets, ends)
         for rel in sorted(targets):  # edges in one order from run to run
@@ -551,20 +550,20 @@ class Project:
             # derived data redone) when another file is added or removed.
             before = None if rel in graph.dirty_owners else _links_of(graph, fkey)
             graph.remove_out_edges(fkey, ("imports", "references"))
-            for module, line, imported, level in link.imports:
-                imp = Import(module, line, tuple(imported), level)
-                for target in resolve(rel, imp, state.language, repo):
-                    if target != rel:
-                        graph.add_edge(fkey, keys.file_key(target), "imports")
-            linked = 0
-            for name in link.identifiers:
-                found = defs.unique(name)
-                if found is None or found[1] == rel:
-                    continue
-                graph.add_edge(fkey, found[0], "references")
-                linked += 1
-                if linked >= _MAX_REFERENCES:
-                    break
+            edges = [
+                (fkey, keys.file_key(target), "imports")
+                for module, line, imported, level in link.imports
+                for target in resolve(
+                    rel, Import(module, line, tuple(imported), level), state.language, repo
+                )
+                if target != rel
+            ]
+            references = [
+                (fkey, key, "references")
+                for key, path in defs.linked(link.identifiers)
+                if path != rel
+            ]
+            graph.add_edges(edges + references[:_MAX_REFERENCES])
             if before is not None and before == _links_of(graph, fkey):
                 graph.dirty_owners.discard(rel)
 

@@ -122,6 +122,53 @@ def test_keys_survive_index_reuse() -> None:
     assert not graph.add_edge("c", "missing", "imports")
 
 
+def test_edges_added_at_once_are_added_as_one_at_a_time() -> None:
+    graph = Graph()
+    for key in ("a", "b", "c"):
+        graph.upsert(Node(key, "file", key), owner=key)
+    graph.take_dirty()
+    version = graph.version
+    edges = [("a", "b", "imports"), ("a", "b", "imports"), ("a", "b", "references")]
+    edges += [("a", "a", "imports"), ("a", "missing", "imports"), ("c", "b", "imports")]
+    assert graph.add_edges(edges) == 3, "a repeat, a loop and an unknown end are not added"
+    assert set(graph.edges()) == {
+        Edge("a", "b", "imports"),
+        Edge("a", "b", "references"),
+        Edge("c", "b", "imports"),
+    }
+    assert graph.take_dirty() == {"a", "c"} and graph.version > version
+    version = graph.version
+    assert graph.add_edges([("a", "b", "imports")]) == 0
+    assert graph.version == version and not graph.take_dirty(), "nothing added, nothing changed"
+
+
+def test_a_new_files_nodes_take_the_slots_one_upsert_each_would() -> None:
+    # The store writes rows in the graph's order: a new owner's nodes, added at once, take
+    # the slots (vacant ones first) and make the edges that upserting them one by one would.
+    nodes = [Node(f"f/{i}", "symbol", f"s{i}") for i in range(4)]
+    edges = [Edge("f/0", f"f/{i}", "contains") for i in range(1, 4)] + [
+        Edge("f/3", "old", "references")
+    ]
+    graphs = []
+    for at_once in (True, False):
+        graph = Graph()
+        for i in range(5):
+            graph.upsert(Node(f"gone{i}", "file", "x"), owner="before")
+        graph.upsert(Node("old", "file", "old"), owner="old")
+        graph.remove_owner("before")  # five vacant slots
+        if at_once:
+            graph.replace_owner("f", nodes, edges)
+        else:
+            for node in nodes:
+                graph.upsert(node, owner="f")
+            for edge in edges:
+                graph.add_edge(edge.src, edge.dst, edge.kind)
+        graphs.append(
+            ([n.key for n in graph.nodes()], list(graph.edges()), graph.owned("f"), graph.counts())
+        )
+    assert graphs[0] == graphs[1]
+
+
 def test_kill_switches_share_one_rule() -> None:
     from tests.conftest import from_env
 
