@@ -276,12 +276,15 @@ class FirstBase:
         held = {p for part in self.counted for p in content.paths_of(part)}
         if not held.issuperset(files):
             return
-        self.run = _pool(len(files))
+        self.run = _pool(len(files), shared=(nodes, self.counted, files))
         if self.run is None:
             return
         self.nodes, self._files, half = nodes, files, len(nodes) // 2
-        self._labels = [self.run.submit(_labels, part) for part in (nodes[:half], nodes[half:])]
-        self._content = self.run.submit(content.assemble, self.counted, files)
+        self._labels = [
+            self.run.submit(_shared_labels, 0, half),
+            self.run.submit(_shared_labels, half, len(nodes)),
+        ]
+        self._content = self.run.submit(_shared_content)
 
     def holds(self, store: Store) -> bool:
         """Whether `store` holds the rows this base indexes, in their order."""
@@ -349,16 +352,32 @@ def _labels(nodes: list[tuple[Node, str]]) -> Arrays:
     return index.freeze({n.key: owner for n, owner in nodes})
 
 
-def _pool(files: int) -> ProcessPoolExecutor | None:
-    """Worker processes for a build over `files` files; None when too few to pay for them,
-    or when none can start here."""
+def _shared_labels(start: int, stop: int) -> Arrays:
+    """In a worker of `FirstBase`'s pool: `_labels` of a slice of its nodes."""
+    from knowledge.core.workers import shared
+
+    nodes, _, _ = shared()
+    return _labels(nodes[start:stop])
+
+
+def _shared_content() -> Arrays:
+    """In a worker of `FirstBase`'s pool: its files' content index, from their counts."""
+    from knowledge.core.workers import shared
+
+    _, counted, files = shared()
+    return content.assemble(counted, files)
+
+
+def _pool(files: int, shared: Any = None) -> ProcessPoolExecutor | None:
+    """Worker processes for a build over `files` files (`shared`: what they read, see
+    `workers.pool`); None when too few to pay for them, or when none can start here."""
     from knowledge.core.workers import POOL_THRESHOLD, pool
 
     workers = min(2, os.cpu_count() or 1)
     if workers < 2 or files < POOL_THRESHOLD:
         return None
     try:
-        return pool(workers, ["knowledge.recall.saved"])
+        return pool(workers, ["knowledge.recall.saved"], shared)
     except OSError as exc:
         log.warning("reading files in one process: the process pool failed (%s)", exc)
         return None
