@@ -16,8 +16,9 @@ each run, interleaved and in a fresh child process each:
 - `aider` (with --aider-python: a venv with aider-chat installed, never this project's):
   Aider's `RepoMap.get_tags_raw` on every file, with no tag cache, timed around the loop.
 
-Prints the median and min of each, the throughput ratios of each median against Theus's, and
-the peak RSS of each child (the largest process; workers are separate processes).
+Prints the median and min of each, its CPU seconds (workers' included: the work done, which
+the machine's load moves less than the wall time), the throughput ratios of each median
+against Theus's, and the peak RSS of each child (the largest process).
 """
 
 from __future__ import annotations
@@ -98,13 +99,15 @@ print(json.dumps({"seconds": seconds, "tags": tags}))
 
 class Run(TypedDict):
     seconds: float
+    cpu: float
     rss_mb: float
     detail: dict[str, object]
 
 
 def run_child(cmd: list[str], cwd: Path, env: dict[str, str], stdin: str = "") -> Run:
-    """Wall seconds and peak RSS (`wait4`: the child itself, not its workers) of one child
-    process, and its last JSON line as detail."""
+    """Wall seconds, CPU seconds (user and system, its workers' included), peak RSS (`wait4`:
+    the child itself, not its workers) of one child process, and its last JSON line as
+    detail."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
@@ -122,7 +125,8 @@ def run_child(cmd: list[str], cwd: Path, env: dict[str, str], stdin: str = "") -
             raise SystemExit(f"{' '.join(cmd[:4])}... failed: {err.read().strip()[-500:]}")
         lines = [line for line in out.read().splitlines() if line.startswith("{")]
     detail = json.loads(lines[-1]) if lines else {}
-    return {"seconds": wall, "rss_mb": usage.ru_maxrss / 1024, "detail": detail}
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"seconds": wall, "cpu": cpu, "rss_mb": usage.ru_maxrss / 1024, "detail": detail}
 
 
 def indexed_files(root: Path) -> list[str]:
@@ -192,12 +196,17 @@ def bench(root: Path, args: argparse.Namespace) -> None:
         f"median/min of {args.runs} interleaved runs"
     )
     theus_median = statistics.median(seconds("theus cold", r) for r in systems["theus cold"])
-    print(f"{'system':12} {'median s':>9} {'min s':>8} {'RSS MB':>7} {'theus/x thrpt':>14}")
+    print(
+        f"{'system':12} {'median s':>9} {'min s':>8} {'CPU s':>6} {'RSS MB':>7} "
+        f"{'theus/x thrpt':>14}"
+    )
     for name, runs in systems.items():
         median, low = summary([seconds(name, r) for r in runs])
+        cpu = statistics.median(r["cpu"] for r in runs)
         rss = statistics.median(r["rss_mb"] for r in runs)
         ratio = median / theus_median  # theus throughput as a fraction of this system's
-        print(f"{name:12} {median:9.2f} {low:8.2f} {rss:7.0f} {ratio:14.2f}")
+        print(f"{name:12} {median:9.2f} {low:8.2f} {cpu:6.2f} {rss:7.0f} {ratio:14.2f}")
+    print("# CPU s: the whole process's, start-up included, workers' too (median)")
     aider = systems.get("aider")
     if aider:
         print(f"# aider tags: {aider[0]['detail'].get('tags')}")
