@@ -127,12 +127,9 @@ class Definitions:
             return None
         return next(iter(entry.items()))
 
-    def linked(self, names: list[str]) -> list[tuple[str, str]]:
-        """`unique` of each of `names` that has one, in their order: a file's identifiers
-        are thousands, the names defined among them a few dozen (found by one set operation,
-        not a call per name: 360k calls on a cold index of sympy)."""
-        found = self._by_name.keys() & names
-        if not found:
-            return []
-        hits = (self.unique(name) for name in names if name in found)
+    def linked(self, names: Iterable[str]) -> list[tuple[str, str]]:
+        """`unique` of each of `names` that has one, in sorted order of the names: a file's
+        identifiers are thousands, the names defined among them a few dozen, found by one
+        set operation (not a step per name: 360k on a cold index of sympy)."""
+        hits = (self.unique(name) for name in sorted(self._by_name.keys() & names))
         return [hit for hit in hits if hit is not None]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from knowledge.index.definitions import Definitions
 
 
-def test_linked_names_are_the_unique_ones_in_the_files_order() -> None:
+def test_linked_names_are_the_unique_ones_in_name_order() -> None:
     defs = Definitions.of_symbols(
         [
             ("a.py", "a.py::Parser", "Parser", "class"),
@@ -17,9 +17,9 @@ def test_linked_names_are_the_unique_ones_in_the_files_order() -> None:
     )
     names = ["tokenize", "unknown", "render", "parse_args", "run", "LIMIT", "Parser"]
     assert defs.linked(names) == [
-        ("b.py::tokenize", "b.py"),
-        ("a.py::Parser.parse_args", "a.py"),
         ("a.py::Parser", "a.py"),
-    ]
-    assert defs.linked(names) == [u for n in names if (u := defs.unique(n)) is not None]
+        ("a.py::Parser.parse_args", "a.py"),
+        ("b.py::tokenize", "b.py"),
+    ], "in the names' sorted order"
+    assert defs.linked(names) == [u for n in sorted(names) if (u := defs.unique(n)) is not None]
     assert defs.linked(["unknown", "other"]) == []
