@@ -57,6 +57,12 @@ class Rule:
     lines: re.Pattern[str] | None = None
     keep: Keep | None = None
     line_hints: tuple[str, ...] = ()
+    # Hints of two characters or more, all of them: a long text is spared the rule when
+    # none of them has its character pairs in it (`_possible`).
+    paired: bool = False
+    # Several hints that start with one character: one search that skips to it is several
+    # times faster than a `str.find` per hint.
+    any_of: re.Pattern[str] | None = None
 
     def sub(self, text: str) -> str:
         return self.pattern.sub(self._replace, text)
@@ -274,8 +280,7 @@ def _rule(
 ) -> Rule:
     if isinstance(hints, str):
         hints = (hints,)
-    elif isinstance(hints, tuple) and len(hints) > 1 and len({h[0] for h in hints}) == 1:
-        hints = _any_of(hints)
+    literal = hints if isinstance(hints, tuple) else ()
     return Rule(
         kind,
         source,
@@ -284,14 +289,13 @@ def _rule(
         re.compile(lines) if lines else None,
         keep,
         line_hints,
+        paired=bool(literal) and all(len(h) > 1 for h in literal),
+        any_of=(
+            re.compile("|".join(map(re.escape, literal)))
+            if len(literal) > 1 and len({h[0] for h in literal}) == 1
+            else None
+        ),
     )
-
-
-def _any_of(hints: tuple[str, ...]) -> Callable[[str], bool]:
-    """Whether one of `hints`, which start with one character, is in a text: one search that
-    skips to that character is several times faster than a `str.find` per hint."""
-    pattern = re.compile("|".join(map(re.escape, hints)))
-    return lambda text: pattern.search(text) is not None
 
 
 _GITLEAKS, _DS = "gitleaks", "detect-secrets"
@@ -521,14 +525,43 @@ RULES: tuple[Rule, ...] = (
 _SHORTEST = 8  # no shape fits in fewer characters: a structure's many short strings cost nothing
 
 
+# The hints of two characters or more, each as the codes of its character pairs (a byte, then
+# the next), one hint's after the other's: each from its offset in `_HINT_STARTS`.
+_PAIRED = sorted(
+    {h for rule in RULES if rule.paired and isinstance(rule.hints, tuple) for h in rule.hints}
+)
+_HINT_PAIRS = [
+    b[i] << 8 | b[i + 1] for h in _PAIRED for b in [h.encode()] for i in range(len(b) - 1)
+]
+_HINT_STARTS = [sum(len(h) - 1 for h in _PAIRED[:i]) for i in range(len(_PAIRED))]
+# From this length a text's pairs are found first: below, a search per hint costs less.
+_PAIRS_FROM = 2048
+
+
 def redact(text: str) -> str:
     """`text` with every secret-shaped value replaced by its placeholder."""
     if len(text) < _SHORTEST:
         return text
+    possible = _possible(text) if len(text) >= _PAIRS_FROM else None
     for rule in RULES:
-        if _may_match(rule, text):
+        if _may_match(rule, text, possible):
             text = _by_line(rule, text) if rule.lines is not None else rule.sub(text)
     return text
+
+
+def _possible(text: str) -> set[str]:
+    """The hints of `_PAIRED` whose every pair of adjacent characters is somewhere in `text`:
+    the others are not in it. A long text's pairs are found at once (numpy), where a search
+    per hint reads the whole text each time: on sympy's files (32 MB), those searches were
+    1.0 s of redaction's 2.3 s, the pairs and the searches left 0.3 s. The hints are ASCII:
+    one is in the text's UTF-8 when it is in the text."""
+    import numpy as np
+
+    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), np.uint8)
+    seen = np.zeros(1 << 16, bool)
+    seen[(data[:-1].astype(np.uint16) << 8) | data[1:]] = True
+    found = np.logical_and.reduceat(seen[_HINT_PAIRS], _HINT_STARTS)
+    return {_PAIRED[i] for i in np.flatnonzero(found)}
 
 
 def redact_data(value: Any) -> Any:
@@ -543,10 +576,16 @@ def redact_data(value: Any) -> Any:
     return value
 
 
-def _may_match(rule: Rule, text: str) -> bool:
+def _may_match(rule: Rule, text: str, possible: set[str] | None) -> bool:
+    """Whether `rule` may match `text` (`possible`: the paired hints that may be in it, or
+    None when they were not looked for)."""
     hints = rule.hints
     if callable(hints):
         return hints(text)
+    if possible is not None and rule.paired and possible.isdisjoint(hints):
+        return False
+    if rule.any_of is not None:
+        return rule.any_of.search(text) is not None
     for hint in hints:  # a loop, not any(): this runs for every rule on every string
         if hint in text:
             return True

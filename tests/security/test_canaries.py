@@ -30,6 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp_types import TextResourceContents
 
+from knowledge.core import redact as redaction
 from knowledge.core.redact import RULES, _lines, redact, redact_data
 from tests.conftest import write_tree
 from tests.scripted_embeddings import EmbeddingsScript, serve_embeddings
@@ -142,6 +143,21 @@ def test_every_canary_shape_is_redacted_however_a_tool_shows_it(canary: Canary) 
         assert redact(clean) == clean  # a placeholder is never redacted again
     # In a structure (an MCP answer, a session record), before it becomes JSON text.
     assert not leaks(json.dumps(redact_data({"views": views, "n": 1})))
+
+
+@pytest.mark.parametrize("canary", CANARIES, ids=lambda c: c.name)
+def test_a_canary_in_a_long_text_is_redacted_as_in_a_short_one(
+    canary: Canary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In a long text, the rules' hints are first looked for by their character pairs
+    # (`_possible`): what that spares must be what a search per hint would have found absent.
+    code = "def total(items):\n    return sum(i.price for i in items)  # prix ✓ 价格\n"
+    filler = code * (redaction._PAIRS_FROM // len(code) + 1)
+    texts = [f"{filler}{view}\n{filler}" for view in _views(canary)]
+    found = [redact(text) for text in texts]
+    monkeypatch.setattr(redaction, "_PAIRS_FROM", 1 << 62)
+    assert found == [redact(text) for text in texts]
+    assert not any(leaks(clean) for clean in found)
 
 
 def test_a_redacted_value_keeps_the_text_around_it() -> None:
