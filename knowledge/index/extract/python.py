@@ -51,6 +51,7 @@ _HOLDERS = (
 )
 # The statements that define, import or hold statements (and module-level expressions).
 _WALKED = _DEFINITIONS | _IMPORTS | _COMPOUND | {"decorated_definition", "ERROR"}
+_WALKED_AT_TOP = _WALKED | {"expression_statement"}  # and the module's constants
 _PARSER: list[ts.Parser] = []  # one per process, made on first use
 
 
@@ -88,18 +89,11 @@ class _Walk:
     def block(self, node: ts.Node, parent: Symbol | None) -> None:
         """Depth first, as `ast` is walked: what a statement holds comes before the next
         statement. A stack, not recursion: nesting is as deep as the file makes it."""
-        stack = [(iter(node.named_children), parent)]
+        stack = _walked(node, parent)
         while stack:
-            children, owner = stack[-1]
-            stmt = next(children, None)
-            if stmt is None:
-                stack.pop()
-                continue
-            kind = stmt.type
-            if kind not in _WALKED and (owner is not None or kind != "expression_statement"):
-                continue  # most statements in a body: nothing to find, no call made
+            stmt, owner = stack.pop()
             for block, holder in reversed(self.statement(stmt, owner)):
-                stack.append((iter(block.named_children), holder))
+                stack += _walked(block, holder)
 
     def statement(
         self, stmt: ts.Node, parent: Symbol | None
@@ -134,21 +128,21 @@ class _Walk:
             kind = "method" if parent is not None and parent.kind == "class" else "function"
         name_node = node.child_by_field_name("name")
         name = _text(name_node) if name_node is not None else ""
+        first = _first_statement(body) if body is not None else None
         return Symbol(
             name=f"{parent.name}.{name}" if parent else name,
             kind=kind,
             line=outer.start_point.row + 1,
             end_line=_last_line(node),
-            signature=self.header(node, body),
-            doc=_doc_line(body) if body is not None else "",
+            signature=self.header(node, first),
+            doc=_docstring(first),
             parent=parent.name if parent else None,
         )
 
-    def header(self, node: ts.Node, body: ts.Node | None) -> str:
-        """The `def`/`class` line(s) up to the colon that opens the body, without comments,
-        whitespace collapsed."""
+    def header(self, node: ts.Node, first: ts.Node | None) -> str:
+        """The `def`/`class` line(s) up to the colon that opens the body (whose first
+        statement is `first`), without comments, whitespace collapsed."""
         line = node.start_point.row + 1
-        first = _first_statement(body) if body is not None else None
         if first is not None and first.type == "decorated_definition":
             first = first.child_by_field_name("definition") or first
         at = first.start_point.row + 1 if first is not None else line
@@ -208,6 +202,13 @@ class _Walk:
                 node = node.child_by_field_name("right")
 
 
+def _walked(block: ts.Node, owner: Symbol | None) -> list[tuple[ts.Node, Symbol | None]]:
+    """The statements of `block` with something to find, last first (to pop in order): most
+    statements in a body are skipped here, with no call made for them."""
+    walked = _WALKED if owner is not None else _WALKED_AT_TOP
+    return [(stmt, owner) for stmt in reversed(block.named_children) if stmt.type in walked]
+
+
 def _blocks(stmt: ts.Node) -> list[ts.Node]:
     """A compound statement's blocks in `ast`'s order: its body and else branches, its
     `finally`, then its `except` handlers."""
@@ -252,7 +253,11 @@ def _first_statement(block: ts.Node) -> ts.Node | None:
 def _doc_line(block: ts.Node) -> str:
     """The first line of `ast.get_docstring(node, clean=True)` of the module or body
     `block`: what a summary keeps of it."""
-    first = _first_statement(block)
+    return _docstring(_first_statement(block))
+
+
+def _docstring(first: ts.Node | None) -> str:
+    """`_doc_line` of the block whose first statement is `first`."""
     if first is None or first.type != "expression_statement" or first.named_child_count != 1:
         return ""
     string = first.named_children[0]
