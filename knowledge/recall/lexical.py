@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
 
@@ -215,9 +216,12 @@ class LexicalIndex:
             doc = self.docs.get(node.key)
             if doc is not None and doc.node is node:
                 self._remove(node.key)
-        for node in changed:
-            self._remove(node.key)
-            self._add(_doc(node))
+        if not self._keys and len({n.key for n in changed}) == len(changed):
+            self._add(list(map(_doc, changed)))  # a new index: every node at once
+        else:
+            for node in changed:
+                self._remove(node.key)
+                self._add([_doc(node)])
         for path in {n.path for n in changed} | {n.path for n in gone}:
             self._hash_file(path)
         if self._dead > max(postings.COMPACT_MIN, len(self.docs)):
@@ -241,31 +245,34 @@ class LexicalIndex:
     def stem_postings(self) -> dict[str, dict[str, float]]:
         return _live(self._stems, self._keys, self._stem_df)
 
-    def _add(self, doc: Doc) -> None:
-        node = doc.node
-        key = node.key
-        slot = len(self._keys)
-        self._keys.append(key)
-        self._file = grow(self._file, slot + 1, DEAD)
-        self._is_file = grow(self._is_file, slot + 1, False)
-        self._is_file[slot] = node.kind == "file"
-        if node.path:
-            fid = self._file_id.get(node.path)
-            if fid is None:
-                fid = self._file_id[node.path] = len(self._file_path)
-                self._file_path.append(node.path)
-            self._file[slot] = fid
-        else:
-            self._file[slot] = NO_FILE
-        self.slot[key] = slot
-        self.docs[key] = doc
-        self.by_path.setdefault(node.path, set()).add(key)
-        self._exact.add(slot, doc.terms.items())
-        self._stems.add(slot, doc.stems.items())
-        self._df.update(doc.terms.keys())
-        self._stem_df.update(doc.stems.keys())
-        for ident in doc.idents:
-            self.idents.setdefault(ident, {})[key] = None
+    def _add(self, docs: list[Doc]) -> None:
+        """Give each of `docs` the next slot: the postings and counts updated once for all of
+        them (a new index adds 40k nodes, and updating them node by node was a third of it)."""
+        first = len(self._keys)
+        self._file = grow(self._file, first + len(docs), DEAD)
+        self._is_file = grow(self._is_file, first + len(docs), False)
+        for slot, doc in enumerate(docs, first):
+            node = doc.node
+            key = node.key
+            self._keys.append(key)
+            self._is_file[slot] = node.kind == "file"
+            if node.path:
+                fid = self._file_id.get(node.path)
+                if fid is None:
+                    fid = self._file_id[node.path] = len(self._file_path)
+                    self._file_path.append(node.path)
+                self._file[slot] = fid
+            else:
+                self._file[slot] = NO_FILE
+            self.slot[key] = slot
+            self.docs[key] = doc
+            self.by_path.setdefault(node.path, set()).add(key)
+            for ident in doc.idents:
+                self.idents.setdefault(ident, {})[key] = None
+        self._exact.add_all((slot, doc.terms.items()) for slot, doc in enumerate(docs, first))
+        self._stems.add_all((slot, doc.stems.items()) for slot, doc in enumerate(docs, first))
+        self._df.update(chain.from_iterable(doc.terms for doc in docs))
+        self._stem_df.update(chain.from_iterable(doc.stems for doc in docs))
 
     def _remove(self, key: str) -> None:
         doc = self.docs.pop(key, None)

@@ -56,15 +56,21 @@ class Postings:
         return term in self._ids
 
     def add(self, slot: int, items: Iterable[tuple[str, float]]) -> None:
-        for term, value in items:
-            ids = self._ids.get(term)
-            if ids is None:
-                ids = self._ids[term] = array("i")
-                self._vals[term] = array(self._code)
-                if self._sorted is not None:
-                    bisect.insort(self._sorted, term)
-            ids.append(slot)
-            self._vals[term].append(value)
+        self.add_all([(slot, items)])
+
+    def add_all(self, rows: Iterable[tuple[int, Iterable[tuple[str, float]]]]) -> None:
+        """`add` of each (slot, items), in one loop (a new index's 40k nodes)."""
+        ids_of, vals_of = self._ids, self._vals
+        for slot, items in rows:
+            for term, value in items:
+                ids = ids_of.get(term)
+                if ids is None:
+                    ids = ids_of[term] = array("i")
+                    vals_of[term] = array(self._code)
+                    if self._sorted is not None:
+                        bisect.insort(self._sorted, term)
+                ids.append(slot)
+                vals_of[term].append(value)
 
     def add_term(self, term: str, slots: Iterable[int], value: float = 1) -> None:
         """One term's postings at once (the value is the same for every slot)."""

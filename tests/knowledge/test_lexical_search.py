@@ -49,3 +49,29 @@ def test_a_search_returns_its_best_files_only() -> None:
     assert max(v for p, v in best.items() if p.startswith("b")) < min(
         v for p, v in best.items() if p.startswith("a")
     )
+
+
+def test_a_new_index_made_at_once_freezes_as_one_made_node_by_node() -> None:
+    # A new index takes all its nodes in one pass (`apply` on an empty index); one that
+    # takes them one at a time, or again after a change, must freeze to the same arrays.
+    import numpy as np
+
+    nodes = [
+        symbol(f"pkg/m{i % 7}.py", f"Parser{i}.parse_tokens", "Reads tokens.") for i in range(40)
+    ]
+    nodes += [
+        Node(file_key(f"pkg/m{i}.py"), "file", f"m{i}.py", path=f"pkg/m{i}.py") for i in range(7)
+    ]
+    nodes += [Node("memory:note", "memory", "note", summary="tokens are parsed lazily")]
+    owners = {n.key: n.path or n.key for n in nodes}
+    at_once = LexicalIndex()
+    at_once.apply(nodes, [])
+    one_by_one = LexicalIndex()
+    for node in nodes:
+        one_by_one.apply([node], [])
+    frozen = at_once.freeze(owners)
+    assert frozen.keys() == one_by_one.freeze(owners).keys()
+    assert all(np.array_equal(frozen[k], one_by_one.freeze(owners)[k]) for k in frozen)
+    assert at_once.postings() == one_by_one.postings()
+    assert at_once.stem_postings() == one_by_one.stem_postings()
+    assert at_once.idf("token") == one_by_one.idf("token") > 0
