@@ -256,7 +256,7 @@ class Graph:
         adds 140k); returns how many were added."""
         added = 0
         with self.lock:
-            g, index, first = self._g, self._index, self._first
+            g, index = self._g, self._index
             for src, dst, kind in edges:
                 a, b = index.get(src), index.get(dst)
                 if a is None or b is None or a == b:
@@ -264,9 +264,8 @@ class Graph:
                 if g.has_edge(a, b) and kind in g.get_all_edge_data(a, b):
                     continue
                 g.add_edge(a, b, kind)
-                first.pop(src, None)
-                first.pop(dst, None)
-                self.dirty_owners.add(self._owner_of[src])
+                self._forget(src, dst)
+                self.dirty_owners.add(self._owner_of[src])  # `_touch`, the version bumped once
                 added += 1
             if added:
                 self.version += 1
