@@ -149,30 +149,26 @@ class _Budget:
 def _lead(
     definitions: list[Definition], graph: GraphReader, named: set[str], budget: _Budget
 ) -> list[str]:
-    """The definitions most likely to change, with their line ranges, grouped by file in
-    rank order: a file's first one on a line with its path, the next ones indented under it
+    """The definitions most likely to change, with their line ranges: taken in rank order
+    while they fit (a file's low-ranked ones never crowd out another file's best), shown
+    grouped by file, its first one on a line with its path, the next ones indented under it
     (their keys go into `named`, so that the file's detail does not repeat them). The best
     `LEAD_SUMMARIES` carry their doc line; the rest only their signature, so more fit."""
-    by_path: dict[str, list[tuple[int, Definition]]] = {}
+    taken: dict[str, list[str]] = {}
     for rank, found in enumerate(definitions):
-        by_path.setdefault(found.path, []).append((rank, found))
-    lines: list[str] = []
-    for path, group in by_path.items():
-        opened = False  # the file's path is on a line already
-        for rank, found in group:
-            node = graph.get(found.key)
-            if node is None:
-                continue
-            best = rank < LEAD_SUMMARIES
-            doc = _summary(node) if best else ""
-            span = f"{found.line}-{found.end_line}"
-            text = _symbol_text(node) if best else node.label
-            line = f"  {text} :{span}{doc}" if opened else f"{path}:{span} {text}{doc}"
-            if not budget.take(line):
-                break
-            lines.append(line)
-            opened = True
+        node = graph.get(found.key)
+        if node is None:
+            continue
+        best = rank < LEAD_SUMMARIES
+        doc = _summary(node) if best else ""
+        span = f"{found.line}-{found.end_line}"
+        text = _symbol_text(node) if best else node.label
+        opened = found.path in taken  # the file's path is on a line already
+        line = f"  {text} :{span}{doc}" if opened else f"{found.path}:{span} {text}{doc}"
+        if budget.take(line):
+            taken.setdefault(found.path, []).append(line)
             named.add(found.key)
+    lines = [line for group in taken.values() for line in group]
     if lines and budget.take(LEAD_HEAD):
         return [LEAD_HEAD, *lines]
     return lines

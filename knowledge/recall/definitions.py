@@ -29,7 +29,7 @@ from knowledge.core.graph import Node
 from knowledge.recall.content import LineCounts
 from knowledge.recall.lexical import Match
 
-FILES = 5  # the best files whose definitions are ranked
+FILES = 12  # the best files whose definitions are ranked
 SHOWN = 30  # definitions a recall returns (the block shows as many as fit)
 TERMS = 12  # the request's heaviest words searched in the files' text
 NAMES = 1.0

@@ -370,3 +370,23 @@ def test_a_file_the_lead_named_is_not_listed_again_by_its_bare_path(tmp_path: Pa
         line for line in lines if line.startswith("tests/test_cart.py") and ":1-2" not in line
     ]
     assert not any("also:" in line and "tests/test_cart.py" in line for line in lines)
+
+
+def test_the_lead_takes_definitions_in_rank_order_not_file_by_file() -> None:
+    """When room runs out, a second file's best definition beats the first file's
+    low-ranked ones: taken in rank order, then shown grouped by file."""
+    from knowledge.memory.context import _Budget, _lead
+    from knowledge.recall.definitions import Definition
+
+    graph = Graph()
+    ranked = [("a.py", "f0"), ("b.py", "g"), *(("a.py", f"f{i}") for i in range(1, 9))]
+    definitions = []
+    for rank, (path, name) in enumerate(ranked):
+        key = f"sym:{path}#{name}"
+        line = 10 * rank + 1
+        graph.upsert(Node(key, "symbol", name, path, line, line + 5, "", "function", ""))
+        definitions.append(Definition(key, path, name, line, line + 5, 1.0 - rank / 10))
+    named: set[str] = set()
+    lines = _lead(definitions, graph, named, _Budget(tokens=1000, lines=3))
+    assert lines == ["a.py:1-6 f0", "  f1 :21-26", "b.py:11-16 g"]  # a.py's grouped
+    assert named == {"sym:a.py#f0", "sym:b.py#g", "sym:a.py#f1"}
