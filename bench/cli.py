@@ -25,15 +25,19 @@ commits and edits never touch the original), each run in turn, all THEUS_NO_EMBE
 
   index unchanged   `theus index --no-embed` with nothing changed
   index after edit  the same after appending a line to one file (the median-sized code file)
+  after add         the same after a new code file beside it (in Python a function of a new
+                    name, else a comment)
+  after remove      the same after that file is deleted again
+  after rename      the same after the edited file is renamed (then renamed back, unrecorded)
   recall            `theus recall --json QUERY`, nothing changed
   after commit      the same, first after `git commit --allow-empty`
   after switch      the same, first after `git checkout` of a branch 5 commits back, or back
 
 Targets (the instant-commands issue, this machine's median): recall <= 300 ms without
 embeddings and <= 700 ms with them; -p first request <= 500 ms, exit <= 300 ms after the
-answer; app quit <= 300 ms. The in-place snapshot issue: index after edit <= 1.5x index
-unchanged; recall after commit, after switch <= 1.5x recall; -p first request <= 1.5x the
-SDK floor.
+answer; app quit <= 300 ms. The in-place snapshot issue: index after edit, add, remove and
+rename <= 1.5x index unchanged; recall after commit, after switch <= 1.5x recall; -p first
+request <= 1.5x the SDK floor.
 """
 
 from __future__ import annotations
@@ -283,6 +287,7 @@ def bench_project(
 
 
 CODE_SUFFIXES = (".py", ".go", ".rs", ".ts", ".js", ".java", ".c", ".cpp", ".rb")
+NEW_FILE = {".py": "def bench_added_{n}():\n    return {n}\n", ".rb": "# bench file {n}\n"}
 
 
 def bench_changes(root: Path, runs: int, query: str) -> None:
@@ -329,6 +334,16 @@ def bench_changes(root: Path, runs: int, query: str) -> None:
             with open(edited, "a") as fh:
                 fh.write(f"\n# bench edit {n}\n")
             timed_row("index after edit", index)
+            added = edited.with_name(f"bench_added_{n}{edited.suffix}")
+            added.write_text(NEW_FILE.get(edited.suffix, "// bench file {n}\n").format(n=n))
+            timed_row("after add", index)
+            added.unlink()
+            timed_row("after remove", index)
+            moved = edited.with_name(f"bench_moved_{n}{edited.suffix}")
+            edited.rename(moved)
+            timed_row("after rename", index)
+            moved.rename(edited)
+            wall(index, env)
             timed_row("recall", recall)
             subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"bench {n}"], check=True)
             timed_row("after commit", recall)
@@ -343,6 +358,9 @@ def bench_changes(root: Path, runs: int, query: str) -> None:
         for name, base in (
             ("index unchanged", None),
             ("index after edit", "index unchanged"),
+            ("after add", "index unchanged"),
+            ("after remove", "index unchanged"),
+            ("after rename", "index unchanged"),
             ("recall", None),
             ("after commit", "recall"),
             ("after switch", "recall"),

@@ -450,6 +450,27 @@ class Store:
             raise self.set_aside("a symbol row does not read: a column is not text")
         return rows
 
+    def importers_naming(self, needles: Iterable[str]) -> set[str]:
+        """The files whose saved imports hold one of `needles` anywhere in their text (any
+        case): a superset of those whose imports name them."""
+        rows = self._query(
+            "SELECT path FROM links WHERE EXISTS (SELECT 1 FROM json_each(?) "
+            "WHERE instr(lower(links.imports), value))",
+            (json.dumps(sorted({n.lower() for n in needles})),),
+        )
+        return {str(path) for (path,) in rows}
+
+    def edges_of_kind(self, kind: str, owners: Iterable[str]) -> list[tuple[str, str]]:
+        """(src, dst) of the edges of `kind` that `owners` hold, without loading the graph."""
+        rows = self._query(
+            "SELECT src, dst FROM edges WHERE kind = ? AND owner IN "
+            "(SELECT value FROM json_each(?))",
+            (kind, json.dumps(sorted(set(owners)))),
+        )
+        if not all(type(src) is type(dst) is str for src, dst in rows):
+            raise self.set_aside("an edge row does not read: a column is not text")
+        return rows
+
     def _edges(self, owners: list[str] | None = None) -> list[tuple[str, str, str]]:
         """The edges (all, or those of `owners`) as (src, dst, kind), in the store's order.
         SQLite checks their types in one scan: an edge with a column that is not text is

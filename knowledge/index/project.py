@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from knowledge.index.analyse import Analysed
     from knowledge.index.definitions import Definitions
     from knowledge.index.ignore import IgnoreRules
+    from knowledge.index.resolve import RepoFiles
     from knowledge.index.walker import FileEntry
 
 log = logging.getLogger(__name__)
@@ -214,6 +215,7 @@ class Project:
             ]
             report = IndexReport(removed=removed)
             graph = self._graph
+            dropped = {rel: self.files[rel] for rel in removed}
             if todo or removed or not self.has_index:
                 results = self._analyse(todo, progress, workers)
                 graph = self._graph_for(todo, removed)
@@ -226,10 +228,13 @@ class Project:
             except StoreError:
                 if graph is not self._graph:  # a part, dropped: the next index redoes its files
                     self._defs = None  # they changed the definitions: read again from the store
+                    self._links = None
                     for f in todo:
                         self.files.pop(f.rel, None)
                         self._pending_files.pop(f.rel, None)
                         self._pending_links.pop(f.rel, None)
+                    self.files.update(dropped)  # still in the store: found gone again
+                    self._pending_removed -= dropped.keys()
                 raise
             report.seconds = time.perf_counter() - start
             self._fill_counts(report)
@@ -409,17 +414,17 @@ class Project:
         return results
 
     def _graph_for(self, todo: list[FileEntry], removed: list[str]) -> Graph:
-        """The graph a change reads: the whole graph when this process has it, or when files
-        come or go (every file's imports are resolved again) or a schema changes (its tables
-        are found again from every file). Otherwise a part (`Graph.whole`): the files edited
-        and every file node (the ends of imports), then what the change reaches as it is
-        found: the files with edges into a node that goes (`_replace_file`), the files to
-        link again (`_link`). A one-shot `theus index` after an edit reads a few files, not
-        40k nodes."""
-        if self._graph is not None or removed or not self.has_index:
+        """The graph a change reads: the whole graph when this process has it, or when a
+        schema changes (its tables are found again from every file). Otherwise a part
+        (`Graph.whole`): the files edited, added or removed and every file node (the ends
+        of imports), then what the change reaches as it is found: the files with edges into
+        a node that goes (`_replace_file`, `_apply`), the files to link again (`_link`). A
+        one-shot `theus index` after an edit, a new file or a deleted one reads a few files,
+        not 40k nodes."""
+        if self._graph is not None or not self.has_index:
             return self.graph
-        touched = [f.rel for f in todo]
-        if any(rel not in self.files or rel.endswith(SCHEMA_SUFFIXES) for rel in touched):
+        touched = [*removed, *(f.rel for f in todo)]
+        if any(rel.endswith(SCHEMA_SUFFIXES) for rel in touched):
             return self.graph
         if len(touched) > max(64, len(self.files) // 4):  # a large part: one scan costs less
             return self.graph
@@ -445,6 +450,8 @@ class Project:
             defs = self._definitions(graph)
             before = {rel: names_of(graph, rel) for rel in touched}
             for rel in removed:
+                if graph.whole is not None:  # a part: the files with edges into it change
+                    self.store.load_owners(graph, self.store.owners_into(graph.owned(rel)))
                 graph.remove_owner(rel)
                 self.files.pop(rel, None)
                 if self._links is not None:
@@ -471,12 +478,12 @@ class Project:
             report.parsed = len(changed)
             report.nodes_added = len(keys_after - keys_before)
             report.nodes_removed = len(keys_before - keys_after)
-            files_moved = bool(removed) or any(rel not in previously for rel in changed)
+            moved = [*removed, *(rel for rel in changed if rel not in previously)]
             if relink_all or any(r.endswith(SCHEMA_SUFFIXES) for r in touched):
                 self._discover_schema(graph)  # the last nodes: links only add edges
             if self.nodes_made is not None:
                 self.nodes_made(graph)
-            self._link(graph, changed, names, relink_all or files_moved)
+            self._link(graph, changed, names, None if relink_all else moved)
 
     def _replace_file(self, graph: Graph, result: Analysed) -> None:
         from knowledge.index import schema
@@ -515,13 +522,19 @@ class Project:
             return
         graph.replace_owner(result.rel, nodes, edges)
 
-    def _link(self, graph: Graph, changed: list[str], names: set[str], everything: bool) -> None:
-        """Cross-file edges: imports, references by unambiguous name, foreign keys."""
-        from knowledge.index.model import Import
-        from knowledge.index.resolve import RepoFiles, resolve
+    def _link(
+        self, graph: Graph, changed: list[str], names: set[str], moved: list[str] | None
+    ) -> None:
+        """Cross-file edges: imports, references by unambiguous name, foreign keys.
+        `moved`: the files that came or went (None: link every file), so other files'
+        imports may resolve elsewhere; the whole graph links every file again, a part only
+        those whose imports do (`_resolved_elsewhere`)."""
+        from knowledge.index.resolve import RepoFiles
 
         indexed = {rel for rel in self.files if keys.file_key(rel) in graph}
-        if everything:
+        repo = RepoFiles(indexed, self._go_modules(indexed))
+        everything = moved is None or bool(moved)
+        if everything and graph.whole is None:
             targets = indexed
         else:
             targets = {r for r in changed if r in indexed}
@@ -531,9 +544,10 @@ class Project:
                     for rel in indexed
                     if (link := self.links.get(rel)) and names.intersection(link.identifiers)
                 }
+            if moved:
+                targets |= self._resolved_elsewhere(moved, indexed - targets, repo)
         if not targets:
             return
-        repo = RepoFiles(indexed, self._go_modules(indexed))
         defs = self._definitions(graph)
         if graph.whole is not None:  # a part (`_graph_for`): read the files to link, whole
             ends = {
@@ -552,11 +566,7 @@ class Project:
             graph.remove_out_edges(fkey, ("imports", "references"))
             edges = [
                 (fkey, keys.file_key(target), "imports")
-                for module, line, imported, level in link.imports
-                for target in resolve(
-                    rel, Import(module, line, tuple(imported), level), state.language, repo
-                )
-                if target != rel
+                for target in _imported(rel, link, state.language, repo)
             ]
             references = [
                 (fkey, key, "references")
@@ -566,6 +576,32 @@ class Project:
             graph.add_edges(edges + references[:_MAX_REFERENCES])
             if before is not None and before == _links_of(graph, fkey):
                 graph.dirty_owners.discard(rel)
+
+    def _resolved_elsewhere(self, moved: list[str], rels: set[str], repo: RepoFiles) -> set[str]:
+        """Of `rels` (unchanged files), those whose imports now resolve to other files than
+        their stored edges say, `moved` having come or gone. Only the files whose saved
+        imports name a moved file (`_names_of`) are resolved again, or every file when one
+        of them shapes how a whole folder resolves (`_structural`)."""
+        if any(_structural(rel) for rel in moved):
+            candidates = rels
+        else:
+            named = self.store.importers_naming(n for rel in moved for n in _names_of(rel))
+            candidates = rels & named
+        if not candidates:
+            return set()
+        stored: dict[str, set[str]] = {}
+        for src, dst in self.store.edges_of_kind("imports", candidates):
+            stored.setdefault(src, set()).add(dst)
+        links = self.store.links(candidates)
+        return {
+            rel
+            for rel in candidates
+            if stored.get(keys.file_key(rel), set())
+            != {
+                keys.file_key(t)
+                for t in _imported(rel, links.get(rel), self.files[rel].language, repo)
+            }
+        }
 
     def _definitions(self, graph: Graph) -> Definitions:
         from knowledge.index.definitions import Definitions
@@ -601,6 +637,38 @@ class Project:
             if state.language in schema.SCHEMA_LANGUAGES and rel in self.links
         ]
         schema.discover(graph, definitions)
+
+
+# Files whose coming or going changes how a whole folder or crate resolves (a Python
+# package, a Go module, a Rust crate or module root, a script folder's index, which `"."`
+# imports): every file's imports are resolved again.
+STRUCTURAL = frozenset({"__init__.py", "__init__.pyi", "go.mod", "lib.rs", "main.rs", "mod.rs"})
+
+
+def _structural(rel: str) -> bool:
+    name = rel.rpartition("/")[2]
+    return name in STRUCTURAL or name.partition(".")[0] == "index"
+
+
+def _names_of(rel: str) -> list[str]:
+    """What an import that may resolve to `rel` holds in its text: the file's name up to its
+    first dot (a module, a class, a header, a script) and its folder's name (a Go package, a
+    folder a script or a Java wildcard imports)."""
+    folder, _, name = rel.rpartition("/")
+    stem = name.partition(".")[0] or name
+    return [stem, folder.rpartition("/")[2]] if folder else [stem]
+
+
+def _imported(rel: str, link: Links | None, language: str, repo: RepoFiles) -> list[str]:
+    """The files `rel`'s imports (from its saved links) resolve to, in their order."""
+    from knowledge.index.model import Import
+    from knowledge.index.resolve import resolve
+
+    return [
+        target
+        for module, line, imported, level in (link.imports if link else [])
+        for target in resolve(rel, Import(module, line, tuple(imported), level), language, repo)
+    ]
 
 
 def _links_of(graph: Graph, key: str) -> list[tuple[str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,48 @@ STEPS: list[dict[str, str | bytes]] = [
     {"pkg/tax.py": b"\x00\x01\x02\x03" * 64},
     # And reads again.
     {"pkg/tax.py": "def vat_rate():\n    return 21\n"},
+]
+
+
+# Files that come and go, beside edits (None: the file is deleted). The part path links
+# again only the files whose imports now resolve elsewhere, and those naming a definition
+# that came or went; the whole graph links every file again.
+MOVED: dict[str, str] = {
+    "pkg/checkout.py": "from pkg.discount import apply_discount\nfrom pkg import tax\n\n\n"
+    "def pay(c):\n    return apply_discount(c) + price_of(c)\n",
+    "web/app.js": "import { helper } from './util';\nexport function main() {\n"
+    "  return helper();\n}\n",
+    "web/lib/use.js": "import thing from '.';\nexport const used = thing;\n",
+    "pkg/uses_sub.py": "from pkg.sub import mod\n",
+    "pkg/sub/mod.py": "from pkg import tax\n\n\ndef m():\n    return tax.vat_rate()\n",
+    "scripts/tool/run.py": "import helper2\n",
+    "scripts/tool/helper2.py": "def h():\n    return 1\n",
+    "go.mod": "module example.com/shop\n",
+    "cmd/main.go": 'package main\n\nimport "example.com/shop/util"\n\n'
+    "func main() { util.Help() }\n",
+}
+MOVES: list[dict[str, str | bytes | None]] = [
+    # A module an import named appears: the import resolves, its definition is referenced.
+    {"pkg/discount.py": "def apply_discount(c):\n    return c\n"},
+    # A second definition of a name in a new file: the references to it go.
+    {"pkg/extra.py": "def price_of(item):\n    return 2\n"},
+    # And the file goes again: the name is unambiguous again.
+    {"pkg/extra.py": None},
+    # A rename (one file goes, one comes) beside an edit, in another language too.
+    {
+        "pkg/tax.py": None,
+        "pkg/taxes.py": "def vat_rate():\n    return 20\n",
+        "web/util.js": "export function helper() {\n  return 1;\n}\n",
+        "pkg/report.py": FILES["pkg/report.py"] + "# touched\n",
+    },
+    # A package appears: how its folder resolves changes.
+    {"pkg/sub/__init__.py": "", "scripts/tool/__init__.py": ""},
+    # A Go package gains a file, and a script folder its index (which "." imports).
+    {"util/help.go": "package util\n\nfunc Help() {}\n", "web/lib/index.js": "export default 1;\n"},
+    # A file other files import, and a memory points into, goes.
+    {"pkg/pricing.py": None},
+    # Files whose imports no longer resolve, and a module that goes.
+    {"pkg/discount.py": None, "web/util.js": None},
 ]
 
 
@@ -98,10 +141,13 @@ def index_with(root: Path, whole: bool) -> Project:
     return project
 
 
-def apply(root: Path, step: dict[str, str | bytes], stamp: int) -> None:
-    write_tree(root, step)
-    for rel in step:  # both twins' files look alike: the same size, the same time
-        os.utime(root / rel, ns=(stamp, stamp))
+def apply(root: Path, step: Mapping[str, str | bytes | None], stamp: int) -> None:
+    write_tree(root, {rel: text for rel, text in step.items() if text is not None})
+    for rel, text in step.items():  # both twins' files look alike: the same size, the same time
+        if text is None:
+            (root / rel).unlink()
+        else:
+            os.utime(root / rel, ns=(stamp, stamp))
 
 
 @pytest.mark.parametrize("first", [0, 1, 3])
@@ -119,6 +165,42 @@ def test_an_edit_read_in_part_saves_what_the_whole_graph_saves(
         index_with(part, whole=False)
         index_with(whole, whole=True)
         assert dump(Project(part)) == dump(Project(whole)), f"after step {first + n}"
+
+
+@pytest.mark.parametrize("first", [0, 2, 6])
+def test_files_that_come_and_go_read_in_part_save_what_the_whole_graph_saves(
+    tmp_path: Path, first: int
+) -> None:
+    twins = [write_tree(tmp_path / name, {**FILES, **MOVED}) for name in ("part", "whole")]
+    part, whole = twins
+    for root in twins:
+        Project(root).index(workers=1)
+        remember(Project(root))
+    stamp = 10**18
+    for n, step in enumerate(MOVES[:first]):  # both at the step the run starts from
+        for root in twins:
+            apply(root, step, stamp + n)
+            index_with(root, whole=True)
+    for n, step in enumerate(MOVES[first:], start=first):
+        for root in twins:
+            apply(root, step, stamp + n)
+        index_with(part, whole=False)
+        index_with(whole, whole=True)
+        assert dump(Project(part)) == dump(Project(whole)), f"after step {n}"
+    edges = {(e.src, e.dst, e.kind) for e in Project(part).graph.edges()}
+    gone = ("file:pkg/discount.py", "sym:pkg/pricing.py")
+    assert not any(dst.startswith(gone) for _, dst, _ in edges)
+
+
+def test_an_added_file_resolves_the_imports_that_named_it(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "p", {**FILES, **MOVED})
+    Project(root).index(workers=1)
+    apply(root, MOVES[0], 10**18)
+    index_with(root, whole=False)
+    graph = Project(root).graph
+    edges = {(e.src, e.dst, e.kind) for e in graph.edges()}
+    assert ("file:pkg/checkout.py", "file:pkg/discount.py", "imports") in edges
+    assert ("file:pkg/checkout.py", "sym:pkg/discount.py#apply_discount", "references") in edges
 
 
 def test_the_part_path_keeps_what_other_files_and_memories_point_at(
@@ -188,6 +270,34 @@ def test_a_part_that_fails_to_save_is_redone_by_the_next_index(
             with pytest.raises(StoreError):
                 project.index(workers=1)
     project.index(workers=1)
+    project.close()
+    index_with(whole, whole=True)
+    assert dump(Project(part)) == dump(Project(whole))
+
+
+def test_a_part_that_fails_to_save_a_deleted_file_deletes_it_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowledge.core.store import Store, StoreError
+
+    twins = [write_tree(tmp_path / name, {**FILES, **MOVED}) for name in ("part", "whole")]
+    part, whole = twins
+    for root in twins:
+        Project(root).index(workers=1)
+        apply(root, MOVES[6], 10**18)  # pricing.py, which other files import, goes
+    project = Project(part)
+    real = Store.save
+    failing = [True]
+
+    def save(self: Store, *args: Any, **kwargs: Any) -> int:
+        if failing and failing.pop():
+            raise StoreError("disk full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "save", save)
+    with pytest.raises(StoreError):
+        project.index(workers=1)
+    assert project.index(workers=1).removed == ["pkg/pricing.py"]
     project.close()
     index_with(whole, whole=True)
     assert dump(Project(part)) == dump(Project(whole))
