@@ -104,10 +104,13 @@ class Definitions:
         return defs
 
     def replace(self, rel: str, before: FileNames, after: FileNames) -> set[str]:
-        """Swap one file's definitions; returns the names whose definitions changed."""
+        """Swap one file's definitions; returns the names that now link elsewhere (`unique`
+        changed): a name defined twice before and after links nothing either way, so the
+        files naming it (`doit`, `simplify` in sympy) need not be linked again."""
         changed = {
             name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
         }
+        linked = {name: self.unique(name) for name in changed}
         for name in changed:
             entry = self._by_name.get(name, {})
             for key in before.get(name, ()):
@@ -118,7 +121,7 @@ class Definitions:
                 self._by_name[name] = entry
             else:
                 self._by_name.pop(name, None)
-        return changed
+        return {name for name in changed if self.unique(name) != linked[name]}
 
     def unique(self, name: str) -> tuple[str, str] | None:
         """(symbol key, path) when exactly one symbol has this name."""

@@ -445,8 +445,8 @@ class Project:
 
         touched = [*removed, *(f.rel for f in todo)]
         with graph.lock:
-            previously = set(self.files)
             keys_before = {k for rel in touched for k in graph.owned(rel)}
+            nodes_before = {rel for rel in touched if keys.file_key(rel) in graph}
             defs = self._definitions(graph)
             before = {rel: names_of(graph, rel) for rel in touched}
             for rel in removed:
@@ -478,7 +478,12 @@ class Project:
             report.parsed = len(changed)
             report.nodes_added = len(keys_after - keys_before)
             report.nodes_removed = len(keys_before - keys_after)
-            moved = [*removed, *(rel for rel in changed if rel not in previously)]
+            # Files that came or went as imports see them: their file node made or dropped
+            # (a new file, or one that turned binary or back).
+            moved = [
+                *removed,
+                *(r for r in changed if (r in nodes_before) != (keys.file_key(r) in graph)),
+            ]
             if relink_all or any(r.endswith(SCHEMA_SUFFIXES) for r in touched):
                 self._discover_schema(graph)  # the last nodes: links only add edges
             if self.nodes_made is not None:

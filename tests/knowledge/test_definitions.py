@@ -23,3 +23,25 @@ def test_linked_names_are_the_unique_ones_in_name_order() -> None:
     ], "in the names' sorted order"
     assert defs.linked(names) == [u for n in sorted(names) if (u := defs.unique(n)) is not None]
     assert defs.linked(["unknown", "other"]) == []
+
+
+def test_replace_names_only_what_now_links_elsewhere() -> None:
+    defs = Definitions.of_symbols(
+        [
+            ("a.py", "a.py::render", "render", "function"),
+            ("b.py", "b.py::render", "render", "function"),  # ambiguous before and after
+            ("a.py", "a.py::tokenize", "tokenize", "function"),
+        ]
+    )
+    before = {"render": frozenset({"a.py::render"}), "tokenize": frozenset({"a.py::tokenize"})}
+    # a.py moves render (still two definitions), drops tokenize, adds a unique parse_tree.
+    after = {
+        "render": frozenset({"a.py::View.render"}),
+        "parse_tree": frozenset({"a.py::parse_tree"}),
+    }
+    assert defs.replace("a.py", before, after) == {"tokenize", "parse_tree"}
+    assert defs.unique("render") is None and defs.unique("tokenize") is None
+    assert defs.unique("parse_tree") == ("a.py::parse_tree", "a.py")
+    # b.py's render goes: the name now links to a.py's, so the files naming it change.
+    assert defs.replace("b.py", {"render": frozenset({"b.py::render"})}, {}) == {"render"}
+    assert defs.unique("render") == ("a.py::View.render", "a.py")

@@ -15,7 +15,7 @@ import pytest
 from knowledge.core import keys
 from knowledge.core.graph import RELATION_EDGE, Node
 from knowledge.index.project import Project
-from tests.conftest import write_tree
+from tests.conftest import configure, write_tree
 
 FILES = {
     "pkg/__init__.py": "",
@@ -41,6 +41,11 @@ STEPS: list[dict[str, str | bytes]] = [
     },
     # A second definition of a name: references to it become ambiguous and go.
     {"pkg/tax.py": "def vat_rate():\n    return 20\n\n\ndef price_of(item):\n    return 1\n"},
+    # A name defined twice moves within a file: still twice, so it links nothing either way.
+    {
+        "pkg/tax.py": "def vat_rate():\n    return 20\n\n\nclass Levy:\n"
+        "    def price_of(self, item):\n        return 1\n"
+    },
     # Imports change, and two files at once.
     {
         "pkg/report.py": "from pkg.tax import vat_rate\n\n\ndef summary():\n"
@@ -150,7 +155,7 @@ def apply(root: Path, step: Mapping[str, str | bytes | None], stamp: int) -> Non
             os.utime(root / rel, ns=(stamp, stamp))
 
 
-@pytest.mark.parametrize("first", [0, 1, 3])
+@pytest.mark.parametrize("first", [0, 1, 4])
 def test_an_edit_read_in_part_saves_what_the_whole_graph_saves(
     twins: tuple[Path, Path], first: int
 ) -> None:
@@ -190,6 +195,33 @@ def test_files_that_come_and_go_read_in_part_save_what_the_whole_graph_saves(
     edges = {(e.src, e.dst, e.kind) for e in Project(part).graph.edges()}
     gone = ("file:pkg/discount.py", "sym:pkg/pricing.py")
     assert not any(dst.startswith(gone) for _, dst, _ in edges)
+
+
+def test_changes_read_in_part_end_where_a_fresh_index_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the part path leaves (links made again only where a name or an import now lands
+    elsewhere) is what indexing the final tree from nothing finds."""
+    root = write_tree(tmp_path / "p", {**FILES, **MOVED})
+    configure(monkeypatch, home=str(tmp_path / "home"))
+    Project(root).index(workers=1)
+
+    def rows(project: Project) -> tuple[list[Any], list[Any]]:
+        found = dump(project)
+        return sorted(found["nodes"]), sorted(found["edges"])
+
+    steps: list[Mapping[str, str | bytes | None]] = [*STEPS, *MOVES]
+    for n, step in enumerate(steps):
+        configure(monkeypatch, home=str(tmp_path / "home"))
+        apply(root, step, 10**18 + n)
+        index_with(root, whole=False)
+        incremental = Project(root)
+        configure(monkeypatch, home=str(tmp_path / f"fresh-{n}"))
+        fresh = Project(root)
+        fresh.index(workers=1)
+        fresh.close()
+        assert fresh.paths.store != incremental.paths.store
+        assert rows(fresh) == rows(incremental), f"after step {n}"
 
 
 def test_an_added_file_resolves_the_imports_that_named_it(tmp_path: Path) -> None:
