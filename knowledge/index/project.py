@@ -542,13 +542,7 @@ class Project:
         if everything and graph.whole is None:
             targets = indexed
         else:
-            targets = {r for r in changed if r in indexed}
-            if names:
-                targets |= {
-                    rel
-                    for rel in indexed
-                    if (link := self.links.get(rel)) and names.intersection(link.identifiers)
-                }
+            targets = {r for r in changed if r in indexed} | (self._naming(names) & indexed)
             if moved:
                 targets |= self._resolved_elsewhere(moved, indexed - targets, repo)
         if not targets:
@@ -581,6 +575,18 @@ class Project:
             graph.add_edges(edges + references[:_MAX_REFERENCES])
             if before is not None and before == _links_of(graph, fkey):
                 graph.dirty_owners.discard(rel)
+
+    def _naming(self, names: set[str]) -> set[str]:
+        """The files whose identifiers include one of `names`: from the links this process
+        read, or else asked of the store (a one-shot index reads no file's links for it)."""
+        if not names:
+            return set()
+        if self._links is not None:
+            return {r for r, link in self._links.items() if names.intersection(link.identifiers)}
+        saved = self.store.files_naming(names) - self._pending_links.keys()
+        return saved | {
+            r for r, link in self._pending_links.items() if names.intersection(link.identifiers)
+        }
 
     def _resolved_elsewhere(self, moved: list[str], rels: set[str], repo: RepoFiles) -> set[str]:
         """Of `rels` (unchanged files), those whose imports now resolve to other files than

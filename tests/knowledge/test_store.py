@@ -189,3 +189,24 @@ def test_a_first_save_of_many_rows_keeps_the_indexes_and_reads_back(tmp_path: Pa
     assert sorted(e.dst for e in again.out_edges(keys.file_key("m/f1.py"))) == sorted(
         e.dst for e in graph.out_edges(keys.file_key("m/f1.py"))
     )
+
+
+@pytest.mark.parametrize("count", [1, 3, 4, 9])
+def test_files_naming_finds_exactly_the_files_holding_a_name(tmp_path: Path, count: int) -> None:
+    """The text search (a few names) and the split (more) find what a set intersection of
+    each file's identifiers finds: whole identifiers only, never a part of one."""
+    from knowledge.core.store import Links
+
+    identifiers = {
+        "a.py": ["Cart", "total", "total_price"],
+        "b.py": ["price", "Cart_total"],
+        "c.py": ["totals", "cart"],
+        "d.py": [],
+    }
+    store = Store.open(tmp_path / "s.db")
+    links = {path: Links([], names, []) for path, names in identifiers.items()}
+    store.save(Graph(), links=links)
+    names = ["total", "Cart", "price", "missing", "x", "y", "z", "w", "v"][:count]
+    expected = {p for p, found in identifiers.items() if set(names) & set(found)}
+    assert store.files_naming(names) == expected
+    store.close()
