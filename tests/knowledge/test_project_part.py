@@ -14,6 +14,7 @@ import pytest
 
 from knowledge.core import keys
 from knowledge.core.graph import RELATION_EDGE, Node
+from knowledge.core.store import Store, StoreError
 from knowledge.index.project import Project
 from tests.conftest import configure, write_tree
 
@@ -275,17 +276,8 @@ def test_a_part_refuses_to_save_an_owner_it_read_in_part(twins: tuple[Path, Path
     assert "sym:pkg/pricing.py#price_of" in Project(part).graph
 
 
-def test_a_part_that_fails_to_save_is_redone_by_the_next_index(
-    twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A save that fails (a full disk, a lock) drops the part: the same process's next index
-    reads the edited files again and leaves the store as the whole graph would."""
-    from knowledge.core.store import Store, StoreError
-
-    part, whole = twins
-    for root in twins:
-        Project(root).index(workers=1)
-    project = Project(part)
+def fail_the_next_save(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's next save fails as a full disk makes it fail; the later ones work."""
     real = Store.save
     failing = [True]
 
@@ -295,6 +287,18 @@ def test_a_part_that_fails_to_save_is_redone_by_the_next_index(
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Store, "save", save)
+
+
+def test_a_part_that_fails_to_save_is_redone_by_the_next_index(
+    twins: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save that fails (a full disk, a lock) drops the part: the same process's next index
+    reads the edited files again and leaves the store as the whole graph would."""
+    part, whole = twins
+    for root in twins:
+        Project(root).index(workers=1)
+    project = Project(part)
+    fail_the_next_save(monkeypatch)
     for n, step in enumerate(STEPS[:2]):  # a rename: definitions change
         for root in twins:
             apply(root, step, 10**18 + n)
@@ -310,23 +314,13 @@ def test_a_part_that_fails_to_save_is_redone_by_the_next_index(
 def test_a_part_that_fails_to_save_a_deleted_file_deletes_it_next_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from knowledge.core.store import Store, StoreError
-
     twins = [write_tree(tmp_path / name, {**FILES, **MOVED}) for name in ("part", "whole")]
     part, whole = twins
     for root in twins:
         Project(root).index(workers=1)
         apply(root, MOVES[6], 10**18)  # pricing.py, which other files import, goes
     project = Project(part)
-    real = Store.save
-    failing = [True]
-
-    def save(self: Store, *args: Any, **kwargs: Any) -> int:
-        if failing and failing.pop():
-            raise StoreError("disk full")
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Store, "save", save)
+    fail_the_next_save(monkeypatch)
     with pytest.raises(StoreError):
         project.index(workers=1)
     assert project.index(workers=1).removed == ["pkg/pricing.py"]
