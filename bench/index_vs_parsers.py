@@ -1,7 +1,7 @@
 """Cold `theus index --no-embed` against the parsers' floor and Aider's tag extraction.
 
 Usage: python bench/index_vs_parsers.py PATH [PATH ...] [--runs 5]
-       [--aider-python /tmp/aider-venv/bin/python] [--before SRC]
+       [--aider-python /tmp/aider-venv/bin/python] [--before SRC] [--floor]
 
 PATH is a checkout. The files are exactly those Theus indexes (its walker and ignore rules);
 each run, interleaved and in a fresh child process each:
@@ -13,6 +13,10 @@ each run, interleaved and in a fresh child process each:
   have a grammar among Theus's wheels (tree-sitter-python for Python), timed from the first
   read to the last parse: the floor the issue names. `ast-only` is the same with the standard
   `ast` for Python (what Theus parsed Python with before tree-sitter), for reference;
+- `floor`: one process doing only the work whose output a cold index keeps, each step at its
+  library's speed: read, parse and extract symbols (`extract_file`), redact, count the
+  words recall ranks by (`frozen_texts`, in the index's chunks); no store, links or snapshot.
+  Its CPU seconds over the machine's cores bound how close Theus can come to `parse-only`;
 - `aider` (with --aider-python: a venv with aider-chat installed, never this project's):
   Aider's `RepoMap.get_tags_raw` on every file, with no tag cache, timed around the loop.
 
@@ -77,6 +81,42 @@ seconds = time.perf_counter() - t0
 print(json.dumps({"seconds": seconds, "parsed": parsed}))
 """
 
+FLOOR = r"""
+import gc, json, sys, time
+import knowledge
+from knowledge.core.filetext import text_of
+from knowledge.core.redact import redact
+from knowledge.index.analyse import _decode
+from knowledge.index.extract import extract_file
+from knowledge.index.project import _CHUNK
+from knowledge.recall.content import frozen_texts
+root = sys.argv[1]
+files = json.load(sys.stdin)
+gc.disable()  # as in the index's workers
+steps = {}
+t = time.process_time()
+datas = []
+for rel in files:
+    with open(f"{root}/{rel}", "rb") as f:
+        datas.append((rel, f.read()))
+steps["read"] = time.process_time() - t
+texts = [(rel, data, text) for rel, data in datas if (text := _decode(data)[0]) is not None]
+t = time.process_time()
+for rel, data, _ in texts:
+    extract_file(rel, data)
+steps["extract"] = time.process_time() - t
+t = time.process_time()
+for _, _, text in texts:
+    redact(text)
+steps["redact"] = time.process_time() - t
+recalled = [(rel, r) for rel, data, _ in texts if (r := text_of(rel, data)) is not None]
+t = time.process_time()
+for at in range(0, len(recalled), _CHUNK):
+    frozen_texts(recalled[at : at + _CHUNK])
+steps["counts"] = time.process_time() - t
+print(json.dumps({"seconds": sum(steps.values()), **steps}))
+"""
+
 AIDER = r"""
 import json, os, shutil, sys, tempfile, time
 from aider.io import InputOutput
@@ -95,6 +135,9 @@ seconds = time.perf_counter() - t0
 shutil.rmtree(RepoMap.TAGS_CACHE_DIR, ignore_errors=True)
 print(json.dumps({"seconds": seconds, "tags": tags}))
 """
+
+
+FLOOR_STEPS = ("read", "extract", "redact", "counts")
 
 
 class Run(TypedDict):
@@ -167,6 +210,10 @@ def bench(root: Path, args: argparse.Namespace) -> None:
     }
     if args.before:
         jobs["before"] = lambda: theus(args.before.resolve())
+    if args.floor:
+        jobs["floor"] = lambda: run_child(
+            [sys.executable, "-c", FLOOR, str(root)], here, env, listing
+        )
     if args.aider_python:
         aider_env = {**env, "HOME": tempfile.mkdtemp(prefix="aider-home-")}
         jobs["aider"] = lambda: run_child(
@@ -185,7 +232,7 @@ def bench(root: Path, args: argparse.Namespace) -> None:
     # out, in their favour); the whole command for Theus.
     def seconds(name: str, run: Run) -> float:
         inner = run["detail"].get("seconds")
-        if name.startswith(("parse", "ast", "aider")) and isinstance(inner, float):
+        if name.startswith(("parse", "ast", "aider", "floor")) and isinstance(inner, float):
             return inner
         return run["seconds"]
 
@@ -207,6 +254,19 @@ def bench(root: Path, args: argparse.Namespace) -> None:
         ratio = median / theus_median  # theus throughput as a fraction of this system's
         print(f"{name:12} {median:9.2f} {low:8.2f} {cpu:6.2f} {rss:7.0f} {ratio:14.2f}")
     print("# CPU s: the whole process's, start-up included, workers' too (median)")
+    floor = systems.get("floor")
+    if floor:
+        steps = {
+            k: statistics.median(float(str(r["detail"][k])) for r in floor) for k in FLOOR_STEPS
+        }
+        least = statistics.median(seconds("floor", r) for r in floor) / (os.cpu_count() or 1)
+        parse = statistics.median(seconds("parse-only", r) for r in systems["parse-only"])
+        print(
+            "# floor: CPU s in one process, "
+            + ", ".join(f"{k} {v:.2f}" for k, v in steps.items())
+            + f"; over {os.cpu_count()} cores at best {least:.2f} s, so theus/parse-only "
+            f"<= {parse / least:.2f} before start-up, the store, links and the snapshot"
+        )
     aider = systems.get("aider")
     if aider:
         print(f"# aider tags: {aider[0]['detail'].get('tags')}")
@@ -219,6 +279,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--aider-python", type=Path, help="python of a venv with aider-chat")
     parser.add_argument("--before", type=Path, help="another Theus source tree to compare")
+    parser.add_argument("--floor", action="store_true", help="the least work, step by step")
     args = parser.parse_args()
     for path in args.paths:
         bench(path.resolve(), args)
