@@ -454,12 +454,7 @@ class Store:
     def importers_naming(self, needles: Iterable[str]) -> set[str]:
         """The files whose saved imports hold one of `needles` anywhere in their text (any
         case): a superset of those whose imports name them."""
-        rows = self._query(
-            "SELECT path FROM links WHERE EXISTS (SELECT 1 FROM json_each(?) "
-            "WHERE instr(lower(links.imports), value))",
-            (json.dumps(sorted({n.lower() for n in needles})),),
-        )
-        return {str(path) for (path,) in rows}
+        return self._links_where("instr(lower(links.imports), value)", {n.lower() for n in needles})
 
     def files_naming(self, names: Iterable[str]) -> set[str]:
         """The files whose saved identifiers include one of `names` (exactly), without
@@ -469,10 +464,16 @@ class Store:
         if len(wanted) > _NAMES_SEARCHED:
             rows = self._read("SELECT path, identifiers FROM links")
             return {str(p) for p, found in rows if wanted.intersection(str(found).split())}
+        return self._links_where(
+            "instr(' ' || links.identifiers || ' ', ' ' || value || ' ')", wanted
+        )
+
+    def _links_where(self, test: str, values: set[str]) -> set[str]:
+        """The files whose links row passes `test` (SQL over `links` and `value`) for one of
+        `values`."""
         rows = self._query(
-            "SELECT path FROM links WHERE EXISTS (SELECT 1 FROM json_each(?) "
-            "WHERE instr(' ' || links.identifiers || ' ', ' ' || value || ' '))",
-            (json.dumps(sorted(wanted)),),
+            f"SELECT path FROM links WHERE EXISTS (SELECT 1 FROM json_each(?) WHERE {test})",
+            (json.dumps(sorted(values)),),
         )
         return {str(path) for (path,) in rows}
 

@@ -157,13 +157,14 @@ class Project:
             self._links = {**links, **self._pending_links}
         return self._links
 
-    def _file_links(self, rel: str) -> Links:
-        """One file's links, without reading every file's."""
+    def _links_of_files(self, rels: Iterable[str]) -> dict[str, Links]:
+        """Those files' links, without reading every file's: the ones this process holds,
+        the rest from the store in one query."""
         if self._links is not None:
-            return self._links.get(rel) or Links()
-        if rel in self._pending_links:
-            return self._pending_links[rel]
-        return self.store.links([rel]).get(rel) or Links()
+            return {rel: self._links.get(rel) or Links() for rel in rels}
+        rels = set(rels)
+        saved = self.store.links(rels - self._pending_links.keys())
+        return {rel: self._pending_links.get(rel) or saved.get(rel) or Links() for rel in rels}
 
     @property
     def graph_loaded(self) -> bool:
@@ -548,16 +549,13 @@ class Project:
         if not targets:
             return
         defs = self._definitions(graph)
+        links = self._links_of_files(targets)
         if graph.whole is not None:  # a part (`_graph_for`): read the files to link, whole
-            ends = {
-                found[0]
-                for rel in targets
-                for found in defs.linked(self._file_links(rel).identifiers)
-            }
+            ends = {found[0] for link in links.values() for found in defs.linked(link.identifiers)}
             self.store.load_owners(graph, targets, ends)
         for rel in sorted(targets):  # edges in one order from run to run
             state = self.files[rel]
-            link = self._file_links(rel)
+            link = links[rel]
             fkey = keys.file_key(rel)
             # A file linked again to the same files is not saved again (nor is every file's
             # derived data redone) when another file is added or removed.
@@ -581,12 +579,11 @@ class Project:
         read, or else asked of the store (a one-shot index reads no file's links for it)."""
         if not names:
             return set()
-        if self._links is not None:
-            return {r for r, link in self._links.items() if names.intersection(link.identifiers)}
-        saved = self.store.files_naming(names) - self._pending_links.keys()
-        return saved | {
-            r for r, link in self._pending_links.items() if names.intersection(link.identifiers)
-        }
+        held = self._links if self._links is not None else self._pending_links
+        found = {r for r, link in held.items() if names.intersection(link.identifiers)}
+        if self._links is None:
+            found |= self.store.files_naming(names) - self._pending_links.keys()
+        return found
 
     def _resolved_elsewhere(self, moved: list[str], rels: set[str], repo: RepoFiles) -> set[str]:
         """Of `rels` (unchanged files), those whose imports now resolve to other files than
@@ -603,14 +600,13 @@ class Project:
         stored: dict[str, set[str]] = {}
         for src, dst in self.store.edges_of_kind("imports", candidates):
             stored.setdefault(src, set()).add(dst)
-        links = self.store.links(candidates)
+        links = self._links_of_files(candidates)
         return {
             rel
             for rel in candidates
             if stored.get(keys.file_key(rel), set())
             != {
-                keys.file_key(t)
-                for t in _imported(rel, links.get(rel), self.files[rel].language, repo)
+                keys.file_key(t) for t in _imported(rel, links[rel], self.files[rel].language, repo)
             }
         }
 
@@ -670,14 +666,14 @@ def _names_of(rel: str) -> list[str]:
     return [stem, folder.rpartition("/")[2]] if folder else [stem]
 
 
-def _imported(rel: str, link: Links | None, language: str, repo: RepoFiles) -> list[str]:
+def _imported(rel: str, link: Links, language: str, repo: RepoFiles) -> list[str]:
     """The files `rel`'s imports (from its saved links) resolve to, in their order."""
     from knowledge.index.model import Import
     from knowledge.index.resolve import resolve
 
     return [
         target
-        for module, line, imported, level in (link.imports if link else [])
+        for module, line, imported, level in link.imports
         for target in resolve(rel, Import(module, line, tuple(imported), level), language, repo)
     ]
 
